@@ -1,0 +1,134 @@
+"""Whole-block compression codecs for RecordBatch v2, as Kafka frames them.
+
+gzip is a gzip stream, lz4 is the LZ4 *frame* format (64 KiB independent blocks, no
+content size or checksum, like Kafka's KafkaLZ4BlockOutputStream), snappy is raw snappy or
+the xerial "SNAPPY" chunked framing Kafka's Java client writes, zstd is a zstd frame.
+gzip and lz4 are always available; snappy and zstd need their Python packages, otherwise
+:class:`UnsupportedCodecError`. Output is capped at ``MAX_DECOMPRESSED_BYTES`` so a
+malicious batch cannot exhaust memory. This module works on whole byte strings only; it
+must not know anything about record layout.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+from kraft.errors import CorruptRecordError, UnsupportedCodecError
+from kraft.records.format import MAX_DECOMPRESSED_BYTES, Compression
+
+try:
+    import lz4.frame as _lz4
+except ImportError:  # pragma: no cover - lz4 is a hard dependency
+    _lz4 = None
+try:
+    import snappy as _snappy
+except ImportError:
+    _snappy = None
+try:
+    import zstandard as _zstd
+except ImportError:
+    _zstd = None
+
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = struct.Struct(">8sii")
+_XERIAL_BLOCK = 32 * 1024
+
+
+def available(codec: int) -> bool:
+    """True when this process can both read and write ``codec``."""
+    return {
+        Compression.NONE: True,
+        Compression.GZIP: True,
+        Compression.LZ4: _lz4 is not None,
+        Compression.SNAPPY: _snappy is not None,
+        Compression.ZSTD: _zstd is not None,
+    }.get(codec, False)
+
+
+def _require(codec: int, module):
+    if module is None:
+        name = Compression(codec).name.lower()
+        raise UnsupportedCodecError(f"compression codec {name} needs its Python package ({name})")
+    return module
+
+
+def compress(codec: int, data) -> bytes:
+    if codec == Compression.GZIP:
+        c = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31 = gzip container
+        return c.compress(data) + c.flush()
+    if codec == Compression.LZ4:
+        return _require(codec, _lz4).compress(
+            data,
+            block_size=_lz4.BLOCKSIZE_MAX64KB,
+            block_linked=False,
+            content_checksum=False,
+            store_size=False,
+        )
+    if codec == Compression.SNAPPY:
+        snappy = _require(codec, _snappy)
+        out = [_XERIAL_HEADER.pack(_XERIAL_MAGIC, 1, 1)]
+        view = memoryview(data)
+        for i in range(0, len(view), _XERIAL_BLOCK):
+            block = snappy.compress(bytes(view[i : i + _XERIAL_BLOCK]))
+            out.append(struct.pack(">i", len(block)))
+            out.append(block)
+        return b"".join(out)
+    if codec == Compression.ZSTD:
+        return _require(codec, _zstd).ZstdCompressor().compress(data)
+    raise UnsupportedCodecError(f"unknown compression codec {codec}")
+
+
+def _check_size(n: int) -> None:
+    if n > MAX_DECOMPRESSED_BYTES:
+        raise CorruptRecordError(f"decompressed records exceed {MAX_DECOMPRESSED_BYTES} bytes")
+
+
+def decompress(codec: int, data) -> bytes:
+    """Decompress one batch's records block; any malformed input is CorruptRecordError."""
+    if codec not in (Compression.GZIP, Compression.LZ4, Compression.SNAPPY, Compression.ZSTD):
+        raise UnsupportedCodecError(f"unknown compression codec {codec}")
+    try:
+        if codec == Compression.GZIP:
+            d = zlib.decompressobj(47)  # 47 = auto-detect gzip or zlib header
+            out = d.decompress(data, MAX_DECOMPRESSED_BYTES + 1)
+            _check_size(len(out))
+            if not d.eof:
+                raise CorruptRecordError("truncated gzip stream")
+            return out
+        if codec == Compression.LZ4:
+            d = _require(codec, _lz4).LZ4FrameDecompressor()
+            out = d.decompress(bytes(data), max_length=MAX_DECOMPRESSED_BYTES + 1)
+            _check_size(len(out))
+            if not d.eof:
+                raise CorruptRecordError("truncated lz4 frame")
+            return out
+        if codec == Compression.SNAPPY:
+            return _snappy_decompress(_require(codec, _snappy), bytes(data))
+        d = _require(codec, _zstd).ZstdDecompressor().decompressobj()
+        out = d.decompress(bytes(data))
+        _check_size(len(out))
+        return out
+    except (CorruptRecordError, UnsupportedCodecError):
+        raise
+    except Exception as exc:  # every codec library has its own error types
+        raise CorruptRecordError(f"cannot decompress {Compression(codec).name} records: {exc}") from exc
+
+
+def _snappy_decompress(snappy, data: bytes) -> bytes:
+    if not data.startswith(_XERIAL_MAGIC):
+        return snappy.decompress(data)
+    pos, out, total = _XERIAL_HEADER.size, [], 0
+    while pos < len(data):
+        if pos + 4 > len(data):
+            raise CorruptRecordError("truncated xerial snappy chunk header")
+        (n,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        if n < 0 or pos + n > len(data):
+            raise CorruptRecordError("bad xerial snappy chunk length")
+        block = snappy.decompress(data[pos : pos + n])
+        total += len(block)
+        _check_size(total)
+        out.append(block)
+        pos += n
+    return b"".join(out)

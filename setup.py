@@ -1,0 +1,57 @@
+"""Build the compiled extensions in kraft/_native; all metadata lives in pyproject.toml.
+
+Switches (environment variables):
+  KRAFT_DEBUG=1     -O0 -g, Cython bounds/wraparound checks and line tracing on
+  KRAFT_ANNOTATE=1  also write Cython's annotated HTML (cython -a) next to each .pyx
+"""
+
+import os
+
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+DEBUG = os.environ.get("KRAFT_DEBUG") == "1"
+ANNOTATE = os.environ.get("KRAFT_ANNOTATE") == "1"
+
+NATIVE = "kraft/_native"
+# Plain C sources compile without Python headers and are shared by the extensions.
+C_SOURCES = [f"{NATIVE}/crc32c.c"]
+
+if DEBUG:
+    extra_compile_args = ["-O0", "-g3", "-UNDEBUG"]
+    macros = [("CYTHON_TRACE_NOGIL", "1")]
+else:
+    extra_compile_args = ["-O3", "-fno-strict-aliasing"]
+    macros = []
+macros.append(("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"))
+
+
+def ext(name: str) -> Extension:
+    return Extension(
+        f"kraft._native.{name}",
+        sources=[f"{NATIVE}/{name}.pyx", *C_SOURCES],
+        include_dirs=[NATIVE, numpy.get_include()],
+        define_macros=macros,
+        extra_compile_args=extra_compile_args,
+    )
+
+
+directives = {
+    "language_level": "3",
+    "boundscheck": DEBUG,
+    "wraparound": DEBUG,
+    "initializedcheck": DEBUG,
+    "cdivision": True,
+    "embedsignature": True,
+    "linetrace": DEBUG,
+}
+
+setup(
+    ext_modules=cythonize(
+        # _records: the batch codec (issue 2); _log: segment/index/epoch hot loops (issue 3).
+        [ext(n) for n in ("_records", "_log") if os.path.exists(f"{NATIVE}/{n}.pyx")],
+        compiler_directives=directives,
+        annotate=ANNOTATE,
+    ),
+)
