@@ -258,3 +258,13 @@ class ConfigError(KraftError):
     """A missing or invalid configuration value; the message names the key."""
 
     code = ErrorCode.INVALID_CONFIG
+
+
+# --- protocol encoding (appended by kraft/protocol) ----------------------------
+
+
+class EncodeError(KraftError, ValueError):
+    """A message value that cannot be put on the wire: None in a non-nullable field, an int
+    out of its type's range, a string longer than 32767 bytes. Always a bug in the caller."""
+
+    code = ErrorCode.UNKNOWN_SERVER_ERROR

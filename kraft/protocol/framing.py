@@ -1,0 +1,208 @@
+"""Frames on a Kafka connection: int32 size prefix, header, body. Server and client side.
+
+``FrameDecoder`` is sans-I/O: feed it whatever bytes the socket produced and it returns the
+complete frames. ``decode_request``/``encode_response`` are the server side;
+``encode_request``/``decode_response`` the client side. Failures are typed: an unknown API key
+or unsupported version raises :class:`UnsupportedVersionError`, anything undecodable raises
+:class:`ProtocolError` (the caller closes the connection). Both carry ``.header`` (the
+:class:`RequestHeader`, or None if not even that could be read) so the caller can log it.
+No other exception may escape these functions on any input.
+
+Two ApiVersions rules live here (Kafka's ``RequestContext``): a request at a version we do not
+support is not parsed but answered at v0 with UNSUPPORTED_VERSION so the client can retry
+lower, and the response header of ApiVersions is always v0. On the client side an ApiVersions
+response that does not parse at the requested version is parsed again at v0.
+
+This module must not do I/O (no sockets, no asyncio).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import kraft.protocol.messages  # noqa: F401  (registers every schema)
+from kraft.errors import ProtocolError, UnsupportedVersionError
+from kraft.protocol.headers import (API_VERSIONS_KEY, RequestHeader, ResponseHeader, decode_request_header,
+                                    decode_request_header_prefix, decode_response_header, encode_request_header,
+                                    encode_response_header, request_header_version, response_header_version)
+from kraft.protocol.message import DECODE_FAILURES, REQUESTS, RESPONSES, Request, Response, as_view
+from kraft.protocol.messages.api_versions import ApiVersionsRequest
+
+_I32 = struct.Struct(">i")
+DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes
+
+
+class FrameDecoder:
+    """Splits a byte stream into frames (without their size prefix).
+
+    A negative size or one above ``max_frame_bytes`` raises :class:`ProtocolError` as soon as
+    the 4 size bytes arrive, before anything is buffered for the body; after that the decoder
+    stays failed. Frames are returned as ``bytes``.
+    """
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES):
+        self.max_frame_bytes = max_frame_bytes
+        self._buf = bytearray()
+        self._failed: ProtocolError | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for an incomplete frame."""
+        return len(self._buf)
+
+    def feed(self, data) -> list[bytes]:
+        if self._failed is not None:
+            raise self._failed
+        buf = self._buf
+        buf += data
+        frames = []
+        start, end = 0, len(buf)
+        while end - start >= 4:
+            (size,) = _I32.unpack_from(buf, start)
+            if size < 0 or size > self.max_frame_bytes:
+                self._failed = ProtocolError(
+                    f"frame size {size} is outside 0..{self.max_frame_bytes}")
+                self._buf = bytearray()
+                raise self._failed
+            if end - start - 4 < size:
+                break
+            frames.append(bytes(buf[start + 4:start + 4 + size]))
+            start += 4 + size
+        if start:
+            del buf[:start]
+        return frames
+
+
+def _fail(error_type, message: str, header, cause=None):
+    error = error_type(message)
+    error.header = header
+    if cause is not None:
+        error.__cause__ = cause
+    return error
+
+
+def peek_correlation_id(frame) -> int:
+    """The correlation id of a response frame (its first field in every header version), to
+    find the request it answers before decoding it."""
+    try:
+        return _I32.unpack_from(as_view(frame), 0)[0]
+    except struct.error as e:
+        raise ProtocolError("frame too short for a correlation id") from e
+
+
+def response_version(api_key: int, request_version: int) -> int:
+    """The version a response is written at: the request's, except that an ApiVersions request
+    at an unsupported version is answered at v0."""
+    if api_key == API_VERSIONS_KEY and not ApiVersionsRequest.supports(request_version):
+        return 0
+    return request_version
+
+
+# --- server side ---------------------------------------------------------------
+
+
+def decode_request(frame) -> tuple[RequestHeader, Request]:
+    """Decode one request frame (size prefix already removed) into (header, body).
+
+    For an ApiVersions request at an unsupported version the body is not parsed: the result is
+    an empty ``ApiVersionsRequest`` and ``header.api_version`` is what the client sent; answer
+    it with :func:`kraft.protocol.api_table.unsupported_api_versions_response` through
+    :func:`encode_response`, which writes it at v0. Trailing bytes after the body are rejected:
+    Kafka ignores them, but no conforming client sends any and they would hide schema bugs.
+    """
+    view = as_view(frame)
+    try:
+        api_key, api_version, correlation_id = decode_request_header_prefix(view)
+    except struct.error as e:
+        raise _fail(ProtocolError, f"request frame of {len(view)} bytes is too short for a header", None, e)
+    cls = REQUESTS.get(api_key)
+    if cls is None:
+        raise _fail(UnsupportedVersionError, f"unknown API key {api_key}",
+                    RequestHeader(api_key, api_version, correlation_id), None)
+    try:
+        header, pos = decode_request_header(view, request_header_version(cls.is_flexible(api_version)))
+    except (ProtocolError,) + DECODE_FAILURES as e:
+        raise _fail(ProtocolError, f"bad request header: {e}", RequestHeader(api_key, api_version, correlation_id), e)
+    if not cls.supports(api_version):
+        if api_key == API_VERSIONS_KEY:
+            return header, ApiVersionsRequest()
+        raise _fail(UnsupportedVersionError,
+                    f"{cls.__name__} version {api_version} is not in {cls.MIN_VERSION}-{cls.MAX_VERSION}", header)
+    try:
+        body, end = cls.decode_from(view, pos, api_version)
+    except ProtocolError as e:
+        raise _fail(ProtocolError, str(e), header, e)
+    if end != len(view):
+        raise _fail(ProtocolError, f"{len(view) - end} trailing bytes after {cls.__name__} v{api_version}", header)
+    return header, body
+
+
+def encode_response(header_or_correlation, api_key: int, api_version: int, message: Response) -> bytes:
+    """The complete response frame, size prefix included. ``header_or_correlation`` is the
+    request's :class:`RequestHeader` or just its correlation id; ``api_version`` is the
+    request's version (see :func:`response_version` for the ApiVersions exception)."""
+    if isinstance(header_or_correlation, RequestHeader):
+        correlation_id = header_or_correlation.correlation_id
+    else:
+        correlation_id = int(header_or_correlation)
+    cls = RESPONSES.get(api_key)
+    if cls is None:
+        raise UnsupportedVersionError(f"unknown API key {api_key}")
+    if not isinstance(message, cls):
+        raise TypeError(f"API key {api_key} needs a {cls.__name__}, not {type(message).__name__}")
+    version = response_version(api_key, api_version)
+    out = bytearray(4)
+    encode_response_header(out, correlation_id, response_header_version(api_key, cls.is_flexible(version)))
+    message.encode_into(out, version)
+    _I32.pack_into(out, 0, len(out) - 4)
+    return bytes(out)
+
+
+# --- client side ---------------------------------------------------------------
+
+
+def encode_request(message: Request, api_version: int, correlation_id: int, client_id: str | None = None) -> bytes:
+    """The complete request frame, size prefix included."""
+    if not isinstance(message, Request):
+        raise TypeError(f"not a request: {type(message).__name__}")
+    cls = type(message)
+    cls.encoder(api_version)  # UnsupportedVersionError before anything is written
+    out = bytearray(4)
+    header = RequestHeader(cls.API_KEY, api_version, correlation_id, client_id)
+    encode_request_header(out, header, request_header_version(cls.is_flexible(api_version)))
+    message.encode_into(out, api_version)
+    _I32.pack_into(out, 0, len(out) - 4)
+    return bytes(out)
+
+
+def decode_response(frame, api_key: int, api_version: int) -> tuple[ResponseHeader, Response]:
+    """Decode a response frame (size prefix removed) to a request sent as (api_key, api_version)."""
+    cls = RESPONSES.get(api_key)
+    if cls is None:
+        raise UnsupportedVersionError(f"unknown API key {api_key}")
+    cls.decoder(api_version)  # UnsupportedVersionError for a version we never send
+    view = as_view(frame)
+    try:
+        header, pos = decode_response_header(view, response_header_version(api_key, cls.is_flexible(api_version)))
+    except (ProtocolError,) + DECODE_FAILURES as e:
+        raise _fail(ProtocolError, f"bad response header: {e}", None, e)
+    try:
+        return header, _decode_body(cls, view, pos, api_version)
+    except ProtocolError:
+        # A broker that does not know our ApiVersions version answers at v0 (see module doc).
+        if api_key == API_VERSIONS_KEY and api_version != 0:
+            return header, _decode_body(cls, view, pos, 0)
+        raise
+
+
+def _decode_body(cls, view, pos: int, version: int):
+    body, end = cls.decode_from(view, pos, version)
+    if end != len(view):
+        raise ProtocolError(f"{len(view) - end} trailing bytes after {cls.__name__} v{version}")
+    return body
+
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_BYTES", "FrameDecoder", "decode_request", "decode_response", "encode_request",
+    "encode_response", "peek_correlation_id", "response_version",
+]

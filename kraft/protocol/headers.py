@@ -1,0 +1,124 @@
+"""Request and response headers, and which header version each (API, version) uses.
+
+Request header v1: ApiKey int16, ApiVersion int16, CorrelationId int32, ClientId nullable string.
+v2 adds a tagged-field section; ClientId keeps its **int16 length** even then (Kafka never made
+it compact, so that any broker can read the header of any request). Response header v0:
+CorrelationId; v1 adds tagged fields. Flexible requests use v2 and flexible responses v1, except
+that **ApiVersions responses always use v0**, so a client that does not yet know the broker's
+versions can always read the answer. (Request header v0, without ClientId, was only used by
+ControlledShutdown v0, which Kafka 4 no longer has.)
+
+This module must not decode message bodies or know about framing.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from kraft.protocol import primitives as P
+
+API_VERSIONS_KEY = 18
+
+_REQUEST_PREFIX = struct.Struct(">hhi")
+_I32 = struct.Struct(">i")
+
+
+class RequestHeader:
+    """A decoded request header. ``unknown_tagged_fields`` keeps header tags, ``[(tag, bytes)]``."""
+
+    __slots__ = ("api_key", "api_version", "correlation_id", "client_id", "unknown_tagged_fields")
+
+    def __init__(self, api_key: int, api_version: int, correlation_id: int, client_id: str | None = None,
+                 unknown_tagged_fields=None):
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def _key(self):
+        return (self.api_key, self.api_version, self.correlation_id, self.client_id,
+                self.unknown_tagged_fields or None)
+
+    def __eq__(self, other):
+        if not isinstance(other, RequestHeader):
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None
+
+    def __repr__(self):
+        return (f"RequestHeader(api_key={self.api_key}, api_version={self.api_version}, "
+                f"correlation_id={self.correlation_id}, client_id={self.client_id!r})")
+
+
+class ResponseHeader:
+    __slots__ = ("correlation_id", "unknown_tagged_fields")
+
+    def __init__(self, correlation_id: int, unknown_tagged_fields=None):
+        self.correlation_id = correlation_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other):
+        if not isinstance(other, ResponseHeader):
+            return NotImplemented
+        return (self.correlation_id, self.unknown_tagged_fields or None) == \
+            (other.correlation_id, other.unknown_tagged_fields or None)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"ResponseHeader(correlation_id={self.correlation_id})"
+
+
+def request_header_version(flexible: bool) -> int:
+    return 2 if flexible else 1
+
+
+def response_header_version(api_key: int, flexible: bool) -> int:
+    if api_key == API_VERSIONS_KEY:
+        return 0
+    return 1 if flexible else 0
+
+
+def encode_request_header(out: bytearray, header: RequestHeader, version: int) -> None:
+    out += _REQUEST_PREFIX.pack(header.api_key, header.api_version, header.correlation_id)
+    P.write_nullable_string(out, header.client_id)  # int16 length in every version
+    if version >= 2:
+        _write_tags(out, header.unknown_tagged_fields)
+
+
+def decode_request_header_prefix(view, pos: int = 0) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id): the part that is the same in every version."""
+    return _REQUEST_PREFIX.unpack_from(view, pos)
+
+
+def decode_request_header(view, version: int, pos: int = 0) -> tuple[RequestHeader, int]:
+    api_key, api_version, correlation_id = _REQUEST_PREFIX.unpack_from(view, pos)
+    client_id, pos = P.read_nullable_string(view, pos + 8)
+    tags = None
+    if version >= 2:
+        tags, pos = P.skip_tagged_fields(view, pos)
+    return RequestHeader(api_key, api_version, correlation_id, client_id, tags), pos
+
+
+def encode_response_header(out: bytearray, correlation_id: int, version: int) -> None:
+    out += _I32.pack(correlation_id)
+    if version >= 1:
+        out.append(0)  # no header tags
+
+
+def decode_response_header(view, version: int, pos: int = 0) -> tuple[ResponseHeader, int]:
+    (correlation_id,) = _I32.unpack_from(view, pos)
+    pos += 4
+    tags = None
+    if version >= 1:
+        tags, pos = P.skip_tagged_fields(view, pos)
+    return ResponseHeader(correlation_id, tags), pos
+
+
+def _write_tags(out: bytearray, tags) -> None:
+    if tags:
+        P.write_tagged_fields(out, sorted(tags, key=lambda item: item[0]))
+    else:
+        out.append(0)
