@@ -27,6 +27,10 @@ else:
 macros.append(("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"))
 
 
+# Every kraft/_native/_*.pyx is one extension module (they share declarations via .pxd).
+MODULES = sorted(f[:-4] for f in os.listdir(NATIVE) if f.startswith("_") and f.endswith(".pyx"))
+
+
 def ext(name: str) -> Extension:
     return Extension(
         f"kraft._native.{name}",
@@ -49,8 +53,7 @@ directives = {
 
 setup(
     ext_modules=cythonize(
-        # _records: the batch codec (issue 2); _log: segment/index/epoch hot loops (issue 3).
-        [ext(n) for n in ("_records", "_log") if os.path.exists(f"{NATIVE}/{n}.pyx")],
+        [ext(name) for name in MODULES],
         compiler_directives=directives,
         annotate=ANNOTATE,
     ),

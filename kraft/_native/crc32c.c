@@ -104,16 +104,24 @@ static int detect_hw(void) { return 0; }
 #endif
 
 #if HAVE_HW
-/* Three interleaved streams over blocks of `block` bytes, combined with `shift`. */
+/* One step of the three streams at byte offset `o` of the current block. */
+#define TRIPLET(block, o)                                                           \
+    crc = hw8(crc, load64(p + (o)));                                                \
+    c1 = hw8(c1, load64(p + (block) + (o)));                                        \
+    c2 = hw8(c2, load64(p + 2 * (block) + (o)));
+
+/* Three interleaved streams over blocks of `block` bytes (a multiple of 32), combined
+ * with `shift`. Unrolled four times: the loop bookkeeping otherwise costs ~20%. */
 #define THREE_WAY(block, shift)                                                     \
     while (len >= 3 * (block)) {                                                    \
         uint32_t c1 = 0, c2 = 0;                                                    \
         const unsigned char *end = p + (block);                                     \
         do {                                                                        \
-            crc = hw8(crc, load64(p));                                              \
-            c1 = hw8(c1, load64(p + (block)));                                      \
-            c2 = hw8(c2, load64(p + 2 * (block)));                                  \
-            p += 8;                                                                 \
+            TRIPLET(block, 0)                                                       \
+            TRIPLET(block, 8)                                                       \
+            TRIPLET(block, 16)                                                      \
+            TRIPLET(block, 24)                                                      \
+            p += 32;                                                                \
         } while (p < end);                                                          \
         crc = apply_shift(shift, crc) ^ c1;                                         \
         crc = apply_shift(shift, crc) ^ c2;                                         \

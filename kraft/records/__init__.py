@@ -42,9 +42,11 @@ from kraft.records.results import BatchScan, DecodedBatch
 
 
 def _load_native():
-    from kraft._native import _records
+    from types import SimpleNamespace
 
-    _records.configure(
+    from kraft._native import _buffer, _builder, _crc, _reader, _scan
+
+    _buffer.configure(
         corrupt_error=CorruptRecordError,
         codec_error=UnsupportedCodecError,
         compress=_compression.compress,
@@ -52,7 +54,15 @@ def _load_native():
         decoded_batch=DecodedBatch,
         batch_scan=BatchScan,
     )
-    return _records
+    return SimpleNamespace(
+        RecordBatchBuilder=_builder.RecordBatchBuilder, build_batch=_builder.build_batch,
+        build_control_batch=_builder.build_control_batch, RecordBatch=_reader.RecordBatch,
+        Record=_reader.Record, iter_batches=_reader.iter_batches, scan_batches=_scan.scan_batches,
+        assign_offsets=_scan.assign_offsets, crc32c=_crc.crc32c,
+        crc32c_implementation=_crc.crc32c_implementation, encode_varint=_crc.encode_varint,
+        decode_varint=_crc.decode_varint, encode_unsigned_varint=_crc.encode_unsigned_varint,
+        decode_unsigned_varint=_crc.decode_unsigned_varint, size_of_varint=_crc.size_of_varint,
+    )
 
 
 def _load_pure():

@@ -292,7 +292,8 @@ def assign_offsets(buffer, base_offset: int, partition_leader_epoch: int) -> int
     """Rewrite BaseOffset and PartitionLeaderEpoch of every batch in the writable ``buffer``
     so offsets run on from ``base_offset`` (neither field is under the CRC). Returns the
     next offset. The buffer must hold only complete batches."""
-    end, pos = len(buffer), 0
+    end, pos, frames = len(buffer), 0, []
+    # Validate all framing first so a bad buffer is left untouched.
     while pos < end:
         if end - pos < BATCH_HEADER_SIZE:
             raise CorruptRecordError("incomplete batch in append buffer")
@@ -302,7 +303,9 @@ def assign_offsets(buffer, base_offset: int, partition_leader_epoch: int) -> int
         (lod,) = _LENGTH.unpack_from(buffer, pos + 23)
         if lod < 0:
             raise CorruptRecordError(f"negative last offset delta at position {pos}")
+        frames.append((pos, length, lod))
+        pos += length + LOG_OVERHEAD
+    for pos, length, lod in frames:
         _OFFSET_EPOCH.pack_into(buffer, pos, base_offset, length, partition_leader_epoch)
         base_offset += lod + 1
-        pos += length + LOG_OVERHEAD
     return base_offset

@@ -1,0 +1,160 @@
+# cython: language_level=3
+"""Compiled whole-buffer passes over many batches: the recovery/validation scan and
+leader offset assignment. Both loops run without the GIL.
+
+Must not import kraft Python modules.
+"""
+
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, realloc
+
+import numpy as np
+
+from kraft._native._buffer cimport Buffer, Hooks, acquire, get_hooks
+from kraft._native._layout cimport *
+from kraft._native._prims cimport *
+
+cdef Hooks H = get_hooks()
+
+
+cdef struct Found:
+    int64_t position, base_offset, last_offset, max_timestamp
+    int32_t epoch, size
+
+
+cdef enum Stop:
+    STOP_END = 0
+    STOP_PARTIAL = 1
+    STOP_LENGTH = 2
+    STOP_MAGIC = 3
+    STOP_CRC = 4
+    STOP_OFFSETS = 5
+    STOP_NOMEM = 6
+
+
+def scan_batches(buffer, Py_ssize_t position=0):
+    """Validate every batch from ``position`` and report them (see kraft.records.BatchScan)."""
+    cdef Buffer b = acquire(buffer)
+    cdef Found *rows = NULL
+    cdef Found *grown
+    cdef Py_ssize_t n = 0, cap = 0, end = b.size, pos = position, avail
+    cdef const uint8_t *p
+    cdef int32_t length = 0, lod, count
+    cdef int64_t base, next_offset = 0
+    cdef bint have_prev = False
+    cdef Stop stop = STOP_END
+    if position < 0 or position > end:
+        raise H.corrupt_error("position outside the buffer")
+    with nogil:
+        while pos < end:
+            avail = end - pos
+            p = b.ptr + pos
+            if avail < HEADER_SIZE:
+                stop = STOP_PARTIAL
+                break
+            length = <int32_t>kc_load_be32(p + OFF_LENGTH)
+            if length < MIN_LENGTH:
+                stop = STOP_LENGTH
+                break
+            if length + LOG_OVERHEAD > avail:
+                stop = STOP_PARTIAL
+                break
+            if p[OFF_MAGIC] != 2:
+                stop = STOP_MAGIC
+                break
+            if kraft_crc32c(0, p + OFF_ATTRIBUTES, length + LOG_OVERHEAD - OFF_ATTRIBUTES) != kc_load_be32(p + OFF_CRC):
+                stop = STOP_CRC
+                break
+            base = <int64_t>kc_load_be64(p + OFF_BASE_OFFSET)
+            lod = <int32_t>kc_load_be32(p + OFF_LAST_OFFSET_DELTA)
+            count = <int32_t>kc_load_be32(p + OFF_RECORDS_COUNT)
+            if lod < 0 or count < 0 or (have_prev and base < next_offset):
+                stop = STOP_OFFSETS
+                break
+            if n == cap:
+                cap = cap * 2 if cap else 1024
+                grown = <Found *>realloc(rows, cap * sizeof(Found))
+                if grown == NULL:
+                    stop = STOP_NOMEM
+                    break
+                rows = grown
+            rows[n].position = pos
+            rows[n].base_offset = base
+            rows[n].last_offset = base + lod
+            rows[n].epoch = <int32_t>kc_load_be32(p + OFF_EPOCH)
+            rows[n].max_timestamp = <int64_t>kc_load_be64(p + OFF_MAX_TIMESTAMP)
+            rows[n].size = length + LOG_OVERHEAD
+            n += 1
+            next_offset = base + lod + 1
+            have_prev = True
+            pos += length + LOG_OVERHEAD
+    try:
+        if stop == STOP_NOMEM:
+            raise MemoryError()
+        positions = np.empty(n, np.int64)
+        bases = np.empty(n, np.int64)
+        lasts = np.empty(n, np.int64)
+        epochs = np.empty(n, np.int32)
+        maxts = np.empty(n, np.int64)
+        sizes = np.empty(n, np.int32)
+        fill(rows, n, positions, bases, lasts, epochs, maxts, sizes)
+    finally:
+        free(rows)
+    if stop == STOP_END:
+        error = None
+    elif stop == STOP_PARTIAL:
+        error = "partial"
+    elif stop == STOP_LENGTH:
+        error = f"invalid batch length {length} at position {pos}"
+    elif stop == STOP_MAGIC:
+        error = f"invalid magic {<int>(<signed char>b.ptr[pos + OFF_MAGIC])} at position {pos}"
+    elif stop == STOP_CRC:
+        error = f"CRC mismatch at position {pos}"
+    else:
+        error = f"offsets not increasing at position {pos}"
+    return H.batch_scan(positions, bases, lasts, epochs, maxts, sizes, valid_end=pos, error=error)
+
+
+cdef void fill(Found *rows, Py_ssize_t n, int64_t[::1] positions, int64_t[::1] bases,
+               int64_t[::1] lasts, int32_t[::1] epochs, int64_t[::1] maxts,
+               int32_t[::1] sizes) noexcept:
+    cdef Py_ssize_t i
+    for i in range(n):
+        positions[i] = rows[i].position
+        bases[i] = rows[i].base_offset
+        lasts[i] = rows[i].last_offset
+        epochs[i] = rows[i].epoch
+        maxts[i] = rows[i].max_timestamp
+        sizes[i] = rows[i].size
+
+
+def assign_offsets(buffer, int64_t base_offset, int32_t partition_leader_epoch):
+    """Rewrite BaseOffset and PartitionLeaderEpoch of every batch in the writable ``buffer``
+    so offsets run on from ``base_offset``; returns the next offset (neither field is under
+    the CRC). The buffer must hold only complete batches; nothing is changed otherwise."""
+    cdef Buffer b = acquire(buffer, True)
+    cdef uint8_t *p
+    cdef Py_ssize_t pos = 0, end = b.size
+    cdef int32_t length, lod
+    cdef int64_t next_offset = base_offset
+    # First pass validates the framing so a bad buffer is left untouched.
+    while pos < end:
+        if end - pos < HEADER_SIZE:
+            raise H.corrupt_error("incomplete batch in append buffer")
+        length = <int32_t>kc_load_be32(b.ptr + pos + OFF_LENGTH)
+        if length < MIN_LENGTH or length + LOG_OVERHEAD > end - pos:
+            raise H.corrupt_error(f"invalid batch length {length} at position {pos}")
+        lod = <int32_t>kc_load_be32(b.ptr + pos + OFF_LAST_OFFSET_DELTA)
+        if lod < 0:
+            raise H.corrupt_error(f"negative last offset delta at position {pos}")
+        pos += length + LOG_OVERHEAD
+    pos = 0
+    with nogil:
+        while pos < end:
+            p = <uint8_t *>b.ptr + pos
+            length = <int32_t>kc_load_be32(p + OFF_LENGTH)
+            kc_store_be64(p + OFF_BASE_OFFSET, <uint64_t>next_offset)
+            kc_store_be32(p + OFF_EPOCH, <uint32_t>partition_leader_epoch)
+            next_offset += <int32_t>kc_load_be32(p + OFF_LAST_OFFSET_DELTA) + 1
+            pos += length + LOG_OVERHEAD
+    return next_offset
