@@ -62,9 +62,11 @@ class Record:
 
 
 def _varint32(data, pos, what):
+    """Kafka's 32-bit varint: at most 5 bytes, value within int32."""
+    start = pos
     v, pos = decode_varint(data, pos)
-    if v < _INT32_MIN or v > _INT32_MAX:
-        raise CorruptRecordError(f"{what} out of int32 range")
+    if pos - start > 5 or v < _INT32_MIN or v > _INT32_MAX:
+        raise CorruptRecordError(f"invalid varint for {what}")
     return v, pos
 
 
