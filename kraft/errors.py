@@ -268,3 +268,18 @@ class EncodeError(KraftError, ValueError):
     out of its type's range, a string longer than 32767 bytes. Always a bug in the caller."""
 
     code = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+# --- network -----------------------------------------------------------------
+
+
+class NetworkError(KraftError):
+    """A connection failed, was closed, or could not be made; the request's fate is unknown."""
+
+    code = ErrorCode.NETWORK_EXCEPTION
+
+
+class RequestTimeoutError(NetworkError):
+    """No response within the request timeout; the request may or may not have been applied."""
+
+    code = ErrorCode.REQUEST_TIMED_OUT

@@ -1,0 +1,304 @@
+"""Node configuration: Kafka's ``server.properties`` names, defaults and validation.
+
+``load_properties`` reads Java ``.properties`` syntax (comments, ``=``/``:``/space
+separators, line continuations, escapes). ``NodeConfig.from_properties`` checks every
+known key against its type and range and cross-checks the KRaft settings the way Kafka's
+``KafkaConfig`` does, raising :class:`ConfigError` that names the key. Unknown keys are
+kept and reported (Kafka warns, it does not fail). This module does no I/O beyond reading
+the file it is given and must not import anything above ``kraft.errors``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from kraft.errors import ConfigError
+
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+
+
+# --- .properties syntax ------------------------------------------------------------------
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(s: str) -> str:
+    out, i = [], 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and i + 1 < len(s):
+            n = s[i + 1]
+            if n == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", s[i + 2 : i + 6] or ""):
+                out.append(chr(int(s[i + 2 : i + 6], 16)))
+                i += 6
+                continue
+            out.append(_ESCAPES.get(n, n))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java Properties.load semantics for the subset operators use."""
+    props: dict[str, str] = {}
+    logical, pending = [], ""
+    for raw in text.splitlines():
+        line = raw.lstrip() if not pending else raw.lstrip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        # An odd number of trailing backslashes continues the line.
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending += line[:-1]
+            continue
+        logical.append(pending + line)
+        pending = ""
+    if pending:
+        logical.append(pending)
+    for line in logical:
+        m = re.match(r"((?:\\.|[^=:\s\\])*)\s*[=:\s]?\s*(.*)$", line)
+        key, value = _unescape(m.group(1)), _unescape(m.group(2))
+        props[key] = value
+    return props
+
+
+def load_properties(path: str) -> dict[str, str]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return parse_properties(f.read())
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8") from exc
+
+
+# --- typed values ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str  # listener name, e.g. CONTROLLER
+    host: str
+    port: int
+
+
+@dataclass(frozen=True)
+class VoterAddress:
+    node_id: int
+    host: str
+    port: int
+
+
+def _int(key: str, v: str, lo: int | None = None, hi: int | None = None) -> int:
+    try:
+        n = int(v.strip())
+    except ValueError:
+        raise ConfigError(f"{key}: expected an integer, got {v!r}") from None
+    if lo is not None and n < lo:
+        raise ConfigError(f"{key}: must be at least {lo}, got {n}")
+    if hi is not None and n > hi:
+        raise ConfigError(f"{key}: must be at most {hi}, got {n}")
+    return n
+
+
+def _host_port(key: str, s: str) -> tuple[str, int]:
+    s = s.strip()
+    m = re.fullmatch(r"\[([^\]]+)\]:(\d+)|([^:\[\]]*):(\d+)", s)
+    if not m:
+        raise ConfigError(f"{key}: expected host:port, got {s!r}")
+    host = m.group(1) or m.group(3)
+    port = int(m.group(2) or m.group(4))
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"{key}: port out of range in {s!r}")
+    return host, port
+
+
+def parse_voters(key: str, value: str) -> tuple[VoterAddress, ...]:
+    """``id@host:port,...`` (controller.quorum.voters)."""
+    voters = []
+    for item in filter(None, (x.strip() for x in value.split(","))):
+        ident, sep, addr = item.partition("@")
+        if not sep:
+            raise ConfigError(f"{key}: expected id@host:port, got {item!r}")
+        host, port = _host_port(key, addr)
+        voters.append(VoterAddress(_int(key, ident, 0), host, port))
+    ids = [v.node_id for v in voters]
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"{key}: duplicate voter id in {value!r}")
+    return tuple(voters)
+
+
+def parse_listeners(key: str, value: str) -> tuple[Endpoint, ...]:
+    """``NAME://host:port,...``; an empty host means all interfaces."""
+    out = []
+    for item in filter(None, (x.strip() for x in value.split(","))):
+        m = re.fullmatch(r"([A-Za-z0-9_\-]+)://(.*)", item)
+        if not m:
+            raise ConfigError(f"{key}: expected NAME://host:port, got {item!r}")
+        host, port = _host_port(key, m.group(2))
+        out.append(Endpoint(m.group(1).upper(), host, port))
+    names = [e.name for e in out]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{key}: each listener name may appear once ({value!r})")
+    return tuple(out)
+
+
+# --- the node's configuration --------------------------------------------------------------
+
+# key: (default, min) for integer settings; defaults are Kafka's (QuorumConfig, KRaftConfigs,
+# ServerConfigs, ReplicationConfigs).
+INT_SETTINGS: dict[str, tuple[int, int]] = {
+    "controller.quorum.election.timeout.ms": (1000, 1),
+    "controller.quorum.fetch.timeout.ms": (2000, 1),
+    "controller.quorum.election.backoff.max.ms": (1000, 1),
+    "controller.quorum.request.timeout.ms": (2000, 1),
+    "controller.quorum.retry.backoff.ms": (20, 0),
+    "controller.quorum.append.linger.ms": (25, 0),
+    "metadata.log.segment.bytes": (1 * GiB, 12),
+    "metadata.log.segment.ms": (7 * 24 * 3600 * 1000, 1),
+    "metadata.log.max.record.bytes.between.snapshots": (20 * MiB, 1),
+    "metadata.log.max.snapshot.interval.ms": (3600 * 1000, 0),
+    "metadata.max.idle.interval.ms": (500, 0),
+    "metadata.max.retention.bytes": (100 * MiB, -1),
+    "metadata.max.retention.ms": (7 * 24 * 3600 * 1000, -1),
+    "broker.heartbeat.interval.ms": (2000, 1),
+    "broker.session.timeout.ms": (9000, 1),
+    "socket.request.max.bytes": (100 * MiB, 1),
+    "queued.max.requests": (500, 1),
+    "log.segment.bytes": (1 * GiB, 14),
+    "num.partitions": (1, 1),
+    "default.replication.factor": (1, 1),
+    "min.insync.replicas": (1, 1),
+    "replica.lag.time.max.ms": (30000, 1),
+    "kraft.metrics.port": (-1, -1),
+}
+STR_SETTINGS: dict[str, str] = {
+    "process.roles": "",
+    "controller.quorum.voters": "",
+    "controller.quorum.bootstrap.servers": "",
+    "listeners": "PLAINTEXT://:9092",
+    "advertised.listeners": "",
+    "controller.listener.names": "",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "listener.security.protocol.map": "",
+    "metadata.log.dir": "",
+    "log.dirs": "",
+    "log.dir": "/tmp/kafka-logs",
+    "node.id": "",
+    "kraft.metrics.host": "127.0.0.1",
+}
+_SECURITY = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
+
+@dataclass
+class NodeConfig:
+    """A validated ``server.properties``. Integer settings are read with :meth:`int`."""
+
+    node_id: int
+    roles: frozenset
+    voters: tuple  # VoterAddress, from controller.quorum.voters (may be empty)
+    bootstrap_servers: tuple  # (host, port), from controller.quorum.bootstrap.servers
+    listeners: tuple  # Endpoint
+    advertised_listeners: tuple
+    controller_listener_names: tuple
+    metadata_log_dir: str
+    log_dirs: tuple
+    values: dict = field(default_factory=dict)  # every setting, parsed, by Kafka name
+    unknown: tuple = ()
+
+    def int(self, key: str) -> int:
+        return self.values[key]
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    @property
+    def is_voter(self) -> bool:
+        return any(v.node_id == self.node_id for v in self.voters)
+
+    def listener(self, name: str) -> Endpoint:
+        for e in self.listeners:
+            if e.name == name:
+                return e
+        raise ConfigError(f"listeners: no listener named {name}")
+
+    @property
+    def controller_listener(self) -> Endpoint:
+        return self.listener(self.controller_listener_names[0])
+
+    @classmethod
+    def from_file(cls, path: str, overrides: dict[str, str] | None = None) -> "NodeConfig":
+        props = load_properties(path)
+        props.update(overrides or {})
+        return cls.from_properties(props)
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> "NodeConfig":
+        values: dict = {}
+        for key, (default, lo) in INT_SETTINGS.items():
+            values[key] = _int(key, props[key], lo) if key in props else default
+        for key, default in STR_SETTINGS.items():
+            values[key] = props.get(key, default).strip()
+        unknown = tuple(sorted(k for k in props if k not in values))
+
+        if not values["node.id"]:
+            raise ConfigError("node.id: required in KRaft mode")
+        node_id = _int("node.id", values["node.id"], 0)
+        roles = frozenset(r.strip() for r in values["process.roles"].split(",") if r.strip())
+        if not roles:
+            raise ConfigError("process.roles: required (broker, controller, or broker,controller)")
+        if not roles <= {"broker", "controller"}:
+            raise ConfigError(f"process.roles: unknown role in {values['process.roles']!r}")
+        voters = parse_voters("controller.quorum.voters", values["controller.quorum.voters"])
+        bootstrap = tuple(_host_port("controller.quorum.bootstrap.servers", s)
+                          for s in values["controller.quorum.bootstrap.servers"].split(",") if s.strip())
+        if not voters and not bootstrap:
+            raise ConfigError("controller.quorum.voters: set it (id@host:port,...) or "
+                              "controller.quorum.bootstrap.servers")
+        listeners = parse_listeners("listeners", values["listeners"])
+        advertised = parse_listeners("advertised.listeners", values["advertised.listeners"]) or listeners
+        ctrl_names = tuple(n.strip().upper() for n in values["controller.listener.names"].split(",") if n.strip())
+        if not ctrl_names:
+            raise ConfigError("controller.listener.names: required in KRaft mode")
+        names = {e.name for e in listeners}
+        if "controller" in roles and ctrl_names[0] not in names:
+            raise ConfigError(f"controller.listener.names: {ctrl_names[0]} must appear in listeners "
+                              f"when process.roles contains controller")
+        if "controller" not in roles and set(ctrl_names) & names:
+            raise ConfigError("listeners: a broker-only node must not listen on the controller listener")
+        _check_security_map(values["listener.security.protocol.map"], names | set(ctrl_names))
+        if "controller" in roles and voters and node_id not in {v.node_id for v in voters}:
+            raise ConfigError(f"controller.quorum.voters: node.id {node_id} has the controller role "
+                              f"but is not among the voters")
+        if "controller" not in roles and node_id in {v.node_id for v in voters}:
+            raise ConfigError(f"controller.quorum.voters: node.id {node_id} is a voter but "
+                              f"process.roles lacks controller")
+        if values["broker.heartbeat.interval.ms"] >= values["broker.session.timeout.ms"]:
+            raise ConfigError("broker.heartbeat.interval.ms: must be below broker.session.timeout.ms")
+        log_dirs = tuple(d.strip() for d in (values["log.dirs"] or values["log.dir"]).split(",") if d.strip())
+        metadata_dir = values["metadata.log.dir"] or log_dirs[0]
+        return cls(node_id, roles, voters, bootstrap, listeners, advertised, ctrl_names, metadata_dir,
+                   log_dirs, values, unknown)
+
+
+def _check_security_map(spec: str, names: set) -> None:
+    mapping = {}
+    for item in filter(None, (x.strip() for x in spec.split(","))):
+        name, sep, proto = item.partition(":")
+        if not sep or proto.strip().upper() not in _SECURITY:
+            raise ConfigError(f"listener.security.protocol.map: bad entry {item!r}")
+        mapping[name.strip().upper()] = proto.strip().upper()
+    for name in names:
+        proto = mapping.get(name, name if name in _SECURITY else "PLAINTEXT")
+        if proto != "PLAINTEXT":
+            raise ConfigError(f"listener.security.protocol.map: {name} uses {proto}; "
+                              f"kraft supports PLAINTEXT listeners only")

@@ -1,0 +1,170 @@
+"""asyncio Kafka-protocol client: one connection to one node, pipelined requests.
+
+Correlation ids match responses to requests; each request has a timeout, after which it
+fails with :class:`RequestTimeoutError` and the connection is closed (a late response on
+that connection can then never be mistaken for another's). Connection attempts back off
+exponentially from ``retry_backoff_ms`` to ``retry_backoff_max_ms`` with jitter. At most
+``max_in_flight`` requests are outstanding; more wait for a slot. TCP_NODELAY is set.
+Every failure reaches the caller as a :class:`NetworkError` subclass; nothing here retries
+a request (the caller decides: Raft has its own rules, and a timed-out write is
+indeterminate, not failed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import random
+import socket
+import time
+
+from kraft.errors import NetworkError, ProtocolError, RequestTimeoutError, UnsupportedVersionError
+from kraft.protocol import FrameDecoder, Request, decode_response, encode_request, peek_correlation_id
+
+log = logging.getLogger("kraft.client")
+
+
+class NodeClient:
+    def __init__(self, host: str, port: int, *, client_id: str = "kraft", request_timeout_ms: int = 2000,
+                 connect_timeout_ms: int = 2000, retry_backoff_ms: int = 20,
+                 retry_backoff_max_ms: int = 1000, max_in_flight: int = 16,
+                 max_frame_bytes: int = 100 * 1024 * 1024, rng: random.Random | None = None):
+        self.host, self.port = host, port
+        self.client_id = client_id
+        self.request_timeout = request_timeout_ms / 1000
+        self.connect_timeout = connect_timeout_ms / 1000
+        self.retry_backoff = retry_backoff_ms / 1000
+        self.retry_backoff_max = retry_backoff_max_ms / 1000
+        self.max_frame_bytes = max_frame_bytes
+        self._slots = asyncio.Semaphore(max_in_flight)
+        self._rng = rng or random.Random()
+        self._ids = itertools.count(1)
+        self._reader = self._writer = None
+        self._read_task: asyncio.Task | None = None
+        self._connecting: asyncio.Future | None = None
+        self._waiting: dict[int, tuple[asyncio.Future, int, int]] = {}
+        self._failures = 0
+        self._next_attempt = 0.0
+        self._closed = False
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def connected(self) -> bool:
+        return self._writer is not None
+
+    async def request(self, message: Request, version: int, timeout_ms: int | None = None):
+        """Send ``message`` at ``version`` and return the decoded response body."""
+        timeout = self.request_timeout if timeout_ms is None else timeout_ms / 1000
+        deadline = time.monotonic() + timeout
+        async with self._slots:
+            await self._ensure_connected(deadline)
+            cid = next(self._ids) & 0x7FFFFFFF
+            frame = encode_request(message, version, cid, self.client_id)
+            fut = asyncio.get_running_loop().create_future()
+            self._waiting[cid] = (fut, type(message).API_KEY, version)
+            try:
+                self._writer.write(frame)
+            except (ConnectionError, OSError) as exc:
+                self._waiting.pop(cid, None)
+                self._disconnect(NetworkError(f"write to {self.address} failed: {exc}"))
+                raise NetworkError(f"write to {self.address} failed: {exc}") from exc
+            try:
+                return await asyncio.wait_for(fut, max(0.0, deadline - time.monotonic()))
+            except asyncio.TimeoutError:
+                self._waiting.pop(cid, None)
+                self._disconnect(RequestTimeoutError(f"request to {self.address} timed out"))
+                raise RequestTimeoutError(
+                    f"{type(message).__name__} to {self.address} timed out after {timeout * 1000:.0f} ms") from None
+
+    async def _ensure_connected(self, deadline: float) -> None:
+        if self._closed:
+            raise NetworkError(f"client for {self.address} is closed")
+        if self._writer is not None:
+            return
+        if self._connecting is None:
+            self._connecting = asyncio.ensure_future(self._connect())
+        try:
+            await asyncio.wait_for(asyncio.shield(self._connecting), max(0.0, deadline - time.monotonic()))
+        except asyncio.TimeoutError:
+            raise RequestTimeoutError(f"could not connect to {self.address} in time") from None
+        if self._writer is None:
+            raise NetworkError(f"cannot connect to {self.address}")
+
+    async def _connect(self) -> None:
+        try:
+            wait = self._next_attempt - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            try:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(self.host, self.port, limit=1 << 20), self.connect_timeout)
+            except (OSError, asyncio.TimeoutError) as exc:
+                self._failures += 1
+                backoff = min(self.retry_backoff_max, self.retry_backoff * (2 ** min(self._failures - 1, 20)))
+                self._next_attempt = time.monotonic() + backoff * self._rng.uniform(0.8, 1.2)
+                log.debug("connect to %s failed (%s); next attempt in %.0f ms", self.address, exc, backoff * 1000)
+                return
+            sock = writer.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._failures = 0
+            self._reader, self._writer = reader, writer
+            self._read_task = asyncio.ensure_future(self._read_loop(reader, writer))
+        finally:
+            self._connecting = None
+
+    async def _read_loop(self, reader, writer) -> None:
+        decoder = FrameDecoder(self.max_frame_bytes)
+        error: Exception = NetworkError(f"connection to {self.address} closed")
+        try:
+            while True:
+                data = await reader.read(256 * 1024)
+                if not data:
+                    break
+                for frame in decoder.feed(data):
+                    self._deliver(frame)
+        except (ConnectionError, OSError) as exc:
+            error = NetworkError(f"connection to {self.address} failed: {exc}")
+        except (ProtocolError, UnsupportedVersionError) as exc:
+            error = NetworkError(f"bad response from {self.address}: {exc}")
+            log.warning("closing connection to %s: %s", self.address, exc)
+        finally:
+            if self._writer is writer:
+                self._disconnect(error)
+
+    def _deliver(self, frame: bytes) -> None:
+        cid = peek_correlation_id(frame)
+        entry = self._waiting.pop(cid, None)
+        if entry is None:
+            return  # the request already timed out
+        fut, api_key, version = entry
+        if fut.done():
+            return
+        try:
+            _, body = decode_response(frame, api_key, version)
+        except (ProtocolError, UnsupportedVersionError) as exc:
+            fut.set_exception(NetworkError(f"undecodable response from {self.address}: {exc}"))
+            raise
+        fut.set_result(body)
+
+    def _disconnect(self, error: Exception) -> None:
+        writer, self._writer, self._reader = self._writer, None, None
+        if writer is not None:
+            writer.close()
+        task, self._read_task = self._read_task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+        waiting, self._waiting = self._waiting, {}
+        for fut, _, _ in waiting.values():
+            if not fut.done():
+                fut.set_exception(error)
+
+    async def close(self) -> None:
+        self._closed = True
+        self._disconnect(NetworkError(f"client for {self.address} closed"))
+        if self._connecting is not None:
+            self._connecting.cancel()

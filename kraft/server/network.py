@@ -1,0 +1,215 @@
+"""asyncio TCP server speaking Kafka's framing: one reader and one ordered writer per connection.
+
+Requests on a connection may be handled concurrently (a long-poll Fetch does not block a
+Vote), but responses are written in request order, as Kafka guarantees. At most
+``max_in_flight`` requests per connection are pending; beyond that the connection is not
+read (back-pressure). Bad input never escapes a connection: a negative or oversize frame,
+an unknown API key or version, or an undecodable body closes that connection with one log
+line; a handler exception is answered with an error response when the response type has
+an error code, otherwise the connection is closed. The node keeps serving either way.
+
+This module knows nothing about Raft or the controller; it calls a :class:`RequestHandler`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from dataclasses import dataclass
+from typing import Awaitable, Protocol, Union
+
+from kraft.errors import ErrorCode, KraftError, ProtocolError, UnsupportedVersionError
+from kraft.protocol import (DEFAULT_MAX_FRAME_BYTES, FrameDecoder, RequestHeader, Response, decode_request,
+                            encode_response, response_class, response_version)
+
+log = logging.getLogger("kraft.network")
+
+
+@dataclass
+class RequestContext:
+    header: RequestHeader
+    listener: str
+    peer: str  # "host:port" of the client
+    received_ns: int
+
+
+class RequestHandler(Protocol):
+    def handle(self, ctx: RequestContext, request) -> Union[Response, Awaitable[Response], None]:
+        """Return the response, an awaitable of it, or None to send nothing."""
+
+
+def error_response(api_key: int, version: int, code: int) -> Response | None:
+    """A response carrying ``code`` at top level, if that response type has one in ``version``."""
+    cls = response_class(api_key)
+    names = {f.name for f in cls.FIELDS if version in f.versions}
+    if "error_code" not in names:
+        return None
+    return cls(error_code=int(code))
+
+
+class _Connection:
+    def __init__(self, server: "KafkaServer", reader, writer):
+        self.server = server
+        self.reader = reader
+        self.writer = writer
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        self.peer = f"{peer[0]}:{peer[1]}"
+        self.pending: asyncio.Queue = asyncio.Queue(maxsize=server.max_in_flight)
+        self.closed = False
+
+    async def run(self) -> None:
+        sock = self.writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        writer_task = asyncio.ensure_future(self._write_responses())
+        try:
+            await self._read_requests()
+        finally:
+            await self.pending.put(None)  # tells the writer to finish
+            try:
+                await writer_task
+            finally:
+                self._close()
+
+    async def _read_requests(self) -> None:
+        decoder = FrameDecoder(self.server.max_frame_bytes)
+        while not self.closed:
+            try:
+                data = await self.reader.read(256 * 1024)
+            except (ConnectionError, OSError):
+                return
+            if not data:
+                return
+            try:
+                frames = decoder.feed(data)
+            except ProtocolError as exc:
+                self._reject(f"bad frame: {exc}")
+                return
+            for frame in frames:
+                if not await self._dispatch(frame):
+                    return
+
+    async def _dispatch(self, frame: bytes) -> bool:
+        srv = self.server
+        try:
+            header, request = decode_request(frame)
+        except (ProtocolError, UnsupportedVersionError) as exc:
+            hdr = getattr(exc, "header", None)
+            what = f"api_key={hdr.api_key} v{hdr.api_version}" if hdr else "unreadable header"
+            self._reject(f"{type(exc).__name__} ({what}): {exc}")
+            return False
+        srv.requests_total += 1
+        ctx = RequestContext(header, srv.listener_name, self.peer, time.monotonic_ns())
+        try:
+            result = srv.handler.handle(ctx, request)
+        except Exception as exc:  # a handler bug must not take the node down
+            result = self._handler_failed(header, exc)
+            if result is False:
+                return False
+        if result is None:
+            return True
+        await self.pending.put((header, result))
+        return True
+
+    def _handler_failed(self, header: RequestHeader, exc: Exception):
+        code = exc.code if isinstance(exc, KraftError) else ErrorCode.UNKNOWN_SERVER_ERROR
+        if not isinstance(exc, KraftError):
+            log.exception("handler failed for api_key=%s from %s", header.api_key, self.peer)
+        version = response_version(header.api_key, header.api_version)
+        resp = error_response(header.api_key, version, code)
+        if resp is None:
+            self._reject(f"handler failed ({exc!r}) and api_key={header.api_key} has no error field")
+            return False
+        return resp
+
+    async def _write_responses(self) -> None:
+        while True:
+            item = await self.pending.get()
+            if item is None:
+                return
+            header, result = item
+            try:
+                response = await result if not isinstance(result, Response) else result
+            except asyncio.CancelledError:
+                if self.closed:
+                    return
+                raise
+            except Exception as exc:
+                response = self._handler_failed(header, exc)
+                if response is False:
+                    return
+            if response is None or self.closed:
+                continue
+            try:
+                self.writer.write(encode_response(header, header.api_key, header.api_version, response))
+                if self.writer.transport.get_write_buffer_size() > 1 << 20:
+                    await self.writer.drain()
+            except (ConnectionError, OSError):
+                self._close()
+                return
+            except Exception:
+                log.exception("cannot encode response to api_key=%s for %s", header.api_key, self.peer)
+                self._close()
+                return
+
+    def _reject(self, why: str) -> None:
+        self.server.rejected_total += 1
+        log.warning("closing connection from %s on %s: %s", self.peer, self.server.listener_name, why)
+        self._close()
+
+    def _close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.writer.close()
+        # Unblock a reader waiting on a full queue.
+        while not self.pending.empty():
+            item = self.pending.get_nowait()
+            if item is not None and not isinstance(item[1], Response) and hasattr(item[1], "cancel"):
+                item[1].cancel()
+
+
+class KafkaServer:
+    """Listens on one (host, port) for one listener name and serves ``handler``."""
+
+    def __init__(self, handler: RequestHandler, host: str, port: int, *, listener_name: str,
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, max_in_flight: int = 64):
+        self.handler = handler
+        self.host = host
+        self.port = port
+        self.listener_name = listener_name
+        self.max_frame_bytes = max_frame_bytes
+        self.max_in_flight = max_in_flight
+        self.requests_total = 0
+        self.rejected_total = 0
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set = set()
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._accept, self.host or None, self.port,
+                                                  reuse_address=True, limit=1 << 20)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def _accept(self, reader, writer) -> None:
+        conn = _Connection(self, reader, writer)
+        task = asyncio.current_task()
+        self._connections.add(task)
+        try:
+            await conn.run()
+        except asyncio.CancelledError:
+            conn._close()
+        except Exception:  # never let one connection's failure escape
+            log.exception("connection from %s failed", conn.peer)
+            conn._close()
+        finally:
+            self._connections.discard(task)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for task in list(self._connections):
+                task.cancel()
+            await asyncio.gather(*self._connections, return_exceptions=True)
+            await self._server.wait_closed()
+            self._server = None
