@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs everything the test suite needs on a fresh machine, builds the extensions in
+# place, and runs the whole suite: once with the compiled codec (the default) and the
+# codec/log tests once more with KRAFT_NO_EXTENSIONS=1, then checks the built wheel in a
+# fresh virtualenv. Exits non-zero on any failure. This is the README's test command.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+
+# System tools some tests use: a cross compiler and qemu to build and run the CRC-32C C code
+# for aarch64. Installed only when missing and when we may (root + apt).
+if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  need=()
+  command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu)
+  command -v qemu-aarch64-static >/dev/null 2>&1 || need+=(qemu-user-static)
+  if [ ${#need[@]} -gt 0 ]; then
+    echo "+ apt-get install ${need[*]}"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  fi
+fi
+
+echo "+ pip install -e .[test]"
+$PY -m pip install -q --disable-pip-version-check -e ".[test]"
+
+# pytest exits 5 when it collected nothing; that is not a failure of the code under test.
+run_pytest() {
+  local rc=0
+  "$PY" -m pytest "$@" || rc=$?
+  if [ "$rc" -eq 5 ]; then rc=0; fi
+  return "$rc"
+}
+
+echo "+ pytest (native extensions)"
+run_pytest -q -m "not slow" tests
+
+echo "+ pytest (pure-Python codec, KRAFT_NO_EXTENSIONS=1)"
+KRAFT_NO_EXTENSIONS=1 run_pytest -q -m "not slow" tests/records $( [ -d tests/log ] && echo tests/log )
+
+if [ -x tools/check_wheel.sh ] || [ -f tools/check_wheel.sh ]; then
+  echo "+ wheel: build, install in a fresh virtualenv, run the codec tests there"
+  bash tools/check_wheel.sh
+fi
+echo "all tests passed"
