@@ -161,6 +161,8 @@ def write_compact_nullable_string(out: bytearray, s) -> None:
 
 
 def _text(buf, start: int, n: int) -> str:
+    if n > 0x7FFF:  # Kafka's limit for strings, which compact lengths could otherwise exceed
+        raise ProtocolError(f"string of {n} bytes is longer than 32767")
     if n > len(buf) - start:
         raise ProtocolError(f"string of {n} bytes runs past the end of the buffer")
     return str(buf[start:start + n], "utf-8")
