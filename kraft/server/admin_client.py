@@ -1,0 +1,159 @@
+"""Operator-side client of a quorum: describe it, find its leader, write records through it.
+
+Used by ``kraft metadata-quorum``, ``kraft produce``, the demo, integration tests and
+benchmarks. Writes use Kafka's Produce API (v11) on the controller listener, addressed to
+``__cluster_metadata`` partition 0: the leader answers once the records are committed
+(acks=-1), or NOT_LEADER_OR_FOLLOWER with the current leader's id and epoch, which the
+writer follows. Every address comes from DescribeQuorum v2's node list, so one bootstrap
+address is enough. Nothing here retries a write whose outcome is unknown (a timeout) on its
+own; the caller decides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from kraft.errors import ErrorCode, KraftError, NetworkError, NotLeaderError
+from kraft.protocol import DescribeQuorumRequest, ProduceRequest
+from kraft.server.client import NodeClient
+
+METADATA_TOPIC = "__cluster_metadata"
+DESCRIBE_QUORUM_VERSION = 2
+PRODUCE_VERSION = 11
+
+
+@dataclass
+class QuorumDescription:
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: list  # DescribeQuorumResponse.ReplicaState
+    observers: list
+    nodes: dict  # node id -> (host, port) of its controller listener
+    error_code: int = 0
+
+
+def parse_address(s: str) -> tuple[str, int]:
+    host, _, port = s.strip().rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"expected HOST:PORT, got {s!r}")
+    return host.strip("[]"), int(port)
+
+
+class QuorumClient:
+    """Talks to the nodes of one quorum, starting from bootstrap addresses."""
+
+    def __init__(self, bootstrap: list[tuple[str, int]], *, request_timeout_ms: int = 5000):
+        self.bootstrap = list(bootstrap)
+        self.request_timeout_ms = request_timeout_ms
+        self.nodes: dict[int, tuple[str, int]] = {}
+        self._clients: dict[tuple[str, int], NodeClient] = {}
+
+    def client(self, addr: tuple[str, int]) -> NodeClient:
+        c = self._clients.get(addr)
+        if c is None:
+            c = self._clients[addr] = NodeClient(addr[0], addr[1], client_id="kraft-admin",
+                                                 request_timeout_ms=self.request_timeout_ms,
+                                                 retry_backoff_ms=50, retry_backoff_max_ms=500)
+        return c
+
+    async def close(self) -> None:
+        await asyncio.gather(*(c.close() for c in self._clients.values()))
+
+    async def describe_at(self, addr: tuple[str, int]) -> QuorumDescription:
+        req = DescribeQuorumRequest(topics=[DescribeQuorumRequest.Topic(
+            topic_name=METADATA_TOPIC, partitions=[DescribeQuorumRequest.Topic.Partition(partition_index=0)])])
+        resp = await self.client(addr).request(req, DESCRIBE_QUORUM_VERSION)
+        for node in resp.nodes:
+            for lst in node.listeners:
+                self.nodes[node.node_id] = (lst.host, lst.port)
+        if resp.error_code:
+            return QuorumDescription(-1, -1, -1, [], [], dict(self.nodes), resp.error_code)
+        p = resp.topics[0].partitions[0]
+        return QuorumDescription(p.leader_id, p.leader_epoch, p.high_watermark, list(p.current_voters),
+                                 list(p.observers), dict(self.nodes), p.error_code)
+
+    async def describe(self, deadline_s: float = 10.0) -> QuorumDescription:
+        """Ask around until the leader answers; raises KraftError at the deadline."""
+        end = time.monotonic() + deadline_s
+        last: Exception | None = None
+        while time.monotonic() < end:
+            for addr in self._candidates():
+                try:
+                    d = await self.describe_at(addr)
+                except NetworkError as exc:
+                    last = exc
+                    continue
+                if d.error_code == 0:
+                    return d
+                last = KraftError(f"{addr[0]}:{addr[1]} answered {ErrorCode(d.error_code).name}")
+                if d.leader_id >= 0 and d.leader_id in self.nodes:
+                    try:
+                        d = await self.describe_at(self.nodes[d.leader_id])
+                        if d.error_code == 0:
+                            return d
+                    except NetworkError as exc:
+                        last = exc
+            await asyncio.sleep(0.05)
+        raise KraftError(f"no leader found within {deadline_s:.0f} s: {last}")
+
+    def _candidates(self):
+        seen = []
+        for addr in list(self.nodes.values()) + self.bootstrap:
+            if addr not in seen:
+                seen.append(addr)
+        return seen
+
+    async def produce(self, addr: tuple[str, int], batch: bytes, *, acks: int = -1,
+                      timeout_ms: int = 30000) -> int:
+        """Send one batch to the node at ``addr``; returns the base offset it got.
+
+        Raises NotLeaderError (with the leader id/epoch the node knows) or KraftError."""
+        P = ProduceRequest
+        req = P(acks=acks, timeout_ms=timeout_ms, topic_data=[P.Topic(
+            name=METADATA_TOPIC, partition_data=[P.Topic.Partition(index=0, records=batch)])])
+        resp = await self.client(addr).request(req, PRODUCE_VERSION, timeout_ms=timeout_ms + 5000)
+        if resp is None:
+            return -1
+        for ep in getattr(resp, "node_endpoints", ()) or ():
+            self.nodes.setdefault(ep.node_id, (ep.host, ep.port))
+        part = resp.responses[0].partition_responses[0]
+        if part.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            leader = part.current_leader
+            raise NotLeaderError(f"{addr[0]}:{addr[1]} is not the leader",
+                                 leader.leader_id if leader else -1, leader.leader_epoch if leader else -1)
+        if part.error_code:
+            err = KraftError(f"produce failed: {ErrorCode(part.error_code).name} {part.error_message or ''}")
+            err.code = ErrorCode(part.error_code)
+            raise err
+        return part.base_offset
+
+
+class QuorumWriter:
+    """Writes batches to whichever node leads, following NOT_LEADER_OR_FOLLOWER redirects."""
+
+    def __init__(self, client: QuorumClient):
+        self.client = client
+        self.leader: tuple[str, int] | None = None
+
+    async def _find_leader(self, deadline_s: float) -> tuple[str, int]:
+        d = await self.client.describe(deadline_s)
+        self.leader = self.client.nodes[d.leader_id]
+        return self.leader
+
+    async def write(self, batch: bytes, *, deadline_s: float = 30.0) -> int:
+        """Commit ``batch``; returns its base offset. Retries only answers that prove the
+        write was not applied (not leader, no connection before sending)."""
+        end = time.monotonic() + deadline_s
+        while True:
+            addr = self.leader or await self._find_leader(max(0.1, end - time.monotonic()))
+            try:
+                return await self.client.produce(addr, batch)
+            except NotLeaderError as exc:
+                self.leader = self.client.nodes.get(exc.leader_id) if exc.leader_id >= 0 else None
+                if self.leader is None:
+                    await asyncio.sleep(0.02)
+            if time.monotonic() > end:
+                raise KraftError(f"no leader accepted the write within {deadline_s:.0f} s")
