@@ -279,8 +279,10 @@ class _Builder:
         return Plan(self.env["encode"], self.env["decode"], self.min_size, source)
 
     def assign_default(self, f: Field) -> str:
-        if f.mutable_default:
-            return f"    o.{f.name} = {self.bind(f.default_value)}()"
+        if f.factory is list:
+            return f"    o.{f.name} = []"
+        if f.factory is not None:
+            return f"    o.{f.name} = {self.bind(f.factory)}()"
         return f"    o.{f.name} = {self.bind(f.default)}"
 
     def tag_section(self, tagged: list[Field], enc: list[str], dec: list[str]) -> None:
@@ -296,11 +298,15 @@ class _Builder:
                 enc += self.encode_value(f, f.type, f"o.{f.name}", "_b", "        ")
                 enc.append(f"        _t.append(({f.tag}, _b))")
             known = self.bind(frozenset(f.tag for f in tagged))
-            enc += ["    if _u:", f"        _t = _merge_unknown(_t, _u, {known})", "    _write_tags(out, _t)"]
+            enc += ["    if _u:", f"        _t = _merge_unknown(_t, _u, {known})",
+                    "    if _t:", "        _write_tags(out, _t)", "    else:", "        out.append(0)"]
 
+        # Most structs carry no tags: one byte test instead of a varint call.
         dec += ["    o.unknown_tagged_fields = None",
-                "    _nt, pos = _ruv(buf, pos)",
-                "    if _nt:",
+                "    if buf[pos] == 0:",
+                "        pos += 1",
+                "    else:",
+                "        _nt, pos = _ruv(buf, pos)",
                 "        if _nt > len(buf) - pos:",
                 "            raise _perr('tagged field count %d exceeds the bytes left' % _nt)",
                 "        for _ in range(_nt):",

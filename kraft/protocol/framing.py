@@ -120,7 +120,7 @@ def decode_request(frame) -> tuple[RequestHeader, Request]:
         raise _fail(UnsupportedVersionError, f"unknown API key {api_key}",
                     RequestHeader(api_key, api_version, correlation_id), None)
     try:
-        header, pos = decode_request_header(view, request_header_version(cls.is_flexible(api_version)))
+        header, pos = decode_request_header(view, request_header_version(api_key, api_version))
     except (ProtocolError,) + DECODE_FAILURES as e:
         raise _fail(ProtocolError, f"bad request header: {e}", RequestHeader(api_key, api_version, correlation_id), e)
     if not cls.supports(api_version):
@@ -152,7 +152,7 @@ def encode_response(header_or_correlation, api_key: int, api_version: int, messa
         raise TypeError(f"API key {api_key} needs a {cls.__name__}, not {type(message).__name__}")
     version = response_version(api_key, api_version)
     out = bytearray(4)
-    encode_response_header(out, correlation_id, response_header_version(api_key, cls.is_flexible(version)))
+    encode_response_header(out, correlation_id, response_header_version(api_key, version))
     message.encode_into(out, version)
     _I32.pack_into(out, 0, len(out) - 4)
     return bytes(out)
@@ -169,7 +169,7 @@ def encode_request(message: Request, api_version: int, correlation_id: int, clie
     cls.encoder(api_version)  # UnsupportedVersionError before anything is written
     out = bytearray(4)
     header = RequestHeader(cls.API_KEY, api_version, correlation_id, client_id)
-    encode_request_header(out, header, request_header_version(cls.is_flexible(api_version)))
+    encode_request_header(out, header, request_header_version(cls.API_KEY, api_version))
     message.encode_into(out, api_version)
     _I32.pack_into(out, 0, len(out) - 4)
     return bytes(out)
@@ -183,7 +183,7 @@ def decode_response(frame, api_key: int, api_version: int) -> tuple[ResponseHead
     cls.decoder(api_version)  # UnsupportedVersionError for a version we never send
     view = as_view(frame)
     try:
-        header, pos = decode_response_header(view, response_header_version(api_key, cls.is_flexible(api_version)))
+        header, pos = decode_response_header(view, response_header_version(api_key, api_version))
     except (ProtocolError,) + DECODE_FAILURES as e:
         raise _fail(ProtocolError, f"bad response header: {e}", None, e)
     try:

@@ -8,14 +8,17 @@ that **ApiVersions responses always use v0**, so a client that does not yet know
 versions can always read the answer. (Request header v0, without ClientId, was only used by
 ControlledShutdown v0, which Kafka 4 no longer has.)
 
-This module must not decode message bodies or know about framing.
+This module must not decode message bodies or know about framing. Unknown API keys raise
+:class:`UnsupportedVersionError`.
 """
 
 from __future__ import annotations
 
 import struct
 
+import kraft.protocol.messages  # noqa: F401  (registers every schema)
 from kraft.protocol import primitives as P
+from kraft.protocol.message import request_class, response_class
 
 API_VERSIONS_KEY = 18
 
@@ -71,14 +74,17 @@ class ResponseHeader:
         return f"ResponseHeader(correlation_id={self.correlation_id})"
 
 
-def request_header_version(flexible: bool) -> int:
-    return 2 if flexible else 1
+def request_header_version(api_key: int, api_version: int) -> int:
+    """2 if that request version is flexible, else 1. Flexibility is open-ended ("3+"), so this
+    is defined for versions we do not support too (an unsupported ApiVersions request needs it)."""
+    return 2 if request_class(api_key).is_flexible(api_version) else 1
 
 
-def response_header_version(api_key: int, flexible: bool) -> int:
+def response_header_version(api_key: int, api_version: int) -> int:
+    """1 if that response version is flexible, else 0; always 0 for ApiVersions."""
     if api_key == API_VERSIONS_KEY:
         return 0
-    return 1 if flexible else 0
+    return 1 if response_class(api_key).is_flexible(api_version) else 0
 
 
 def encode_request_header(out: bytearray, header: RequestHeader, version: int) -> None:

@@ -149,7 +149,7 @@ def write_compact_string(out: bytearray, s: str) -> None:
     b = _utf8(s)
     if len(b) > 0x7FFF:
         raise EncodeError(f"string of {len(b)} bytes is longer than 32767")
-    out += uvarint_bytes(len(b) + 1)
+    out += uvarint_bytes(_nbytes(b) + 1)
     out += b
 
 
@@ -205,10 +205,15 @@ def read_compact_nullable_string(buf, pos: int):
 # the input (zero copy: a fetch response carries megabytes that are handed on untouched).
 
 
+def _nbytes(b) -> int:
+    # A memoryview's len() counts items, not bytes, when its format is not "B".
+    return b.nbytes if type(b) is memoryview else len(b)
+
+
 def write_bytes(out: bytearray, b) -> None:
     if b is None:
         raise EncodeError("non-nullable bytes field is None")
-    out += _I32.pack(len(b))
+    out += _I32.pack(_nbytes(b))
     out += b
 
 
@@ -222,7 +227,7 @@ def write_nullable_bytes(out: bytearray, b) -> None:
 def write_compact_bytes(out: bytearray, b) -> None:
     if b is None:
         raise EncodeError("non-nullable bytes field is None")
-    out += uvarint_bytes(len(b) + 1)
+    out += uvarint_bytes(_nbytes(b) + 1)
     out += b
 
 

@@ -128,7 +128,7 @@ class Field:
     """One field of a struct: Kafka's name/type/versions/nullableVersions/taggedVersions/tag/
     default/ignorable, with ``name`` in snake_case."""
 
-    __slots__ = ("name", "type", "versions", "nullable", "tag", "tagged", "default", "ignorable")
+    __slots__ = ("name", "type", "versions", "nullable", "tag", "tagged", "default", "ignorable", "factory")
 
     def __init__(self, name: str, type, versions="0+", *, nullable=None, tag: int | None = None,
                  tagged=None, default=_MISSING, ignorable: bool = False):
@@ -157,6 +157,8 @@ class Field:
             if default is not None:
                 raise TypeError(f"field {name}: only null may be given as an array/struct default")
         self.default = default
+        # Builds a fresh default for arrays and structs (never shared: messages are mutable).
+        self.factory = type.new_default if is_struct(type) else (list if self.mutable_default else None)
 
     def _type_default(self):
         t = self.type
@@ -175,11 +177,7 @@ class Field:
 
     def default_value(self):
         """A fresh default value for this field."""
-        if is_struct(self.type):
-            return self.type()
-        if isinstance(self.type, Array) and self.default is not None:
-            return []
-        return self.default
+        return self.factory() if self.factory is not None else self.default
 
     def tagged_in(self, version: int, flexible: bool) -> bool:
         return self.tag is not None and version in self.tagged and flexible
@@ -232,23 +230,28 @@ def _check_fields(cls) -> None:
 
 
 def _install_methods(cls) -> None:
-    """Generate ``__init__`` and ``__eq__`` as straight-line code: constructing and comparing
-    messages is frequent, so no per-field loop runs at call time."""
+    """Generate ``__init__``, ``new_default`` and ``__eq__`` as straight-line code: building
+    and comparing messages is frequent (decoders build defaults for every absent field), so no
+    per-field loop runs at call time."""
     fields = cls.FIELDS
-    env = {"_FRESH": _FRESH}
-    params, body = [], []
+    env = {"_FRESH": _FRESH, "_new": object.__new__, "_C": cls}
+    params, body, defaults = [], [], []
     for i, f in enumerate(fields):
-        if f.mutable_default:
+        if f.factory is not None:
             params.append(f"{f.name}=_FRESH")
-            env[f"_F{i}"] = f.default_value
+            env[f"_F{i}"] = f.factory
             body.append(f"    self.{f.name} = _F{i}() if {f.name} is _FRESH else {f.name}")
+            defaults.append(f"    o.{f.name} = _F{i}()")
         else:
             env[f"_D{i}"] = f.default
             params.append(f"{f.name}=_D{i}")
             body.append(f"    self.{f.name} = {f.name}")
+            defaults.append(f"    o.{f.name} = _D{i}")
     params.append("unknown_tagged_fields=None")
     body.append("    self.unknown_tagged_fields = unknown_tagged_fields")
     src = f"def __init__(self, *, {', '.join(params)}):\n" + "\n".join(body) + "\n"
+    src += "def new_default():\n    o = _new(_C)\n" + "".join(d + "\n" for d in defaults)
+    src += "    o.unknown_tagged_fields = None\n    return o\n"
     comparisons = [f"self.{f.name} == other.{f.name}" for f in fields]
     comparisons.append("(self.unknown_tagged_fields or None) == (other.unknown_tagged_fields or None)")
     src += ("def __eq__(self, other):\n"
@@ -257,6 +260,7 @@ def _install_methods(cls) -> None:
             f"    return {' and '.join(comparisons)}\n")
     exec(compile(src, f"<kraft.protocol struct {cls.__qualname__}>", "exec"), env)
     cls.__init__ = env["__init__"]
+    cls.new_default = staticmethod(env["new_default"])  # same as cls(), only faster
     cls.__eq__ = env["__eq__"]
     cls.__hash__ = None  # mutable records
 

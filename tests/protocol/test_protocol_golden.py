@@ -4,12 +4,16 @@ Each expected frame is written field by field with a comment, so a reader can ch
 the message JSON without running anything.
 """
 
+import array
 import uuid
 
+import pytest
+
+from kraft.errors import UnsupportedVersionError
 from kraft.protocol import (METADATA_TOPIC_ID, ApiVersionsRequest, ApiVersionsResponse, BeginQuorumEpochRequest,
                             BeginQuorumEpochResponse, FetchRequest, FetchResponse, VoteRequest, VoteResponse,
                             decode_request, decode_response, encode_request, encode_response,
-                            unsupported_api_versions_response)
+                            request_header_version, response_header_version, unsupported_api_versions_response)
 
 
 def hx(*parts: str) -> bytes:
@@ -190,3 +194,26 @@ def test_unsupported_api_versions_request_is_answered_at_v0():
     _, decoded = decode_response(frame[4:], 18, 3)
     assert decoded.error_code == 35
     assert [(k.api_key, k.min_version, k.max_version) for k in decoded.api_keys] == [(18, 0, 4)]
+
+
+def test_header_version_of_each_api_and_version():
+    assert request_header_version(52, 0) == 2                      # Vote: flexible from v0
+    assert (request_header_version(53, 0), request_header_version(53, 1)) == (1, 2)
+    assert (request_header_version(1, 11), request_header_version(1, 12)) == (1, 2)
+    assert (request_header_version(18, 2), request_header_version(18, 3)) == (1, 2)
+    assert request_header_version(18, 99) == 2                     # unsupported ApiVersions still parsed
+    assert [response_header_version(18, v) for v in range(5)] == [0, 0, 0, 0, 0]
+    assert (response_header_version(53, 0), response_header_version(53, 1)) == (0, 1)
+    assert (response_header_version(1, 11), response_header_version(1, 12)) == (0, 1)
+    with pytest.raises(UnsupportedVersionError):
+        request_header_version(999, 0)
+
+
+def test_records_encode_from_any_bytes_like():
+    raw = bytes(range(8))
+    words = memoryview(array.array("I", [0x03020100, 0x07060504]))  # 2 items, 8 bytes
+    for value in (raw, bytearray(raw), memoryview(raw), words):
+        part = FetchResponse.Topic.Partition(records=value)
+        data = FetchResponse(responses=[FetchResponse.Topic(partitions=[part])]).encode(12)
+        got = FetchResponse.decode(data, 12).responses[0].partitions[0].records
+        assert bytes(got) == bytes(value) and len(got) == 8
