@@ -1,0 +1,52 @@
+"""Settings of one log, named after Kafka's topic configs (``segment.bytes``, ``segment.ms``,
+``index.interval.bytes``, ``max.message.bytes``) and KRaft's ``append.linger.ms``.
+
+Plain keyword arguments; the server maps properties onto them. Validation only: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kraft.errors import ConfigError
+
+GIB = 1 << 30
+MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    #: ``segment.bytes``: roll to a new segment before one would grow past this.
+    segment_bytes: int = GIB
+    #: ``segment.ms``: roll a non-empty segment whose first batch is older than this.
+    segment_ms: int = 7 * 24 * 3600 * 1000
+    #: ``index.interval.bytes``: bytes of batches between two offset-index entries.
+    index_interval_bytes: int = 4096
+    #: ``max.message.bytes``: largest batch accepted (None: only the segment size limits it).
+    max_batch_bytes: int | None = None
+    #: ``append.linger.ms``: how long the flusher lets appends accumulate after the first
+    #: unflushed one before it calls fdatasync (0: flush as soon as anything is appended;
+    #: appends made during a flush always share the next one).
+    append_linger_ms: float = 0.0
+    #: Run the group-commit flusher thread. Without it, ``request_flush`` flushes inline.
+    background_flush: bool = True
+
+    def __post_init__(self):
+        if not 14 <= self.segment_bytes <= (1 << 31) - 1:
+            raise ConfigError(f"segment.bytes must be in [14, 2147483647], got {self.segment_bytes}")
+        if self.segment_ms <= 0:
+            raise ConfigError(f"segment.ms must be positive, got {self.segment_ms}")
+        if self.index_interval_bytes < 0:
+            raise ConfigError(f"index.interval.bytes must be >= 0, got {self.index_interval_bytes}")
+        if self.max_batch_bytes is not None and self.max_batch_bytes <= 0:
+            raise ConfigError(f"max.message.bytes must be positive, got {self.max_batch_bytes}")
+        if self.append_linger_ms < 0:
+            raise ConfigError(f"append.linger.ms must be >= 0, got {self.append_linger_ms}")
+
+    @classmethod
+    def metadata(cls, **overrides) -> "LogConfig":
+        """The ``__cluster_metadata`` log: ``metadata.log.segment.bytes`` 1 GiB,
+        ``controller.quorum.append.linger.ms`` 25, batches up to 8 MiB (KafkaRaftClient)."""
+        values = dict(segment_bytes=GIB, append_linger_ms=25.0, max_batch_bytes=8 * MIB)
+        values.update(overrides)
+        return cls(**values)

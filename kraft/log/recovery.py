@@ -1,0 +1,146 @@
+"""Opening a log directory: find the segments, CRC-scan the ones after the clean point,
+truncate a torn or corrupt tail, rebuild indexes, and bring the leader-epoch cache in line
+with what is really on disk.
+
+Why only the tail may be repaired: ``SegmentedLog`` fsyncs a segment (and the epoch
+checkpoint) before it creates the next one, and deletes later segments durably before it
+truncates an earlier one, so every segment but the last is complete on disk whatever the
+moment of a crash. Invalid data in an earlier segment therefore is real corruption of data
+that may have been acknowledged; it is reported as :class:`LogCorruptionError`, never
+"repaired" by dropping it. This module only loads; it does not append or flush.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+
+from kraft.errors import LogCorruptionError
+from kraft.log import files
+from kraft.log.checkpoint import LeaderEpochCheckpointFile
+from kraft.log.index import IndexCorruptError
+from kraft.log.segment import LogSegment
+
+_log = logging.getLogger(__name__)
+_INT32_MAX = (1 << 31) - 1
+
+
+@dataclass
+class RecoveryReport:
+    """What opening the log found and did (for logs, metrics and tests)."""
+
+    segments: int = 0
+    scanned_segments: int = 0
+    scanned_bytes: int = 0
+    #: Bytes cut from the tail segment, and why ("partial" for a torn write).
+    truncated_bytes: int = 0
+    truncation_reason: str | None = None
+    indexes_rebuilt: list = field(default_factory=list)
+    removed_files: list = field(default_factory=list)
+    epoch_checkpoint_rewritten: bool = False
+
+
+def list_segment_offsets(directory: str, report: RecoveryReport) -> list[int]:
+    """Base offsets of the ``.log`` files; index files without a ``.log`` and our own
+    leftover temp files are removed (they are never the only copy of anything)."""
+    logs, indexes = set(), []
+    for name in os.listdir(directory):
+        parsed = files.parse_segment_name(name)
+        if parsed is None:
+            if name == files.LEADER_EPOCH_CHECKPOINT + files.TEMP_SUFFIX:
+                os.unlink(os.path.join(directory, name))
+                report.removed_files.append(name)
+            continue
+        base, kind = parsed
+        if kind == "log":
+            logs.add(base)
+        else:
+            indexes.append((base, name))
+    for base, name in indexes:
+        if base not in logs:
+            os.unlink(os.path.join(directory, name))
+            report.removed_files.append(name)
+    return sorted(logs)
+
+
+def ensure_index(segment: LogSegment, upper_offset: int) -> bool:
+    """Load a closed segment's index, rebuilding it from a scan if it is missing or fails
+    its sanity check. ``upper_offset`` is the next segment's base offset. Returns True if
+    it was rebuilt. Raises LogCorruptionError if the rebuild scan finds invalid data."""
+    try:
+        segment.index.load(segment.size, upper_offset - 1 - segment.base_offset)
+        return False
+    except IndexCorruptError as exc:
+        _log.warning("%s: %s; rebuilding it", segment.path, exc)
+    scan = segment.scan()
+    if scan.error is not None:
+        raise LogCorruptionError(f"{segment.path}: {scan.error} at position {scan.valid_end} "
+                                 "(found while rebuilding its index; this segment is not the tail)")
+    segment.index.rebuild(scan.positions, scan.last_offsets, scan.max_timestamps, scan.sizes)
+    return True
+
+
+def _check_offsets(segment: LogSegment, scan, upper_offset: int | None) -> str | None:
+    """Why the scanned batches do not belong in this segment, or None."""
+    if not len(scan):
+        return None
+    first, last = int(scan.base_offsets[0]), int(scan.last_offsets[-1])
+    if first < segment.base_offset:
+        return f"batch offset {first} below the segment base offset"
+    if last - segment.base_offset > _INT32_MAX:
+        return f"offset {last} too far above the segment base offset"
+    if upper_offset is not None and last >= upper_offset:
+        return f"offset {last} reaches into the next segment (base {upper_offset})"
+    return None
+
+
+def recover_segments(directory: str, segments: list[LogSegment], scan_from: int, epochs,
+                     report: RecoveryReport) -> None:
+    """CRC-scan ``segments[scan_from:]``: set each one's ``next_offset``, rebuild its index,
+    assign the epochs found to ``epochs`` (a LeaderEpochCache) and truncate an invalid tail."""
+    last = len(segments) - 1
+    for i in range(scan_from, last + 1):
+        seg = segments[i]
+        upper = segments[i + 1].base_offset if i < last else None
+        scan = seg.scan()
+        report.scanned_segments += 1
+        report.scanned_bytes += seg.size
+        problem = scan.error
+        bad_offsets = _check_offsets(seg, scan, upper)
+        if bad_offsets is not None:
+            raise LogCorruptionError(f"{seg.path}: {bad_offsets}")
+        if problem is not None:
+            if i < last:
+                raise LogCorruptionError(
+                    f"{seg.path}: {problem} at position {scan.valid_end} of {seg.size}; this "
+                    f"segment is followed by {last - i} more, so the data was complete once: "
+                    "refusing to drop it")
+            _log.warning("%s: %s at position %d; truncating %d bytes of the tail",
+                         seg.path, problem, scan.valid_end, seg.size - scan.valid_end)
+            report.truncated_bytes = seg.size - scan.valid_end
+            report.truncation_reason = problem
+            seg.index.loaded = False  # rebuilt below from the scan
+            next_offset = int(scan.last_offsets[-1]) + 1 if len(scan) else seg.base_offset
+            seg.truncate_at(scan.valid_end, next_offset)
+            files.fdatasync(seg.fd, seg.path)
+        seg.next_offset = int(scan.last_offsets[-1]) + 1 if len(scan) else seg.base_offset
+        if len(scan):
+            first_ts = int(scan.max_timestamps[0])
+            seg.rolling_timestamp_ms = first_ts if first_ts >= 0 else seg.created_ms
+        if seg.index.rebuild(scan.positions, scan.last_offsets, scan.max_timestamps, scan.sizes):
+            report.indexes_rebuilt.append(seg.base_offset)
+        epochs.assign_batches(scan.partition_leader_epochs, scan.base_offsets)
+
+
+def load_epochs(directory: str, epochs):
+    """Read ``leader-epoch-checkpoint`` into ``epochs``. Returns the entries read, None if
+    the file does not exist (the caller then scans every segment). A malformed file raises
+    StateFileError naming it."""
+    checkpoint = LeaderEpochCheckpointFile(os.path.join(directory, files.LEADER_EPOCH_CHECKPOINT))
+    if not os.path.exists(checkpoint.path):
+        return None
+    entries = checkpoint.read()
+    for epoch, start in entries:
+        epochs.assign(epoch, start)
+    return entries

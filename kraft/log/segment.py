@@ -1,0 +1,218 @@
+"""One log segment: a ``.log`` file of whole RecordBatch v2 batches whose name is the
+20-digit base offset, plus its offset and time indexes.
+
+A segment writes bytes it is handed, finds batches by offset (index lookup, then a short
+scan of batch headers), reads whole batches, scans itself for recovery and truncates at a
+batch boundary. It does not decide offsets, epochs, when to roll or when to fsync (that is
+``SegmentedLog``), and it does not validate CRCs on the read path: every byte in a segment
+was validated when appended or recovered.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+
+from kraft.errors import FatalLogError, LogCorruptionError
+from kraft.log import files, hotloops
+from kraft.log.index import SegmentIndex
+from kraft.records import scan_batches
+from kraft.records.results import BatchScan, empty_scan_arrays
+
+#: Bytes read per step of the short scan after an index lookup: an index entry exists every
+#: ``index.interval.bytes`` (4 KiB by default), so one read usually covers the target batch.
+SCAN_CHUNK = 64 * 1024
+#: Enough of a batch header to know its length and last offset.
+_HEADER_PREFIX = 27
+_BASE_LENGTH = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")
+#: File positions are int32 in the index.
+MAX_SEGMENT_SIZE = (1 << 31) - 1
+
+
+def empty_scan() -> BatchScan:
+    return BatchScan(*empty_scan_arrays(0), valid_end=0, error=None)
+
+
+class LogSegment:
+    """``<base>.log`` + ``<base>.index`` + ``<base>.timeindex`` in ``directory``.
+
+    Invariant: ``size`` is the length of the ``.log`` file and it holds only whole, valid
+    batches whose offsets lie in ``[base_offset, next_offset)``; ``next_offset`` is the last
+    batch's last offset + 1, or ``base_offset`` while the segment is empty.
+    """
+
+    def __init__(self, directory: str, base_offset: int, fd: int, size: int, interval: int):
+        self.directory = directory
+        self.base_offset = base_offset
+        self.path = os.path.join(directory, files.segment_name(base_offset, files.LOG_SUFFIX))
+        self.fd = fd
+        self.size = size
+        self.next_offset = base_offset
+        self.index = SegmentIndex(directory, base_offset, interval)
+        #: Max timestamp of the first batch (Kafka rolls by age from it), or the creation time.
+        self.rolling_timestamp_ms: int | None = None
+        self.created_ms = 0
+
+    # --- lifecycle -------------------------------------------------------------------------
+    @classmethod
+    def create(cls, directory: str, base_offset: int, interval: int, now_ms: int) -> "LogSegment":
+        """A new empty segment. An existing non-empty file of that name is an error: it
+        would mean offsets are about to be reused."""
+        path = os.path.join(directory, files.segment_name(base_offset, files.LOG_SUFFIX))
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            size = os.fstat(fd).st_size
+        except OSError as exc:
+            raise FatalLogError(f"cannot create segment {path}: {exc}") from exc
+        if size:
+            os.close(fd)
+            raise LogCorruptionError(f"segment {path} already exists with {size} bytes")
+        seg = cls(directory, base_offset, fd, 0, interval)
+        none = empty_scan()
+        seg.index.rebuild(none.positions, none.last_offsets, none.max_timestamps, none.sizes)
+        seg.created_ms = now_ms
+        return seg
+
+    @classmethod
+    def open(cls, directory: str, base_offset: int, interval: int) -> "LogSegment":
+        """An existing segment, not yet scanned (``next_offset`` is set by recovery)."""
+        path = os.path.join(directory, files.segment_name(base_offset, files.LOG_SUFFIX))
+        try:
+            fd = os.open(path, os.O_RDWR)
+            st = os.fstat(fd)
+        except OSError as exc:
+            raise FatalLogError(f"cannot open segment {path}: {exc}") from exc
+        if st.st_size > MAX_SEGMENT_SIZE:
+            os.close(fd)
+            raise LogCorruptionError(f"segment {path} is {st.st_size} bytes, over the 2 GiB limit")
+        seg = cls(directory, base_offset, fd, st.st_size, interval)
+        seg.created_ms = int(st.st_mtime * 1000)
+        return seg
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        self.index.close()
+
+    def delete(self) -> None:
+        """Close and unlink all three files (the caller fsyncs the directory)."""
+        self.close()
+        self.index.delete_files()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    def sync(self) -> None:
+        """fdatasync the log and both indexes (at roll and close)."""
+        files.fdatasync(self.fd, self.path)
+        self.index.sync()
+
+    # --- writing ---------------------------------------------------------------------------
+    def append(self, data, scan: BatchScan, now_ms: int) -> None:
+        """Write validated batches ``data`` (``scan`` describes them, positions relative to
+        ``data``) at the end of the file and index them."""
+        position = self.size
+        files.write_all(self.fd, data, position, self.path)
+        if position == 0:
+            first_ts = int(scan.max_timestamps[0])
+            self.rolling_timestamp_ms = first_ts if first_ts >= 0 else now_ms
+        self.size = position + len(data)
+        self.next_offset = int(scan.last_offsets[-1]) + 1
+        self.index.add_batches(scan.positions + position, scan.last_offsets,
+                               scan.max_timestamps, scan.sizes)
+
+    def truncate_at(self, position: int, next_offset: int) -> int:
+        """Cut the file at batch boundary ``position``; ``next_offset`` is the base offset of
+        the first removed batch (or the offset after the last kept one). Returns the number
+        of bytes removed."""
+        removed = self.size - position
+        try:
+            os.ftruncate(self.fd, position)
+        except OSError as exc:
+            raise FatalLogError(f"cannot truncate {self.path}: {exc}") from exc
+        self.size = position
+        self.next_offset = next_offset if position else self.base_offset
+        if self.index.loaded:
+            resume = self.index.truncate_before_position(position, next_offset)
+            if resume < position:
+                # Replay the few batches after the last kept entry so the builder's running
+                # state (bytes since the entry, max timestamp) is what a rebuild would have.
+                replay = self.scan(resume, position)
+                self.index.builder.add(replay.positions, replay.last_offsets,
+                                       replay.max_timestamps, replay.sizes)
+        if position == 0:
+            self.rolling_timestamp_ms = None
+        return removed
+
+    # --- reading ---------------------------------------------------------------------------
+    def pread(self, length: int, position: int) -> bytes:
+        try:
+            return os.pread(self.fd, length, position)
+        except OSError as exc:
+            raise FatalLogError(f"cannot read {self.path}: {exc}") from exc
+
+    def translate(self, offset: int) -> int | None:
+        """File position of the first batch whose last offset is >= ``offset``, or None if
+        every batch in the segment ends before it."""
+        if offset >= self.next_offset:
+            return None
+        position = self.index.lookup(offset) if self.index.loaded else 0
+        while position < self.size:
+            chunk = self.pread(min(SCAN_CHUNK, self.size - position), position)
+            status, at = hotloops.find_batch(chunk, 0, offset)
+            if status == hotloops.FOUND:
+                return position + at
+            if status == hotloops.CORRUPT:
+                raise LogCorruptionError(f"invalid batch length at position {position + at} of {self.path}")
+            if at:
+                position += at
+                continue
+            # The batch at ``position`` is larger than the chunk: step over it by its header.
+            base, length = _BASE_LENGTH.unpack_from(chunk, 0)
+            if base + _LAST_DELTA.unpack_from(chunk, 23)[0] >= offset:
+                return position
+            position += length + 12
+        return None
+
+    def read(self, position: int, max_bytes: int) -> bytes:
+        """Whole batches from ``position`` totalling at most ``max_bytes`` — but always at
+        least the first batch, even if it is larger (Kafka's ``minOneMessage``)."""
+        want = min(max(max_bytes, _HEADER_PREFIX), self.size - position)
+        data = self.pread(want, position)
+        end, first_size = hotloops.whole_batches(data, 0, max_bytes)
+        if end == len(data):
+            return data
+        if end:
+            return data[:end]
+        if first_size < 0:
+            raise LogCorruptionError(f"invalid batch at position {position} of {self.path}")
+        return self.pread(first_size, position)
+
+    def scan(self, start: int = 0, stop: int | None = None) -> BatchScan:
+        """Validate the batches in ``[start, stop)`` (default: to the end of the file):
+        framing, magic, CRC and increasing offsets. Positions in the result are absolute."""
+        stop = self.size if stop is None else stop
+        if stop <= start:
+            return empty_scan()
+        try:
+            mm = mmap.mmap(self.fd, stop, prot=mmap.PROT_READ)
+        except (OSError, ValueError) as exc:
+            raise FatalLogError(f"cannot map {self.path}: {exc}") from exc
+        try:
+            mm.madvise(mmap.MADV_SEQUENTIAL)
+            view = memoryview(mm)
+            try:
+                result = scan_batches(view, start)
+            finally:
+                view.release()
+        finally:
+            mm.close()
+        return result
+
+    def __repr__(self) -> str:
+        return (f"LogSegment(base_offset={self.base_offset}, size={self.size}, "
+                f"next_offset={self.next_offset})")

@@ -1,0 +1,562 @@
+"""``SegmentedLog``: one partition's log directory — segments, append with group commit,
+read, roll, truncate, delete below a snapshot, and the leader-epoch cache beside it.
+
+Threading: one owner thread (the server's event loop) calls every public method; the
+log's own flusher thread only fdatasyncs and reports. ``_lock`` guards what both touch.
+Durability contract:
+
+* ``append`` returns as soon as the bytes are in the page cache. An offset is *flushed*
+  once ``fdatasync`` covering it has returned; ``flushed_offset`` only then moves past it
+  and ``on_flushed(offset)`` is called (from the flusher thread; hop threads in it).
+* Structural changes are durable before they return: a roll fsyncs the old segment, its
+  indexes and the epoch checkpoint before the new file exists (and fsyncs the directory);
+  truncation and deletion fsync the directory after removing files. Hence every segment but
+  the last is complete on disk at all times, which is what lets recovery treat damage
+  before the tail as corruption rather than as a torn write.
+* Any write or fsync error makes the log fatal: every later call raises FatalLogError and
+  ``on_fatal`` is called once. Nothing is retried.
+
+Not here: record encoding (``kraft.records``), Raft rules (the Raft adapter checks the high
+watermark before truncating), snapshots (``kraft.log.snapshot``), asyncio.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+import threading
+import time
+from dataclasses import dataclass
+
+from kraft import records
+from kraft.errors import (
+    CorruptRecordError,
+    FatalLogError,
+    InvalidRecordError,
+    LogCorruptionError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+    StorageError,
+)
+from kraft.log import files, recovery
+from kraft.log.config import LogConfig
+from kraft.log.epoch_cache import LeaderEpochCache
+from kraft.log.flusher import FlusherThread
+from kraft.log.recovery import RecoveryReport
+from kraft.log.segment import MAX_SEGMENT_SIZE, LogSegment
+
+_INT32_MAX = (1 << 31) - 1
+_BASE_OFFSET = struct.Struct(">q")
+
+
+class UnexpectedAppendOffsetError(InvalidRecordError):
+    """A follower append whose first offset is below the log end offset (the caller must
+    truncate first). Defined here: kraft.errors has no such type."""
+
+
+@dataclass(frozen=True)
+class LogAppendInfo:
+    first_offset: int
+    last_offset: int
+    batch_count: int
+    size_bytes: int
+    max_timestamp: int
+    #: Where the batches went: segment base offset and file position.
+    segment_base_offset: int
+    position: int
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class SegmentedLog:
+    """Use :meth:`open`. Offsets: ``start_offset <= flushed_offset <= end_offset`` except
+    that ``flushed_offset`` may trail a truncation until the next flush completes."""
+
+    def __init__(self, directory, config, segments, epoch_cache, start_offset, report,
+                 on_flushed, on_fatal, clock_ms):
+        self.directory = directory
+        self.config = config
+        self.epoch_cache: LeaderEpochCache = epoch_cache
+        self.recovery: RecoveryReport = report
+        self._segments: list[LogSegment] = segments  # ascending base offsets; last = active
+        self._bases = [s.base_offset for s in segments]
+        self._start = start_offset
+        self._end = segments[-1].next_offset
+        self._on_flushed = on_flushed
+        self._on_fatal = on_fatal
+        self._clock_ms = clock_ms
+        self._lock = threading.RLock()
+        self._work = threading.Condition(self._lock)  # the flusher waits here for work
+        self._flushed_cond = threading.Condition(self._lock)  # flush waiters wait here
+        self._flush_mutex = threading.Lock()  # one flush cycle at a time
+        self._checkpoint_lock = threading.Lock()  # one epoch-checkpoint writer at a time
+        self._flushed = self._end
+        self._dirty_since: float | None = None  # monotonic time of the first unflushed change
+        self._flush_requested = False
+        self._trunc_low = self._end  # lowest end set by a truncation during the running flush
+        self._closing = False
+        self._closed = False
+        self._fatal: FatalLogError | None = None
+        self._flusher = None
+        if config.background_flush:
+            self._flusher = FlusherThread(self, config.append_linger_ms)
+            self._flusher.start()
+
+    # --- opening -------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, directory: str, config: LogConfig | None = None, *, recovery_point: int | None = None,
+             log_start_offset: int | None = None, on_flushed=None, on_fatal=None, clock_ms=None):
+        """Open (creating if needed) the log in ``directory`` and recover it.
+
+        ``recovery_point``: offset below which the caller knows the log was flushed (Kafka's
+        recovery-point checkpoint); segments from the one containing it onwards are CRC-
+        scanned. None scans every segment (what Kafka does for the metadata log). The tail
+        segment is always scanned. ``log_start_offset``: the persisted log start (e.g. the
+        earliest snapshot's end offset); at least the first segment's base offset.
+        Raises LogCorruptionError for invalid data before the tail segment, StateFileError
+        for a malformed leader-epoch-checkpoint."""
+        config = config or LogConfig()
+        clock_ms = clock_ms or _wall_clock_ms
+        os.makedirs(directory, exist_ok=True)
+        report = RecoveryReport()
+        bases = recovery.list_segment_offsets(directory, report)
+        interval = config.index_interval_bytes
+        segments = [LogSegment.open(directory, b, interval) for b in bases]
+        cache = LeaderEpochCache(directory)
+        try:
+            if not segments:
+                segments = [LogSegment.create(directory, log_start_offset or 0, interval, clock_ms())]
+                files.fsync_dir(directory)
+            checkpoint = recovery.load_epochs(directory, cache)
+            scan_from = 0
+            if recovery_point is not None and checkpoint is not None:
+                scan_from = max(0, bisect.bisect_right(bases, recovery_point) - 1)
+            scan_from = min(scan_from, len(segments) - 1)
+            for i in range(scan_from):  # upper bound until their index is loaded
+                segments[i].next_offset = segments[i + 1].base_offset
+            cache.truncate_from_end(segments[scan_from].base_offset)
+            recovery.recover_segments(directory, segments, scan_from, cache, report)
+            files.fdatasync(segments[-1].fd, segments[-1].path)  # recovered bytes may be cache-only
+            report.segments = len(segments)
+            end = segments[-1].next_offset
+            start = max(segments[0].base_offset, log_start_offset or 0)
+            cache.truncate_from_end(end)
+            cache.truncate_from_start(start)
+            if checkpoint is None or cache.entries() != checkpoint:
+                cache.write()
+                report.epoch_checkpoint_rewritten = True
+            cache.written_version = cache.version
+        except BaseException:
+            for seg in segments:
+                seg.close()
+            raise
+        log = cls(directory, config, segments, cache, min(start, end), report, on_flushed,
+                  on_fatal, clock_ms)
+        if start > end:  # everything on disk is below the persisted start: drop it
+            log.truncate_fully_and_start_at(start)
+        return log
+
+    # --- offsets and state ---------------------------------------------------------------------
+    @property
+    def start_offset(self) -> int:
+        return self._start
+
+    @property
+    def end_offset(self) -> int:
+        """The next offset to be appended (Kafka's log end offset)."""
+        return self._end
+
+    @property
+    def flushed_offset(self) -> int:
+        """Every offset below this is durable on disk."""
+        return self._flushed
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self.epoch_cache.latest_epoch
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """Kafka's ``endOffsetFor(epoch, logEndOffset)``; ``(-1, -1)`` when undefined."""
+        return self.epoch_cache.end_offset_for_epoch(epoch, self._end)
+
+    def epoch_for_offset(self, offset: int) -> int | None:
+        return self.epoch_cache.epoch_for_offset(offset)
+
+    def _check_usable(self) -> None:
+        if self._fatal is not None:
+            raise FatalLogError(f"log {self.directory} is unusable: {self._fatal}") from self._fatal
+        if self._closed or self._closing:
+            raise StorageError(f"log {self.directory} is closed")
+
+    def _set_fatal(self, exc: FatalLogError) -> None:
+        with self._lock:
+            if self._fatal is not None:
+                return
+            self._fatal = exc
+            self._work.notify_all()
+            self._flushed_cond.notify_all()
+        if self._on_fatal is not None:
+            self._on_fatal(exc)
+
+    def _mark_dirty(self) -> None:
+        """Under ``_lock``: something needs the next flush; start the linger clock."""
+        if self._dirty_since is None:
+            self._dirty_since = time.monotonic()
+            self._work.notify()
+
+    # --- append --------------------------------------------------------------------------------
+    def append(self, batches, *, assign_offsets: bool = True, leader_epoch: int | None = None) -> LogAppendInfo:
+        """Append whole batches; returns without waiting for the disk.
+
+        Leader path (``assign_offsets=True``, ``leader_epoch`` required): base offsets are
+        rewritten to continue the log and every batch gets ``leader_epoch`` (a bytearray is
+        patched in place; bytes are copied first). Follower path: offsets and epochs are
+        kept; the first offset must be >= ``end_offset`` (UnexpectedAppendOffsetError).
+        Invalid bytes (framing, CRC, offsets) raise CorruptRecordError, a batch above
+        ``max_batch_bytes`` RecordTooLargeError; in both cases the log is unchanged."""
+        if assign_offsets:
+            if leader_epoch is None or leader_epoch < 0:
+                raise ValueError("the leader path needs leader_epoch >= 0")
+            buf = batches if isinstance(batches, bytearray) else bytearray(batches)
+        else:
+            buf = batches
+        if not len(buf):
+            raise CorruptRecordError("empty append")
+        with self._lock:
+            self._check_usable()
+            if assign_offsets:
+                records.assign_offsets(buf, self._end, leader_epoch)
+            scan = records.scan_batches(buf)
+            if scan.error is not None:
+                raise CorruptRecordError(f"rejected append to {self.directory}: {scan.error}")
+            first, last = int(scan.base_offsets[0]), int(scan.last_offsets[-1])
+            if first < self._end:
+                raise UnexpectedAppendOffsetError(
+                    f"append at offset {first} below the log end offset {self._end}")
+            limit = self.config.max_batch_bytes
+            if limit is not None and int(scan.sizes.max()) > limit:
+                raise RecordTooLargeError(f"batch of {int(scan.sizes.max())} bytes over max.message.bytes {limit}")
+            if len(buf) > MAX_SEGMENT_SIZE:
+                raise RecordTooLargeError(f"append of {len(buf)} bytes does not fit in a segment")
+            try:
+                seg = self._segment_for_append(len(buf), first, last)
+                position = seg.size
+                seg.append(buf, scan, self._clock_ms())
+            except FatalLogError as exc:
+                self._set_fatal(exc)
+                raise
+            self._end = last + 1
+            # A new epoch reaches the checkpoint file with the next flush (or roll), before
+            # that flush is reported.
+            self.epoch_cache.assign_batches(scan.partition_leader_epochs, scan.base_offsets)
+            self._mark_dirty()
+        return LogAppendInfo(first, last, len(scan), len(buf), int(scan.max_timestamps.max()),
+                             seg.base_offset, position)
+
+    def _segment_for_append(self, size: int, first: int, last: int) -> LogSegment:
+        seg = self._segments[-1]
+        if seg.size == 0:
+            if last - seg.base_offset > _INT32_MAX or first < seg.base_offset:
+                self._replace_empty_active(first)
+            return self._segments[-1]
+        cfg = self.config
+        now = self._clock_ms()
+        if (seg.size + size > cfg.segment_bytes
+                or seg.size + size > MAX_SEGMENT_SIZE
+                or (seg.rolling_timestamp_ms is not None and now - seg.rolling_timestamp_ms > cfg.segment_ms)
+                or last - seg.base_offset > _INT32_MAX):
+            self._roll_locked(first)
+        return self._segments[-1]
+
+    def _replace_empty_active(self, base: int) -> None:
+        old = self._segments.pop()
+        self._bases.pop()
+        old.delete()
+        files.fsync_dir(self.directory)
+        self._add_segment(base)
+
+    def _add_segment(self, base: int) -> None:
+        seg = LogSegment.create(self.directory, base, self.config.index_interval_bytes, self._clock_ms())
+        files.fsync_dir(self.directory)
+        self._segments.append(seg)
+        self._bases.append(base)
+
+    def roll(self) -> None:
+        """Start a new segment at ``end_offset`` (no-op if the active one is empty)."""
+        with self._lock:
+            self._check_usable()
+            if self._segments[-1].size:
+                self._roll_locked(self._end)
+
+    def _roll_locked(self, new_base: int) -> None:
+        try:
+            self._segments[-1].sync()
+            if self.epoch_cache.dirty:
+                self._write_epoch_checkpoint(self.epoch_cache.entries(), self.epoch_cache.version)
+            self._add_segment(new_base)
+        except FatalLogError as exc:
+            self._set_fatal(exc)
+            raise
+
+    def _write_epoch_checkpoint(self, entries, version: int) -> None:
+        with self._checkpoint_lock:
+            if version > self.epoch_cache.written_version:  # never let an older snapshot win
+                self.epoch_cache.write(entries)
+                self.epoch_cache.written_version = version
+
+    # --- read ----------------------------------------------------------------------------------
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches starting with the one containing ``offset`` (or the first after it,
+        across gaps), at most ``max_bytes`` unless the first batch alone is larger (then just
+        it), never crossing a segment. ``b""`` at the end offset. OffsetOutOfRangeError
+        outside ``[start_offset, end_offset]``."""
+        self._check_usable()
+        if offset == self._end:
+            return b""
+        if offset < self._start or offset > self._end:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} outside [{self._start}, {self._end}] of {self.directory}")
+        i = bisect.bisect_right(self._bases, offset) - 1
+        while i < len(self._segments):
+            seg = self._segment_with_index(i)
+            position = seg.translate(offset)
+            if position is not None:
+                return seg.read(position, max_bytes)
+            i += 1
+        return b""
+
+    def _segment_with_index(self, i: int) -> LogSegment:
+        seg = self._segments[i]
+        if not seg.index.loaded:
+            upper = self._bases[i + 1] if i + 1 < len(self._bases) else seg.next_offset
+            if recovery.ensure_index(seg, upper):
+                self.recovery.indexes_rebuilt.append(seg.base_offset)
+            seg.next_offset = _true_next_offset(seg)
+        return seg
+
+    # --- truncation and deletion ---------------------------------------------------------------
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch whose last offset is >= ``offset`` (a batch is never split, so
+        the new end may be below ``offset`` when it falls inside a batch). Later segments
+        are deleted durably first. The epoch cache drops entries at or after the new end.
+        Returns the new end offset. OffsetOutOfRangeError below ``start_offset``."""
+        with self._lock:
+            self._check_usable()
+            if offset >= self._end:
+                # Kafka still trims the cache: a leader may have assigned an epoch at the
+                # end offset and then lost leadership before appending anything.
+                if self.epoch_cache.truncate_from_end(self._end):
+                    self._mark_dirty()
+                return self._end
+            if offset < self._start:
+                raise OffsetOutOfRangeError(f"cannot truncate {self.directory} to {offset}, "
+                                            f"below the log start offset {self._start}")
+            try:
+                self._delete_segments_from(bisect.bisect_right(self._bases, offset))
+                seg = self._segment_with_index(len(self._segments) - 1)
+                position = seg.translate(offset)
+                if position is not None:
+                    (cut,) = _BASE_OFFSET.unpack(seg.pread(8, position))
+                    seg.truncate_at(position, cut)
+            except FatalLogError as exc:
+                self._set_fatal(exc)
+                raise
+            self._end = seg.next_offset
+            self.epoch_cache.truncate_from_end(self._end)
+            self._flushed = min(self._flushed, self._end)
+            self._trunc_low = min(self._trunc_low, self._end)
+            self._mark_dirty()
+            return self._end
+
+    def _delete_segments_from(self, i: int) -> None:
+        """Delete ``segments[i:]``, newest first, then fsync the directory."""
+        if i >= len(self._segments):
+            return
+        doomed = self._segments[i:]
+        del self._segments[i:], self._bases[i:]
+        for seg in reversed(doomed):
+            seg.delete()
+        files.fsync_dir(self.directory)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and restart the (empty) log at ``offset`` — for a follower
+        that installed a snapshot beyond its log. Durable on return."""
+        with self._lock:
+            self._check_usable()
+            try:
+                self._delete_segments_from(0)
+                self._add_segment(offset)
+                self.epoch_cache.clear()
+                self._write_epoch_checkpoint(self.epoch_cache.entries(), self.epoch_cache.version)
+            except FatalLogError as exc:
+                self._set_fatal(exc)
+                raise
+            self._start = self._end = self._flushed = self._trunc_low = offset
+
+    def delete_below(self, offset: int) -> int:
+        """Raise the log start offset to ``offset`` (at most ``end_offset``) and delete the
+        segments wholly below it, oldest first (after a snapshot at ``offset``). The epoch
+        cache is truncated from the start. Returns the number of segments deleted."""
+        with self._lock:
+            self._check_usable()
+            if offset > self._end:
+                raise OffsetOutOfRangeError(f"cannot move the start of {self.directory} to {offset}, "
+                                            f"beyond its end offset {self._end}")
+            self._start = max(self._start, offset)
+            try:
+                active = self._segments[-1]
+                if self._start == self._end and active.size and active.base_offset < self._end:
+                    self._roll_locked(self._end)  # so the last data segment can go too
+                n = 0
+                while n + 1 < len(self._bases) and self._bases[n + 1] <= self._start:
+                    n += 1
+                doomed = self._segments[:n]
+                del self._segments[:n], self._bases[:n]
+                for seg in doomed:
+                    seg.delete()
+                if doomed:
+                    files.fsync_dir(self.directory)
+            except FatalLogError as exc:
+                self._set_fatal(exc)
+                raise
+            if self.epoch_cache.truncate_from_start(self._start):
+                self._mark_dirty()
+            return len(doomed)
+
+    def assign_epoch_start(self, epoch: int, start_offset: int | None = None) -> None:
+        """Record that ``epoch`` starts at ``start_offset`` (default: the end offset), like
+        Kafka's ``initializeLeaderEpoch`` for a new leader."""
+        with self._lock:
+            if self.epoch_cache.assign(epoch, self._end if start_offset is None else start_offset):
+                self._mark_dirty()
+
+    # --- flushing ------------------------------------------------------------------------------
+    def set_flush_listener(self, on_flushed) -> None:
+        """``on_flushed(offset)`` is called with the new flushed offset after each flush
+        that moves it (from the flusher thread). It must not call ``flush``."""
+        self._on_flushed = on_flushed
+
+    def request_flush(self) -> None:
+        """Ask for a flush now instead of after the linger (inline without a flusher)."""
+        if self._flusher is None:
+            self.flush()
+            return
+        with self._lock:
+            if self._dirty_since is not None:
+                self._flush_requested = True
+                self._work.notify()
+
+    def flush(self) -> int:
+        """Flush synchronously in the calling thread; returns the flushed offset."""
+        self._flush_once()
+        return self._flushed
+
+    def wait_for_flush(self, offset: int | None = None, timeout: float | None = None) -> bool:
+        """Block until ``flushed_offset >= offset`` (default: the current end offset),
+        requesting a flush; False on timeout. Raises FatalLogError if the log failed."""
+        target = self._end if offset is None else offset
+        if self._flusher is None:
+            return self.flush() >= target
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while self._flushed < target:
+                if self._fatal is not None:
+                    raise FatalLogError(f"log {self.directory} is unusable: {self._fatal}") from self._fatal
+                if self._dirty_since is not None:
+                    self._flush_requested = True
+                    self._work.notify()
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._flushed_cond.wait(remaining)
+            return True
+
+    def _flush_once(self) -> None:
+        """One flush cycle: snapshot the end offset, fdatasync the active segment (GIL
+        released), write the epoch checkpoint if it changed, then publish."""
+        with self._flush_mutex:
+            with self._lock:
+                if self._fatal is not None:
+                    raise self._fatal
+                seg = self._segments[-1]
+                target = self._end
+                fd, path = os.dup(seg.fd), seg.path  # a dup: truncation may close seg.fd meanwhile
+                cache = self.epoch_cache
+                epochs = (cache.entries(), cache.version) if cache.dirty else None
+                self._dirty_since = None
+                self._flush_requested = False
+                self._trunc_low = target
+            try:
+                try:
+                    files.fdatasync(fd, path)
+                finally:
+                    os.close(fd)
+                if epochs is not None:
+                    self._write_epoch_checkpoint(*epochs)
+            except FatalLogError as exc:
+                self._set_fatal(exc)
+                raise
+            with self._lock:
+                flushed = min(target, self._trunc_low)
+                advanced = flushed > self._flushed
+                if advanced:
+                    self._flushed = flushed
+                self._flushed_cond.notify_all()
+            if advanced and self._on_flushed is not None:
+                self._on_flushed(flushed)
+
+    # --- closing -------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop the flusher, flush everything (log, indexes, epoch checkpoint) unless the
+        log is fatal, and close the files. Idempotent."""
+        if self._closed:
+            return
+        with self._lock:
+            self._closing = True
+            self._work.notify_all()
+        if self._flusher is not None:
+            self._flusher.join()
+        try:
+            if self._fatal is None:
+                self._segments[-1].index.sync()
+                self._flush_once()
+        finally:
+            self._closed = True
+            for seg in self._segments:
+                seg.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"SegmentedLog({self.directory!r}, start={self._start}, end={self._end}, "
+                f"flushed={self._flushed}, segments={len(self._segments)})")
+
+
+def _true_next_offset(seg: LogSegment) -> int:
+    """The real next offset of a closed segment whose index was just loaded: CRC-scan
+    from its last index entry to the end of the file."""
+    start = int(seg.index.pos.data[seg.index.pos.n - 1]) if seg.index.pos.n else 0
+    scan = seg.scan(start)
+    if scan.error is not None:
+        raise LogCorruptionError(f"{seg.path}: {scan.error} at position {scan.valid_end} "
+                                 "(not the tail segment)")
+    return int(scan.last_offsets[-1]) + 1 if len(scan) else seg.base_offset
