@@ -4,9 +4,9 @@
 complete frames. ``decode_request``/``encode_response`` are the server side;
 ``encode_request``/``decode_response`` the client side. Failures are typed: an unknown API key
 or unsupported version raises :class:`UnsupportedVersionError`, anything undecodable raises
-:class:`ProtocolError` (the caller closes the connection). Both carry ``.header`` (the
-:class:`RequestHeader`, or None if not even that could be read) so the caller can log it.
-No other exception may escape these functions on any input.
+:class:`ProtocolError` (the caller closes the connection). Errors from ``decode_request``
+carry ``.header`` (the :class:`RequestHeader` as far as it could be read, or None) so the
+caller can log the correlation id. No other exception may escape the decoders on any input.
 
 Two ApiVersions rules live here (Kafka's ``RequestContext``): a request at a version we do not
 support is not parsed but answered at v0 with UNSUPPORTED_VERSION so the client can retry
@@ -36,8 +36,8 @@ class FrameDecoder:
     """Splits a byte stream into frames (without their size prefix).
 
     A negative size or one above ``max_frame_bytes`` raises :class:`ProtocolError` as soon as
-    the 4 size bytes arrive, before anything is buffered for the body; after that the decoder
-    stays failed. Frames are returned as ``bytes``.
+    the 4 size bytes arrive, without waiting for (or reserving room for) the body; after that
+    the decoder stays failed. Frames are returned as ``bytes``.
     """
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES):
