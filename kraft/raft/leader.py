@@ -1,0 +1,91 @@
+"""LeaderState: the leader's view of its epoch (Kafka's LeaderState).
+
+Holds follower progress, the high watermark, the check-quorum and BeginQuorumEpoch
+timers, the batch accumulator and the long-poll fetches parked until data arrives. The
+high watermark rule (REFERENCE.md section 5) is here and nowhere else. No I/O: the core
+reads the log and hands offsets in.
+"""
+
+from __future__ import annotations
+
+from kraft.raft.accumulator import BatchAccumulator
+from kraft.raft.majority import majority_offset
+from kraft.raft.progress import ProgressTracker
+from kraft.raft.roles import EpochState
+from kraft.raft.voters import ReplicaKey, VoterSet
+
+
+class ParkedFetch:
+    """A valid Fetch that found no new data and waits up to its max wait."""
+
+    __slots__ = ("handle", "source", "request", "deadline", "hw_seen")
+
+    def __init__(self, handle, source: int, request, deadline: int, hw_seen: int):
+        self.handle = handle
+        self.source = source
+        self.request = request
+        self.deadline = deadline
+        self.hw_seen = hw_seen
+
+
+class LeaderState(EpochState):
+    """Leader of ``epoch``.
+
+    Invariants: ``high_watermark`` never decreases; it is -1 until a majority of voters
+    (the leader counted with its *flushed* end offset) hold an offset above
+    ``epoch_start_offset`` (the epoch's LeaderChange record); a leader never truncates.
+    """
+
+    name = "leader"
+
+    def __init__(self, epoch: int, local: ReplicaKey, voters: VoterSet, epoch_start_offset: int,
+                 granting_voters, now_ms: int, check_quorum_timeout_ms: int,
+                 accumulator: BatchAccumulator):
+        self.epoch = epoch
+        self.leader_id = local.id
+        self.voted_key = local
+        self.local = local
+        self.voters = voters
+        self.epoch_start_offset = epoch_start_offset
+        self.granting_voters = tuple(sorted(granting_voters))
+        self.progress = ProgressTracker(local, voters)
+        self.high_watermark = -1
+        self.check_quorum_timeout_ms = check_quorum_timeout_ms
+        # A single voter is its own quorum and never resigns for lack of fetches.
+        self.check_quorum_deadline = None if voters.is_only_voter(local) else now_ms + check_quorum_timeout_ms
+        self.begin_epoch_due = now_ms
+        self.accumulator = accumulator
+        self.parked: list[ParkedFetch] = []
+        self.resign_requested = False
+
+    def can_grant_vote(self, candidate, log_up_to_date, pre_vote, now_ms):
+        return False
+
+    def _maybe_advance_high_watermark(self) -> bool:
+        candidate = majority_offset(self.progress.voter_end_offsets())
+        # The leader must first commit a record of its own epoch (KIP-595; KAFKA-12619).
+        if candidate > self.epoch_start_offset and candidate > self.high_watermark:
+            self.high_watermark = candidate
+            return True
+        return False
+
+    def update_local(self, flushed_end_offset: int) -> bool:
+        """The leader's log is durable up to ``flushed_end_offset``; True if the HW moved."""
+        return self.progress.update_local(flushed_end_offset) and self._maybe_advance_high_watermark()
+
+    def update_replica(self, key: ReplicaKey, fetch_offset: int, now_ms: int, leader_end: int) -> bool:
+        """A valid fetch from ``key`` at ``fetch_offset``; True if the HW moved."""
+        changed = self.progress.update_replica(key, fetch_offset, now_ms, leader_end)
+        self._note_following(now_ms)
+        return changed and self._maybe_advance_high_watermark()
+
+    def note_fetch_snapshot(self, key: ReplicaKey, now_ms: int) -> None:
+        self.progress.note_fetch_snapshot(key, now_ms)
+        self._note_following(now_ms)
+
+    def _note_following(self, now_ms: int) -> None:
+        if self.check_quorum_deadline is not None and self.progress.check_quorum_satisfied():
+            self.check_quorum_deadline = now_ms + self.check_quorum_timeout_ms
+
+    def check_quorum_expired(self, now_ms: int) -> bool:
+        return self.check_quorum_deadline is not None and now_ms >= self.check_quorum_deadline

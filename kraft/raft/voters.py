@@ -1,0 +1,108 @@
+"""Replica identity and the voter set as data.
+
+A replica is (node id, directory id): a node whose disk was wiped comes back with a new
+directory id and is, to the quorum, a different replica, so it can neither vote twice in an
+epoch it already voted in nor be counted for data it lost (KIP-853's ReplicaKey). A
+``directory_id`` of ``None`` means "not known" and matches any directory (a static
+``controller.quorum.voters`` has no directory ids).
+
+The voter set is a value that holds from a log offset on (:class:`VoterSetHistory`), not a
+constant baked into the states, so dynamic membership can add entries at the offsets of
+VotersRecords. No I/O, no parsing of records here.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaKey:
+    id: int
+    directory_id: bytes | None = None
+
+    def matches(self, other: "ReplicaKey") -> bool:
+        """Same node, and same directory when both directories are known."""
+        if self.id != other.id:
+            return False
+        a, b = self.directory_id, other.directory_id
+        return a is None or b is None or a == b
+
+
+class VoterSet:
+    """An immutable set of voters, keyed by node id."""
+
+    __slots__ = ("_voters", "_ids")
+
+    def __init__(self, voters):
+        keys = [v if isinstance(v, ReplicaKey) else ReplicaKey(int(v)) for v in voters]
+        self._voters = {k.id: k for k in keys}
+        if len(self._voters) != len(keys):
+            raise ValueError(f"duplicate voter ids in {keys}")
+        self._ids = frozenset(self._voters)
+
+    @property
+    def ids(self) -> frozenset[int]:
+        return self._ids
+
+    def keys(self) -> list[ReplicaKey]:
+        return [self._voters[i] for i in sorted(self._voters)]
+
+    def key(self, node_id: int) -> ReplicaKey | None:
+        return self._voters.get(node_id)
+
+    def is_voter(self, key: ReplicaKey) -> bool:
+        voter = self._voters.get(key.id)
+        return voter is not None and voter.matches(key)
+
+    def is_only_voter(self, key: ReplicaKey) -> bool:
+        return len(self._voters) == 1 and self.is_voter(key)
+
+    def __len__(self) -> int:
+        return len(self._voters)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, VoterSet) and self._voters == other._voters
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._voters.items()))
+
+    def __repr__(self) -> str:
+        return f"VoterSet({self.keys()})"
+
+
+class VoterSetHistory:
+    """The voter set in force at each log offset.
+
+    The bootstrap set (from configuration or the bootstrap snapshot) holds from offset -1;
+    ``add_at(offset, voters)`` records a change written at ``offset``. Entries above a
+    truncation point are dropped with the log (``truncate_new_entries``).
+    Invariant: offsets strictly increase.
+    """
+
+    __slots__ = ("_offsets", "_sets")
+
+    def __init__(self, bootstrap: VoterSet):
+        self._offsets: list[int] = [-1]
+        self._sets: list[VoterSet] = [bootstrap]
+
+    def add_at(self, offset: int, voters: VoterSet) -> None:
+        if offset <= self._offsets[-1]:
+            raise ValueError(f"voter set change at {offset} not after {self._offsets[-1]}")
+        self._offsets.append(offset)
+        self._sets.append(voters)
+
+    def last(self) -> VoterSet:
+        return self._sets[-1]
+
+    def at(self, offset: int) -> VoterSet:
+        """The voter set in force for the record at ``offset``."""
+        i = bisect.bisect_right(self._offsets, offset) - 1
+        return self._sets[max(i, 0)]
+
+    def truncate_new_entries(self, end_offset: int) -> None:
+        """Forget changes at offsets >= ``end_offset`` (the log was truncated there)."""
+        while len(self._offsets) > 1 and self._offsets[-1] >= end_offset:
+            self._offsets.pop()
+            self._sets.pop()

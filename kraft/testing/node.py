@@ -1,0 +1,170 @@
+"""SimNode: one simulated kraft node — a RaftCore driven exactly as the I/O contract in
+``kraft.raft.core`` says, over a simulated network, a flusher with latency and an
+in-memory disk (log + quorum-state) that survives crashes except for unflushed data.
+
+This is the reference driver: the asyncio server must execute effects the same way. No
+real I/O, time or threads.
+"""
+
+from __future__ import annotations
+
+import random
+
+from kraft.raft import (
+    Append,
+    Commit,
+    Flush,
+    InboundRequest,
+    InboundResponse,
+    LeaderChange,
+    ListenerCursor,
+    LoadSnapshot,
+    OffsetAndEpoch,
+    PersistElection,
+    RaftConfig,
+    RaftCore,
+    Respond,
+    Send,
+)
+from kraft.testing.invariants import InvariantViolation
+from kraft.testing.memory_log import InMemoryLog
+from kraft.testing.state_machine import CommittedHistory, SimStateMachine
+
+
+class SimNode:
+    """A node's durable parts (``log``, ``store``) outlive crashes; ``core``, ``cursor``
+    and ``state_machine`` are rebuilt at every start (``incarnation`` counts starts)."""
+
+    def __init__(self, node_id: int, voters, config: RaftConfig, sim, *, directory_id: bytes | None,
+                 history: CommittedHistory, snapshot_interval: int = 0):
+        self.id = node_id
+        self.voters = voters
+        self.config = config
+        self.sim = sim
+        self.directory_id = directory_id
+        self.history = history
+        self.snapshot_interval = snapshot_interval
+        self.log = InMemoryLog()
+        self.store = None  # the persisted ElectionState (quorum-state file)
+        self.core: RaftCore | None = None
+        self.cursor: ListenerCursor | None = None
+        self.state_machine: SimStateMachine | None = None
+        self.incarnation = 0
+        self.tick_at: int | None = None
+        self.flush_done_at = 0
+        self.last_snapshot_offset = 0
+        self.appended = 0
+
+    @property
+    def alive(self) -> bool:
+        return self.core is not None
+
+    # --- lifecycle --------------------------------------------------------------------
+    def start(self, now: int) -> None:
+        self.incarnation += 1
+        rng = random.Random(self.sim.seed * 7919 + self.id * 104729 + self.incarnation)
+        self.state_machine = SimStateMachine(self.id, self.history)
+        self.cursor = ListenerCursor(self.state_machine, self.log, self.id)
+        self.core = RaftCore(self.id, self.log, self.config, self.voters, rng,
+                             directory_id=self.directory_id, election_state=self.store, now_ms=now)
+        self.tick_at = None
+        self.flush_done_at = now
+        self.last_snapshot_offset = self.log.start_offset()
+        self.drain(now)
+
+    def crash(self) -> None:
+        """kill -9: the core and everything in memory vanish, so does unflushed data."""
+        self.core = None
+        self.cursor = None
+        self.state_machine = None
+        self.tick_at = None
+        self.log.crash()
+
+    def wipe(self, new_directory_id: bytes) -> None:
+        """Lose the whole disk; the node comes back as a new replica (new directory id)."""
+        self.crash()
+        self.log = InMemoryLog()
+        self.store = None
+        self.directory_id = new_directory_id
+        self.last_snapshot_offset = 0
+
+    # --- inputs -----------------------------------------------------------------------
+    def deliver(self, src: int, payload, now: int) -> None:
+        kind = payload[0]
+        if kind == "req":
+            _, src_incarnation, cid, request = payload
+            self.core.step(InboundRequest(src, request, (src, src_incarnation, cid)), now)
+        else:
+            _, dst_incarnation, cid, response = payload
+            if dst_incarnation != self.incarnation:
+                return  # an answer to a previous life of this node: its connection is gone
+            self.core.step(InboundResponse(src, cid, response), now)
+        self.drain(now)
+
+    def tick(self, now: int) -> None:
+        self.tick_at = None
+        self.core.tick(now)
+        self.drain(now)
+
+    def flushed(self, up_to: int, now: int) -> None:
+        self.log.flush(up_to)
+        self.core.on_flushed(up_to, now)
+        self.drain(now)
+
+    def propose(self, values, now: int):
+        try:
+            last = self.core.propose(values, now)
+        except Exception:  # NotLeaderError: the client tries elsewhere later
+            last = None
+        self.drain(now)
+        return last
+
+    # --- executing effects (the I/O contract) -------------------------------------------
+    def drain(self, now: int) -> None:
+        core = self.core
+        sim = self.sim
+        while True:
+            ready = core.poll_effects()
+            if not ready.effects:
+                break
+            for eff in ready.effects:
+                t = type(eff)
+                if t is Send:
+                    sim.network.send(self.id, eff.destination,
+                                     ("req", self.incarnation, eff.correlation_id, eff.request))
+                elif t is Respond:
+                    src, src_incarnation, cid = eff.handle
+                    sim.record_response(self.id, eff.response)
+                    sim.network.send(self.id, src, ("resp", src_incarnation, cid, eff.response))
+                elif t is PersistElection:
+                    self.store = eff.state  # synchronous and durable before what follows
+                elif t is Flush:
+                    # A FIFO flusher: completions come back in request order.
+                    self.flush_done_at = max(self.flush_done_at, now) + sim.rng.randint(0, sim.max_flush_ms)
+                    sim.queue.at(self.flush_done_at, ("flush", self.id, self.incarnation, eff.up_to))
+                elif t is Commit or t is LeaderChange:
+                    self.cursor.execute(eff)
+                elif t is LoadSnapshot:
+                    if core.is_leader():
+                        raise InvariantViolation(f"leader {self.id} asked to load snapshot {eff.snapshot_id}")
+                    self.cursor.execute(eff)
+                elif t is Append:
+                    self.appended += eff.last_offset - eff.base_offset + 1
+            self.maybe_snapshot(now)
+        deadline = ready.next_deadline_ms
+        if self.tick_at is None or deadline < self.tick_at:
+            self.tick_at = deadline
+            sim.queue.at(deadline, ("tick", self.id, self.incarnation, deadline))
+
+    def maybe_snapshot(self, now: int) -> None:
+        sm = self.state_machine
+        if not self.snapshot_interval or sm.next_offset - self.last_snapshot_offset < self.snapshot_interval:
+            return
+        if sm.next_offset > self.core.high_watermark or sm.next_offset <= self.log.start_offset():
+            return
+        snapshot_id = OffsetAndEpoch(sm.next_offset, sm.last_epoch)
+        writer = self.core.create_snapshot(snapshot_id, now)
+        self.last_snapshot_offset = sm.next_offset
+        if writer is not None:
+            writer.append([sm.snapshot_value()])
+            writer.freeze()
