@@ -127,7 +127,7 @@ def recover_segments(directory: str, segments: list[LogSegment], scan_from: int,
         seg.next_offset = int(scan.last_offsets[-1]) + 1 if len(scan) else seg.base_offset
         if len(scan):
             first_ts = int(scan.max_timestamps[0])
-            seg.rolling_timestamp_ms = first_ts if first_ts >= 0 else seg.created_ms
+            seg.rolling_timestamp_ms = first_ts if first_ts >= 0 else None
         if seg.index.rebuild(scan.positions, scan.last_offsets, scan.max_timestamps, scan.sizes):
             report.indexes_rebuilt.append(seg.base_offset)
         epochs.assign_batches(scan.partition_leader_epochs, scan.base_offsets)

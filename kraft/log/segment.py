@@ -51,7 +51,8 @@ class LogSegment:
         self.size = size
         self.next_offset = base_offset
         self.index = SegmentIndex(directory, base_offset, interval)
-        #: Max timestamp of the first batch (Kafka rolls by age from it), or the creation time.
+        #: Max timestamp of the first batch: Kafka rolls by age comparing the incoming
+        #: batch's timestamp with it (or the clock with ``created_ms`` when it is None).
         self.rolling_timestamp_ms: int | None = None
         self.created_ms = 0
 
@@ -119,7 +120,8 @@ class LogSegment:
         files.write_all(self.fd, data, position, self.path)
         if position == 0:
             first_ts = int(scan.max_timestamps[0])
-            self.rolling_timestamp_ms = first_ts if first_ts >= 0 else now_ms
+            self.rolling_timestamp_ms = first_ts if first_ts >= 0 else None
+            self.created_ms = now_ms
         self.size = position + len(data)
         self.next_offset = int(scan.last_offsets[-1]) + 1
         self.index.add_batches(scan.positions + position, scan.last_offsets,

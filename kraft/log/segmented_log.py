@@ -254,7 +254,7 @@ class SegmentedLog:
             if len(buf) > MAX_SEGMENT_SIZE:
                 raise RecordTooLargeError(f"append of {len(buf)} bytes does not fit in a segment")
             try:
-                seg = self._segment_for_append(len(buf), first, last)
+                seg = self._segment_for_append(len(buf), first, last, int(scan.max_timestamps.max()))
                 position = seg.size
                 seg.append(buf, scan, self._clock_ms())
             except FatalLogError as exc:
@@ -268,17 +268,22 @@ class SegmentedLog:
         return LogAppendInfo(first, last, len(scan), len(buf), int(scan.max_timestamps.max()),
                              seg.base_offset, position)
 
-    def _segment_for_append(self, size: int, first: int, last: int) -> LogSegment:
+    def _segment_for_append(self, size: int, first: int, last: int, max_timestamp: int) -> LogSegment:
         seg = self._segments[-1]
         if seg.size == 0:
             if last - seg.base_offset > _INT32_MAX or first < seg.base_offset:
                 self._replace_empty_active(first)
             return self._segments[-1]
         cfg = self.config
-        now = self._clock_ms()
+        # Kafka's age rule: the incoming batch's timestamp against the segment's first
+        # batch timestamp, or the wall clock against the creation time without timestamps.
+        if seg.rolling_timestamp_ms is not None:
+            waited = max_timestamp - seg.rolling_timestamp_ms
+        else:
+            waited = self._clock_ms() - seg.created_ms
         if (seg.size + size > cfg.segment_bytes
                 or seg.size + size > MAX_SEGMENT_SIZE
-                or (seg.rolling_timestamp_ms is not None and now - seg.rolling_timestamp_ms > cfg.segment_ms)
+                or waited > cfg.segment_ms
                 or last - seg.base_offset > _INT32_MAX):
             self._roll_locked(first)
         return self._segments[-1]
