@@ -9,6 +9,7 @@ these helpers checks kraft against something it did not produce itself.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import struct
 
@@ -44,6 +45,15 @@ def hyp(max_examples: int):
     hangs are caught by :func:`time_limit` instead)."""
     return settings(max_examples=max_examples, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def implementations() -> list:
+    """The codec namespaces under test in this run: both, or only the pure one when
+    ``KRAFT_NO_EXTENSIONS`` is set."""
+    import kraft.records
+
+    names = ["python"] if os.environ.get("KRAFT_NO_EXTENSIONS") else ["native", "python"]
+    return [kraft.records.implementation(n) for n in names]
 
 
 def is_pure(codec) -> bool:

@@ -1,0 +1,239 @@
+"""Compression codecs (kraft/records/compression.py) and their use by both codec
+implementations: round trips, Kafka's framing choices, missing optional packages,
+the decompression-bomb cap, and malformed compressed payloads."""
+
+import os
+import struct
+import tracemalloc
+
+import lz4.frame
+import pytest
+
+from kraft.errors import CorruptRecordError, UnsupportedCodecError
+from kraft.records import Compression, compression
+
+from _codec_helpers import HEADER_SIZE, implementations, raw_batch, raw_record
+
+ALL = [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD]
+AVAILABLE = [c for c in ALL if compression.available(c)]
+PAYLOADS = [b"", b"x", b"hello world " * 1000, os.urandom(5000), bytes(200_000),
+            os.urandom(70_000) + bytes(70_000)]
+
+
+def records_block(n: int, size: int = 100) -> bytes:
+    return b"".join(raw_record(i, i, None, (b"%04d" % i) * (size // 4)) for i in range(n))
+
+
+@pytest.mark.parametrize("codec_id", AVAILABLE)
+@pytest.mark.parametrize("payload", PAYLOADS, ids=lambda p: f"{len(p)}B")
+def test_module_round_trip(codec_id, payload):
+    assert compression.decompress(codec_id, compression.compress(codec_id, payload)) == payload
+
+
+@pytest.mark.parametrize("codec_id", AVAILABLE)
+def test_batch_round_trip_through_both_implementations(codec, codec_id):
+    values = [(b"%06d" % i) * 20 for i in range(2000)]  # > 64 KiB: several lz4 blocks / snappy chunks
+    keys = [b"key-%d" % (i % 10) for i in range(2000)]
+    headers = [[("i", b"%d" % i)] if i % 3 == 0 else None for i in range(2000)]
+    raw = codec.build_batch(values, keys, headers, list(range(2000)), compression=codec_id)
+    for reader in implementations():
+        batch = reader.RecordBatch(raw)
+        batch.validate()
+        assert batch.compression == codec_id
+        assert batch.values() == values
+        assert [r.key for r in batch] == keys
+        assert [dict(r.headers).get("i") for r in batch][:4] == [b"0", None, None, b"3"]
+
+
+def test_lz4_uses_kafkas_frame_settings():
+    out = compression.compress(Compression.LZ4, records_block(10))
+    assert out[:4] == b"\x04\x22\x4d\x18"            # LZ4 frame magic
+    assert out[4] == 0x60                             # version 01, independent blocks, no checksums, no size
+    assert out[5] == 0x40                             # 64 KiB maximum block size
+    assert lz4.frame.decompress(out) == records_block(10)
+
+
+def test_snappy_uses_xerial_framing_in_32k_chunks():
+    if not compression.available(Compression.SNAPPY):
+        pytest.skip("python-snappy is not installed")
+    data = os.urandom(100_000)
+    out = compression.compress(Compression.SNAPPY, data)
+    assert out[:16] == b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
+    pos, chunks = 16, 0
+    while pos < len(out):
+        (n,) = struct.unpack_from(">i", out, pos)
+        pos += 4 + n
+        chunks += 1
+    assert chunks == 4  # ceil(100000 / 32768)
+
+
+def test_raw_snappy_without_xerial_framing_is_accepted():
+    if not compression.available(Compression.SNAPPY):
+        pytest.skip("python-snappy is not installed")
+    import snappy
+
+    data = records_block(50)
+    assert compression.decompress(Compression.SNAPPY, snappy.compress(data)) == data
+
+
+def test_gzip_with_zlib_header_is_accepted():
+    import zlib
+
+    data = records_block(20)
+    assert compression.decompress(Compression.GZIP, zlib.compress(data)) == data
+
+
+# --- optional packages missing ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("attr", "codec_id"), [("_snappy", Compression.SNAPPY),
+                                                ("_zstd", Compression.ZSTD),
+                                                ("_lz4", Compression.LZ4)])
+def test_missing_package_is_unsupported_codec(codec, monkeypatch, attr, codec_id):
+    block = records_block(5)
+    if compression.available(codec_id):
+        packed = compression.compress(codec_id, block)
+    else:
+        packed = b"\x00" * 10
+    raw = raw_batch(packed, 5, attributes=codec_id)
+    monkeypatch.setattr(compression, attr, None)
+    assert not compression.available(codec_id)
+    with pytest.raises(UnsupportedCodecError):
+        compression.compress(codec_id, block)
+    with pytest.raises(UnsupportedCodecError):
+        compression.decompress(codec_id, packed)
+    with pytest.raises(UnsupportedCodecError):
+        codec.build_batch([b"v"], timestamp=1, compression=codec_id)
+    b = codec.RecordBatchBuilder(compression=codec_id)
+    b.append(b"v", timestamp=1)
+    with pytest.raises(UnsupportedCodecError):
+        b.build()
+    batch = codec.RecordBatch(raw)  # the header is still readable
+    assert batch.is_valid()
+    for read in (list, lambda b: b.values(), lambda b: b.decode()):
+        with pytest.raises(UnsupportedCodecError):
+            read(batch)
+
+
+@pytest.mark.parametrize("codec_id", [5, 6, 7])
+def test_reserved_codec_ids_are_unsupported(codec, codec_id):
+    batch = codec.RecordBatch(raw_batch(records_block(2), 2, attributes=codec_id))
+    assert batch.compression == codec_id
+    with pytest.raises(UnsupportedCodecError):
+        batch.values()
+    with pytest.raises(UnsupportedCodecError):
+        compression.decompress(codec_id, b"x")
+
+
+# --- decompression bombs ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_cap(monkeypatch):
+    monkeypatch.setattr(compression, "MAX_DECOMPRESSED_BYTES", 4096)
+    return 4096
+
+
+@pytest.mark.parametrize("codec_id", AVAILABLE)
+def test_output_past_the_cap_is_corrupt(codec, small_cap, codec_id):
+    at_cap = bytes(small_cap)
+    assert compression.decompress(codec_id, compression.compress(codec_id, at_cap)) == at_cap
+    bomb = compression.compress(codec_id, bytes(small_cap + 1))
+    with pytest.raises(CorruptRecordError):
+        compression.decompress(codec_id, bomb)
+    block = records_block(60)
+    assert len(block) > small_cap
+    batch = codec.RecordBatch(raw_batch(compression.compress(codec_id, block), 60, attributes=codec_id))
+    with pytest.raises(CorruptRecordError):
+        batch.values()
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "bug: compression._snappy_decompress returns snappy.decompress(data) for non-xerial "
+    "(raw) snappy without checking MAX_DECOMPRESSED_BYTES"))
+def test_raw_snappy_past_the_cap_is_corrupt(small_cap):
+    if not compression.available(Compression.SNAPPY):
+        pytest.skip("python-snappy is not installed")
+    import snappy
+
+    with pytest.raises(CorruptRecordError):
+        compression.decompress(Compression.SNAPPY, snappy.compress(bytes(small_cap * 4)))
+
+
+@pytest.mark.parametrize("codec_id", [
+    Compression.GZIP, Compression.LZ4,
+    pytest.param(Compression.ZSTD, marks=pytest.mark.xfail(strict=True, reason=(
+        "bug: zstd decompresses the whole frame (decompressobj().decompress without a size "
+        "limit) and only then checks MAX_DECOMPRESSED_BYTES: a 2 KiB batch allocates 64 MiB; "
+        "use ZstdDecompressor().decompressobj/stream_reader with a bounded read"))),
+])
+def test_bomb_is_stopped_before_the_memory_is_spent(monkeypatch, codec_id):
+    if not compression.available(codec_id):
+        pytest.skip(f"{Compression(codec_id).name} is not installed")
+    cap = 1 << 20
+    monkeypatch.setattr(compression, "MAX_DECOMPRESSED_BYTES", cap)
+    bomb = compression.compress(codec_id, bytes(64 << 20))
+    assert len(bomb) < 1 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(CorruptRecordError):
+            compression.decompress(codec_id, bomb)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * cap, f"peak {peak >> 20} MiB while decompressing a bomb capped at 1 MiB"
+
+
+# --- malformed payloads ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("codec_id", AVAILABLE)
+def test_garbage_payload_is_corrupt(codec, codec_id):
+    for seed in range(20):
+        garbage = bytes((seed * 131 + i * 17) % 256 for i in range(50 + seed * 7))
+        with pytest.raises(CorruptRecordError):
+            compression.decompress(codec_id, garbage)
+        batch = codec.RecordBatch(raw_batch(garbage, 3, attributes=codec_id))
+        for read in (list, lambda b: b.values(), lambda b: b.decode()):
+            with pytest.raises(CorruptRecordError):
+                read(batch)
+
+
+@pytest.mark.parametrize("codec_id", [
+    Compression.GZIP, Compression.SNAPPY, Compression.LZ4,
+    pytest.param(Compression.ZSTD, marks=pytest.mark.xfail(strict=True, reason=(
+        "bug: a truncated zstd frame (or an empty payload) decompresses to partial output "
+        "(often b'') without error; decompress() promises CorruptRecordError. Check "
+        "decompressobj().eof after decompress()"))),
+])
+def test_truncated_payload_is_corrupt(codec_id):
+    if not compression.available(codec_id):
+        pytest.skip(f"{Compression(codec_id).name} is not installed")
+    packed = compression.compress(codec_id, records_block(100))
+    for cut in (0, 1, len(packed) // 2, len(packed) - 1):
+        with pytest.raises(CorruptRecordError):
+            compression.decompress(codec_id, packed[:cut])
+
+
+@pytest.mark.parametrize("codec_id", AVAILABLE)
+def test_truncated_payload_in_a_batch_is_corrupt(codec, codec_id):
+    packed = compression.compress(codec_id, records_block(100))
+    for cut in (1, len(packed) // 2, len(packed) - 1):
+        batch = codec.RecordBatch(raw_batch(packed[:cut], 100, attributes=codec_id))
+        with pytest.raises(CorruptRecordError):
+            batch.values()
+
+
+def test_compressed_block_with_a_wrong_record_count_is_corrupt(codec):
+    block = records_block(10)
+    for count in (9, 11, 1000):
+        raw = raw_batch(compression.compress(Compression.GZIP, block), count,
+                        attributes=Compression.GZIP)
+        with pytest.raises(CorruptRecordError):
+            codec.RecordBatch(raw).values()
+
+
+def test_records_count_is_read_from_the_plain_header(codec):
+    raw = codec.build_batch([b"a", b"b", b"c"], timestamp=0, compression=Compression.GZIP)
+    assert struct.unpack_from(">i", raw, 57)[0] == 3
+    assert raw[HEADER_SIZE : HEADER_SIZE + 2] == b"\x1f\x8b"  # gzip magic right after the header
