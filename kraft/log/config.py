@@ -30,6 +30,10 @@ class LogConfig:
     append_linger_ms: float = 0.0
     #: Run the group-commit flusher thread. Without it, ``request_flush`` flushes inline.
     background_flush: bool = True
+    #: Require contiguous offsets and never-decreasing leader epochs, on append and in
+    #: recovery (Raft logs and uncompacted partitions). BaseOffset and PartitionLeaderEpoch
+    #: are outside the batch CRC, so this is the only check that catches damage to them.
+    strict_order: bool = True
 
     def __post_init__(self):
         if not 14 <= self.segment_bytes <= (1 << 31) - 1:

@@ -16,11 +16,14 @@ import logging
 import os
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from kraft.errors import LogCorruptionError
 from kraft.log import files
 from kraft.log.checkpoint import LeaderEpochCheckpointFile
 from kraft.log.index import IndexCorruptError
 from kraft.log.segment import LogSegment
+from kraft.records.results import BatchScan
 
 _log = logging.getLogger(__name__)
 _INT32_MAX = (1 << 31) - 1
@@ -95,42 +98,88 @@ def _check_offsets(segment: LogSegment, scan, upper_offset: int | None) -> str |
     return None
 
 
+def order_violation(scan, expected_first: int | None, previous_epoch: int):
+    """``(batch index, reason)`` of the first batch that breaks the strict order of a log
+    written by kraft — offsets contiguous from ``expected_first``, leader epochs never
+    decreasing from ``previous_epoch`` — or None. BaseOffset and PartitionLeaderEpoch are
+    outside the CRC, so this is what catches damage to them."""
+    n = len(scan)
+    if not n:
+        return None
+    base, last = scan.base_offsets, scan.last_offsets
+    gaps = np.flatnonzero(base[1:] != last[:-1] + 1)
+    first_gap = int(gaps[0]) + 1 if len(gaps) else n
+    if expected_first is not None and int(base[0]) != expected_first:
+        first_gap = 0
+    epochs = scan.partition_leader_epochs.astype(np.int64)
+    running = np.maximum.accumulate(np.concatenate([[previous_epoch], epochs]))
+    drops = np.flatnonzero(epochs < running[:-1])
+    first_drop = int(drops[0]) if len(drops) else n
+    if first_gap == n and first_drop == n:
+        return None
+    if first_gap <= first_drop:
+        want = expected_first if first_gap == 0 else int(last[first_gap - 1]) + 1
+        return first_gap, f"batch at offset {int(base[first_gap])} where offset {want} was expected"
+    return first_drop, (f"leader epoch {int(epochs[first_drop])} after epoch "
+                        f"{int(running[first_drop])} at offset {int(base[first_drop])}")
+
+
 def recover_segments(directory: str, segments: list[LogSegment], scan_from: int, epochs,
-                     report: RecoveryReport) -> None:
+                     report: RecoveryReport, strict: bool = True) -> None:
     """CRC-scan ``segments[scan_from:]``: set each one's ``next_offset``, rebuild its index,
-    assign the epochs found to ``epochs`` (a LeaderEpochCache) and truncate an invalid tail."""
+    assign the epochs found to ``epochs`` (a LeaderEpochCache) and truncate an invalid tail.
+    ``strict`` also requires contiguous offsets and non-decreasing epochs."""
     last = len(segments) - 1
+    previous_epoch = epochs.latest_epoch if epochs.latest_epoch is not None else -1
     for i in range(scan_from, last + 1):
         seg = segments[i]
         upper = segments[i + 1].base_offset if i < last else None
         scan = seg.scan()
         report.scanned_segments += 1
         report.scanned_bytes += seg.size
-        problem = scan.error
         bad_offsets = _check_offsets(seg, scan, upper)
         if bad_offsets is not None:
             raise LogCorruptionError(f"{seg.path}: {bad_offsets}")
+        problem, valid_end, keep = scan.error, scan.valid_end, len(scan)
+        if strict:
+            expected = seg.base_offset if i == scan_from else segments[i - 1].next_offset
+            if i > scan_from and seg.base_offset != expected:
+                raise LogCorruptionError(f"{seg.path}: segment starts at offset {seg.base_offset} but "
+                                         f"the previous one ends at {expected}")
+            violation = order_violation(scan, seg.base_offset, previous_epoch)
+            if violation is not None:
+                keep, problem = violation
+                valid_end = int(scan.positions[keep])
         if problem is not None:
             if i < last:
                 raise LogCorruptionError(
-                    f"{seg.path}: {problem} at position {scan.valid_end} of {seg.size}; this "
+                    f"{seg.path}: {problem} at position {valid_end} of {seg.size}; this "
                     f"segment is followed by {last - i} more, so the data was complete once: "
                     "refusing to drop it")
             _log.warning("%s: %s at position %d; truncating %d bytes of the tail",
-                         seg.path, problem, scan.valid_end, seg.size - scan.valid_end)
-            report.truncated_bytes = seg.size - scan.valid_end
+                         seg.path, problem, valid_end, seg.size - valid_end)
+            report.truncated_bytes = seg.size - valid_end
             report.truncation_reason = problem
+            if keep < len(scan):
+                scan = _prefix(scan, keep, valid_end)
             seg.index.loaded = False  # rebuilt below from the scan
             next_offset = int(scan.last_offsets[-1]) + 1 if len(scan) else seg.base_offset
-            seg.truncate_at(scan.valid_end, next_offset)
+            seg.truncate_at(valid_end, next_offset)
             files.fdatasync(seg.fd, seg.path)
         seg.next_offset = int(scan.last_offsets[-1]) + 1 if len(scan) else seg.base_offset
         if len(scan):
             first_ts = int(scan.max_timestamps[0])
             seg.rolling_timestamp_ms = first_ts if first_ts >= 0 else None
+            previous_epoch = max(previous_epoch, int(scan.partition_leader_epochs.max()))
         if seg.index.rebuild(scan.positions, scan.last_offsets, scan.max_timestamps, scan.sizes):
             report.indexes_rebuilt.append(seg.base_offset)
         epochs.assign_batches(scan.partition_leader_epochs, scan.base_offsets)
+
+
+def _prefix(scan, n: int, valid_end: int) -> BatchScan:
+    return BatchScan(scan.positions[:n], scan.base_offsets[:n], scan.last_offsets[:n],
+                     scan.partition_leader_epochs[:n], scan.max_timestamps[:n], scan.sizes[:n],
+                     valid_end=valid_end, error=None)
 
 
 def load_epochs(directory: str, epochs):

@@ -138,7 +138,7 @@ class SegmentedLog:
             for i in range(scan_from):  # upper bound until their index is loaded
                 segments[i].next_offset = segments[i + 1].base_offset
             cache.truncate_from_end(segments[scan_from].base_offset)
-            recovery.recover_segments(directory, segments, scan_from, cache, report)
+            recovery.recover_segments(directory, segments, scan_from, cache, report, config.strict_order)
             files.fdatasync(segments[-1].fd, segments[-1].path)  # recovered bytes may be cache-only
             report.segments = len(segments)
             end = segments[-1].next_offset
@@ -226,8 +226,9 @@ class SegmentedLog:
         Leader path (``assign_offsets=True``, ``leader_epoch`` required): base offsets are
         rewritten to continue the log and every batch gets ``leader_epoch`` (a bytearray is
         patched in place; bytes are copied first). Follower path: offsets and epochs are
-        kept; the first offset must be >= ``end_offset`` (UnexpectedAppendOffsetError).
-        Invalid bytes (framing, CRC, offsets) raise CorruptRecordError, a batch above
+        kept; the first offset must be ``end_offset`` (>= without ``strict_order``; else
+        UnexpectedAppendOffsetError). Invalid bytes (framing, CRC, offsets; with
+        ``strict_order`` also gaps and decreasing epochs) raise CorruptRecordError, a batch above
         ``max_batch_bytes`` RecordTooLargeError; in both cases the log is unchanged."""
         if assign_offsets:
             if leader_epoch is None or leader_epoch < 0:
@@ -245,9 +246,14 @@ class SegmentedLog:
             if scan.error is not None:
                 raise CorruptRecordError(f"rejected append to {self.directory}: {scan.error}")
             first, last = int(scan.base_offsets[0]), int(scan.last_offsets[-1])
-            if first < self._end:
+            if first < self._end or (self.config.strict_order and first != self._end):
                 raise UnexpectedAppendOffsetError(
-                    f"append at offset {first} below the log end offset {self._end}")
+                    f"append at offset {first} but the log end offset is {self._end}")
+            if self.config.strict_order:
+                latest = self.epoch_cache.latest_epoch
+                violation = recovery.order_violation(scan, self._end, -1 if latest is None else latest)
+                if violation is not None:
+                    raise CorruptRecordError(f"rejected append to {self.directory}: {violation[1]}")
             limit = self.config.max_batch_bytes
             if limit is not None and int(scan.sizes.max()) > limit:
                 raise RecordTooLargeError(f"batch of {int(scan.sizes.max())} bytes over max.message.bytes {limit}")

@@ -61,16 +61,43 @@ def test_leader_append_patches_a_bytearray_in_place(open_log):
     assert records.RecordBatch(buf).base_offset == 1 and records.RecordBatch(buf).partition_leader_epoch == 2
 
 
-def test_follower_append_keeps_offsets_and_rejects_going_backwards(open_log):
+def follower_batch(first, count, epoch):
+    b = bytearray(batch_for(first, count))
+    records.assign_offsets(b, first, epoch)
+    return b
+
+
+def test_follower_append_keeps_offsets_and_epochs(open_log):
     log = open_log()
-    b = bytearray(batch_for(10, 3))
-    records.assign_offsets(b, 10, 5)
-    log.append(b, assign_offsets=False)
-    assert (log.start_offset, log.end_offset) == (0, 13)
-    assert log.epoch_cache.entries() == [(5, 10)]
+    log.append(follower_batch(0, 3, 5), assign_offsets=False)
+    log.append(follower_batch(3, 2, 7), assign_offsets=False)
+    assert (log.start_offset, log.end_offset) == (0, 5)
+    assert log.epoch_cache.entries() == [(5, 0), (7, 3)]
+    for bad_first in (4, 6):  # overlapping, or leaving a gap
+        with pytest.raises(UnexpectedAppendOffsetError):
+            log.append(follower_batch(bad_first, 1, 7), assign_offsets=False)
+    assert log.end_offset == 5
+
+
+def test_strict_order_rejects_decreasing_epochs_and_inner_gaps(open_log):
+    log = open_log()
+    log.append(follower_batch(0, 3, 5), assign_offsets=False)
+    with pytest.raises(CorruptRecordError):
+        log.append(follower_batch(3, 1, 4), assign_offsets=False)
+    with pytest.raises(CorruptRecordError):
+        log.append(follower_batch(3, 1, 5) + follower_batch(5, 1, 5), assign_offsets=False)
+    with pytest.raises(CorruptRecordError):
+        log.append(records.build_batch([b"x"]), leader_epoch=4)  # a fenced leader's epoch
+    assert log.end_offset == 3 and log.epoch_cache.entries() == [(5, 0)]
+
+
+def test_without_strict_order_gaps_are_allowed(open_log):
+    log = open_log(strict_order=False)
+    log.append(follower_batch(10, 3, 5), assign_offsets=False)
+    log.append(follower_batch(20, 1, 5), assign_offsets=False)
+    assert log.end_offset == 21 and [r[0] for r in all_records(log)] == [10, 11, 12, 20]
     with pytest.raises(UnexpectedAppendOffsetError):
-        log.append(batch_for(12, 1), assign_offsets=False)
-    assert log.end_offset == 13
+        log.append(follower_batch(15, 1, 5), assign_offsets=False)
 
 
 @pytest.mark.parametrize("damage", ["crc", "torn", "length", "empty"])
