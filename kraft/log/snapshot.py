@@ -212,25 +212,25 @@ def _validate(fd: int, size: int, path: str):
         raise LogCorruptionError(f"snapshot {path} is empty")
     mm = mmap.mmap(fd, size, prot=mmap.PROT_READ)
     try:
-        view = memoryview(mm)
-        try:
+        with memoryview(mm) as view:
             scan = records.scan_batches(view)
-            if scan.error is not None:
-                raise LogCorruptionError(f"snapshot {path}: {scan.error} at position {scan.valid_end}")
-            if int(scan.base_offsets[0]) != 0:
-                raise LogCorruptionError(f"snapshot {path} does not start at offset 0")
-            header = _control_message(view, 0, ControlType.SNAPSHOT_HEADER, path, "first")
-            _control_message(view, int(scan.positions[-1]), ControlType.SNAPSHOT_FOOTER, path, "last")
-        finally:
-            view.release()
+            # Copies of the first and last batch: nothing may keep the map exported.
+            first = bytes(view[: int(scan.sizes[0])]) if len(scan) else b""
+            last = bytes(view[int(scan.positions[-1]) : scan.valid_end]) if len(scan) else b""
     finally:
         mm.close()
+    if scan.error is not None:
+        raise LogCorruptionError(f"snapshot {path}: {scan.error} at position {scan.valid_end}")
+    if int(scan.base_offsets[0]) != 0:
+        raise LogCorruptionError(f"snapshot {path} does not start at offset 0")
+    header = _control_message(first, ControlType.SNAPSHOT_HEADER, path, "first")
+    _control_message(last, ControlType.SNAPSHOT_FOOTER, path, "last")
     return scan, header
 
 
-def _control_message(buf, position: int, ctype: int, path: str, which: str):
+def _control_message(buf, ctype: int, path: str, which: str):
     try:
-        batch = records.RecordBatch(buf, position)
+        batch = records.RecordBatch(buf, 0)
         if not batch.is_control:
             raise CorruptRecordError("not a control batch")
         recs = list(batch)

@@ -1,0 +1,90 @@
+"""``kraft dump-log``: batches and records of segments and snapshots, index entries,
+invalid data reported where it starts, and ``--json``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kraft import records
+from kraft.cli import main
+from kraft.log import LogConfig, SegmentedLog
+from kraft.log.snapshot import SnapshotId, SnapshotWriter
+
+
+@pytest.fixture
+def log_dir(tmp_path):
+    log = SegmentedLog.open(str(tmp_path), LogConfig(index_interval_bytes=10))
+    log.append(records.build_control_record_batch(records.LeaderChangeMessage(1, (1, 2), (1,)), timestamp=5),
+               leader_epoch=3)
+    log.append(records.build_batch([b"\x01\x02\x00payload", b"plain"], keys=[b"k", None], timestamp=6),
+               leader_epoch=3)
+    log.close()
+    with SnapshotWriter(str(tmp_path), SnapshotId(3, 3), 6, timestamp_ms=7) as w:
+        w.append(records.build_batch([b"state"], timestamp=7))
+        w.freeze()
+    return tmp_path
+
+
+def first_batch_size(log_dir):
+    return records.RecordBatch((log_dir / "00000000000000000000.log").read_bytes()).size
+
+
+def run(capsys, *argv):
+    code = main(["dump-log", *map(str, argv)])
+    return code, capsys.readouterr()
+
+
+def test_text_output_of_a_segment(log_dir, capsys):
+    code, out = run(capsys, log_dir / "00000000000000000000.log")
+    lines = out.out.splitlines()
+    assert code == 0 and lines[0].startswith("Dumping") and lines[1] == "Log starting offset: 0"
+    assert lines[2].startswith("baseOffset: 0 lastOffset: 0 count: 1 ") and "partitionLeaderEpoch: 3" in lines[2]
+    assert "isControl: true" in lines[2] and "isvalid: true" in lines[2] and "crc: " in lines[2]
+    assert 'control: LEADER_CHANGE {"leader_id": 1, "voters": [1, 2], "granting_voters": [1]' in lines[3]
+    assert lines[4].startswith("baseOffset: 1 lastOffset: 2 count: 2")
+    assert "metadata: TopicRecord (apiKey 2, version 0)" in lines[5]
+    assert lines[6].startswith("| offset: 2 CreateTime: 6 keySize: -1 valueSize: 5")
+
+
+def test_json_output_of_a_snapshot(log_dir, capsys):
+    code, out = run(capsys, "--json", log_dir / "00000000000000000003-0000000003.checkpoint")
+    doc = json.loads(out.out)
+    assert code == 0 and doc["kind"] == "snapshot" and doc["snapshotId"] == {"endOffset": 3, "epoch": 3}
+    kinds = [b["records"][0].get("control", {}).get("type") for b in doc["batches"]]
+    assert kinds == ["SNAPSHOT_HEADER", None, "SNAPSHOT_FOOTER"]
+    assert doc["batches"][0]["records"][0]["control"]["message"]["last_contained_log_timestamp"] == 6
+    assert doc["error"] is None and doc["validBytes"] == doc["sizeBytes"]
+
+
+def test_index_files(log_dir, capsys):
+    code, out = run(capsys, "--json", log_dir / "00000000000000000000.index")
+    doc = json.loads(out.out)
+    assert doc["entries"] == [{"offset": 2, "position": first_batch_size(log_dir)}]
+
+
+def test_invalid_batch_is_reported_with_its_position(log_dir, capsys):
+    seg = log_dir / "00000000000000000000.log"
+    data = bytearray(seg.read_bytes())
+    data[-1] ^= 1
+    seg.write_bytes(bytes(data))
+    code, out = run(capsys, "--batches-only", seg)
+    assert code == 1
+    at = first_batch_size(log_dir)
+    assert out.out.splitlines()[-1] == f"Found invalid data at position {at}: CRC mismatch at position {at}"
+    assert "isvalid: false" in out.out.splitlines()[-2]
+
+
+def test_unknown_file_is_an_error(tmp_path, capsys):
+    (tmp_path / "x.txt").write_text("hi")
+    code, out = run(capsys, tmp_path / "x.txt")
+    assert code == 1 and "not a segment" in out.err
+
+
+def test_runs_as_python_dash_m(log_dir):
+    out = subprocess.run([sys.executable, "-m", "kraft", "dump-log", "--batches-only",
+                          str(log_dir / "00000000000000000000.log")], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.count("baseOffset:") == 2
