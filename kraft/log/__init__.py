@@ -21,10 +21,10 @@ from kraft.log.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, Leade
 from kraft.log.hotloops import IMPLEMENTATION
 from kraft.log.recovery import RecoveryReport
 from kraft.log.segment import LogSegment
-from kraft.log.segmented_log import LogAppendInfo, SegmentedLog, UnexpectedAppendOffsetError
+from kraft.log.segmented_log import FlushStats, LogAppendInfo, SegmentedLog, UnexpectedAppendOffsetError
 
 __all__ = [
-    "IMPLEMENTATION", "LeaderEpochCache", "LeaderEpochCheckpointFile", "LogAppendInfo",
+    "FlushStats", "IMPLEMENTATION", "LeaderEpochCache", "LeaderEpochCheckpointFile", "LogAppendInfo",
     "LogConfig", "LogSegment", "OffsetCheckpointFile", "RecoveryReport", "SegmentedLog",
     "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "UnexpectedAppendOffsetError",
 ]

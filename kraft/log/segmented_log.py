@@ -67,6 +67,17 @@ class LogAppendInfo:
     position: int
 
 
+@dataclass(frozen=True)
+class FlushStats:
+    """One flush cycle, for metrics and the fsync profiler (``tools/fsync_profile.py``)."""
+
+    fsync_seconds: float
+    #: Bytes and batches appended since the previous flush cycle (what this one covered).
+    bytes: int
+    batches: int
+    flushed_offset: int
+
+
 def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
@@ -76,7 +87,7 @@ class SegmentedLog:
     that ``flushed_offset`` may trail a truncation until the next flush completes."""
 
     def __init__(self, directory, config, segments, epoch_cache, start_offset, report,
-                 on_flushed, on_fatal, clock_ms):
+                 on_flushed, on_fatal, clock_ms, on_flush_stats=None):
         self.directory = directory
         self.config = config
         self.epoch_cache: LeaderEpochCache = epoch_cache
@@ -87,6 +98,9 @@ class SegmentedLog:
         self._end = segments[-1].next_offset
         self._on_flushed = on_flushed
         self._on_fatal = on_fatal
+        self._on_flush_stats = on_flush_stats
+        self._appended = [0, 0]  # bytes and batches appended since open (for flush stats)
+        self._flushed_counts = (0, 0)
         self._clock_ms = clock_ms
         self._lock = threading.RLock()
         self._work = threading.Condition(self._lock)  # the flusher waits here for work
@@ -108,7 +122,8 @@ class SegmentedLog:
     # --- opening -------------------------------------------------------------------------------
     @classmethod
     def open(cls, directory: str, config: LogConfig | None = None, *, recovery_point: int | None = None,
-             log_start_offset: int | None = None, on_flushed=None, on_fatal=None, clock_ms=None):
+             log_start_offset: int | None = None, on_flushed=None, on_fatal=None, clock_ms=None,
+             on_flush_stats=None):
         """Open (creating if needed) the log in ``directory`` and recover it.
 
         ``recovery_point``: offset below which the caller knows the log was flushed (Kafka's
@@ -116,6 +131,8 @@ class SegmentedLog:
         scanned. None scans every segment (what Kafka does for the metadata log). The tail
         segment is always scanned. ``log_start_offset``: the persisted log start (e.g. the
         earliest snapshot's end offset); at least the first segment's base offset.
+        ``on_flushed(offset)``, ``on_fatal(FatalLogError)`` and ``on_flush_stats(FlushStats)``
+        are called from the flusher thread (or the thread that flushed).
         Raises LogCorruptionError for invalid data before the tail segment, StateFileError
         for a malformed leader-epoch-checkpoint."""
         config = config or LogConfig()
@@ -154,7 +171,7 @@ class SegmentedLog:
                 seg.close()
             raise
         log = cls(directory, config, segments, cache, min(start, end), report, on_flushed,
-                  on_fatal, clock_ms)
+                  on_fatal, clock_ms, on_flush_stats)
         if start > end:  # everything on disk is below the persisted start: drop it
             log.truncate_fully_and_start_at(start)
         return log
@@ -267,6 +284,8 @@ class SegmentedLog:
                 self._set_fatal(exc)
                 raise
             self._end = last + 1
+            self._appended[0] += len(buf)
+            self._appended[1] += len(scan)
             # A new epoch reaches the checkpoint file with the next flush (or roll), before
             # that flush is reported.
             self.epoch_cache.assign_batches(scan.partition_leader_epochs, scan.base_offsets)
@@ -512,11 +531,14 @@ class SegmentedLog:
                 self._dirty_since = None
                 self._flush_requested = False
                 self._trunc_low = target
+                counts = tuple(self._appended)
             try:
+                began = time.perf_counter()
                 try:
                     files.fdatasync(fd, path)
                 finally:
                     os.close(fd)
+                fsync_seconds = time.perf_counter() - began
                 if epochs is not None:
                     self._write_epoch_checkpoint(*epochs)
             except FatalLogError as exc:
@@ -530,6 +552,10 @@ class SegmentedLog:
                 self._flushed_cond.notify_all()
             if advanced and self._on_flushed is not None:
                 self._on_flushed(flushed)
+            if self._on_flush_stats is not None:
+                done = self._flushed_counts
+                self._flushed_counts = counts
+                self._on_flush_stats(FlushStats(fsync_seconds, counts[0] - done[0], counts[1] - done[1], flushed))
 
     # --- closing -------------------------------------------------------------------------------
     def close(self) -> None:

@@ -196,3 +196,17 @@ def test_close_flushes_everything(tmp_path):
     assert reports[-1] == 15
     with pytest.raises(Exception):
         append_n(log, 1)
+
+
+def test_flush_stats_account_for_every_appended_byte(tmp_path):
+    stats = []
+    log = SegmentedLog.open(str(tmp_path), LogConfig(), on_flush_stats=stats.append)
+    try:
+        total = 0
+        for _ in range(50):
+            total += log.append(batch_for(log.end_offset, 3), leader_epoch=1).size_bytes
+        assert log.wait_for_flush(timeout=30)
+    finally:
+        log.close()
+    assert sum(s.bytes for s in stats) == total and sum(s.batches for s in stats) == 50
+    assert stats[-1].flushed_offset == 150 and all(s.fsync_seconds >= 0 for s in stats)
