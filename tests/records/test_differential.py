@@ -84,7 +84,7 @@ def test_builders_write_identical_bytes(records, args):
     assert build_incrementally(PURE, records, args) == native
 
 
-@hyp(150)
+@hyp(100)
 @given(st.lists(st.lists(record_st, min_size=1, max_size=6), min_size=1, max_size=4), batch_args_st)
 def test_readers_decode_identically(batches, args):
     buf = b"".join(build_with(NATIVE, records, args) for records in batches)
@@ -142,7 +142,7 @@ def test_random_bytes_behind_a_plausible_header(body, length):
     assert_same_reading(fix_crc(bytes(buf)))
 
 
-@hyp(300)
+@hyp(200)
 @given(valid_buffer_st, st.data())
 def test_bit_flips(buf, data):
     buf = bytearray(buf)
@@ -156,7 +156,7 @@ def test_bit_flips(buf, data):
     assert_same_reading(bytes(buf))
 
 
-@hyp(200)
+@hyp(120)
 @given(valid_buffer_st, st.data())
 def test_truncations(buf, data):
     cut = data.draw(st.integers(0, len(buf)))
@@ -164,7 +164,7 @@ def test_truncations(buf, data):
     assert_same_reading(fix_crc(buf[:cut]) if cut >= 61 else buf[:cut])
 
 
-@hyp(200)
+@hyp(150)
 @given(valid_buffer_st, st.data())
 def test_inserted_bytes(buf, data):
     pos = data.draw(st.integers(0, len(buf)))
@@ -190,7 +190,7 @@ field_value_st = {
 }
 
 
-@hyp(400)
+@hyp(250)
 @given(valid_buffer_st, st.sampled_from(sorted(field_value_st)), st.data())
 def test_header_fields_rewritten_with_crc_fixed(buf, field, data):
     value = data.draw(field_value_st[field])
@@ -200,7 +200,7 @@ def test_header_fields_rewritten_with_crc_fixed(buf, field, data):
     assert_same_reading(fix_crc(bytes(mutated)))
 
 
-@hyp(400)
+@hyp(250)
 @given(valid_buffer_st, st.data())
 def test_record_bytes_rewritten_with_crc_fixed(buf, data):
     """Overwrite bytes inside the first batch's records block (varints, lengths, counts) and
