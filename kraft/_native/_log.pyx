@@ -122,6 +122,28 @@ def floor_index(cnp.ndarray keys, Py_ssize_t n, int64_t target):
     return lo - 1
 
 
+def order_violation(const int64_t[::1] base_offsets, const int64_t[::1] last_offsets,
+                    const int32_t[::1] epochs, int64_t expected_first, int64_t previous_epoch):
+    """``(index, kind)`` of the first batch that breaks strict log order — kind 1: its base
+    offset is not the previous last offset + 1 (``expected_first`` for the first batch, -1
+    to skip that check); kind 2: its epoch is below an earlier one (or ``previous_epoch``)
+    — or ``(-1, 0)``."""
+    cdef Py_ssize_t i, n = base_offsets.shape[0], bad = -1
+    cdef int kind = 0
+    cdef int64_t expect = expected_first, epoch = previous_epoch
+    with nogil:
+        for i in range(n):
+            if (i > 0 or expected_first >= 0) and base_offsets[i] != expect:
+                bad, kind = i, 1
+                break
+            if epochs[i] < epoch:
+                bad, kind = i, 2
+                break
+            epoch = epochs[i]
+            expect = last_offsets[i] + 1
+    return bad, kind
+
+
 def check_offset_index(const int32_t[::1] rel, const int32_t[::1] pos, Py_ssize_t n, int64_t log_size):
     """Index of the first entry that breaks an offset index's invariants (relative offsets
     and positions strictly increasing, non-negative, positions inside the log), or -1."""
@@ -171,7 +193,7 @@ cdef class IndexBuilder:
         self.last_time_entry = -1
 
     def add(self, const int64_t[::1] positions, const int64_t[::1] last_offsets,
-            const int64_t[::1] max_timestamps, const int32_t[::1] sizes):
+            const int64_t[::1] max_timestamps, const int64_t[::1] sizes):
         """Returns ``(rel, pos, time_ts, time_rel)`` numpy arrays of the new entries."""
         cdef Py_ssize_t n = positions.shape[0], i, k = 0, t = 0
         cdef cnp.ndarray[cnp.int32_t, ndim=1] rel = np.empty(n, np.int32)

@@ -56,6 +56,17 @@ def floor_index(keys, n: int, target: int) -> int:
     return int(np.searchsorted(keys[:n], target, side="right")) - 1
 
 
+def order_violation(base_offsets, last_offsets, epochs, expected_first: int, previous_epoch: int):
+    expect, epoch = expected_first, previous_epoch
+    for i, (base, last, e) in enumerate(zip(base_offsets.tolist(), last_offsets.tolist(), epochs.tolist())):
+        if (i > 0 or expected_first >= 0) and base != expect:
+            return i, 1
+        if e < epoch:
+            return i, 2
+        epoch, expect = e, last + 1
+    return -1, 0
+
+
 def _first_bad(bad) -> int:
     return int(np.argmax(bad)) if bad.any() else -1
 

@@ -24,9 +24,10 @@ class LogConfig:
     index_interval_bytes: int = 4096
     #: ``max.message.bytes``: largest batch accepted (None: only the segment size limits it).
     max_batch_bytes: int | None = None
-    #: ``append.linger.ms``: how long the flusher lets appends accumulate after the first
-    #: unflushed one before it calls fdatasync (0: flush as soon as anything is appended;
-    #: appends made during a flush always share the next one).
+    #: ``append.linger.ms``: how long appends may accumulate after the first unflushed one
+    #: before they are durable. The flusher waits this long less the recent fsync time,
+    #: then calls fdatasync (0: flush as soon as anything is appended; appends made during
+    #: a flush always share the next one).
     append_linger_ms: float = 0.0
     #: Run the group-commit flusher thread. Without it, ``request_flush`` flushes inline.
     background_flush: bool = True

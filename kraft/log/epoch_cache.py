@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 from kraft.log import files, hotloops
 from kraft.log.checkpoint import LeaderEpochCheckpointFile
 
@@ -47,7 +49,8 @@ class LeaderEpochCache:
 
     def assign_batches(self, epochs, base_offsets) -> bool:
         """Assign each batch's epoch if it is >= 0 and above the latest (numpy arrays)."""
-        return self._changed(self._table.assign_batches(epochs, base_offsets))
+        return self._changed(self._table.assign_batches(np.ascontiguousarray(epochs, np.int32),
+                                                        np.ascontiguousarray(base_offsets, np.int64)))
 
     def truncate_from_end(self, end_offset: int) -> bool:
         """Drop entries starting at or after ``end_offset`` (log truncation)."""

@@ -1,7 +1,8 @@
 """The group-commit flusher thread of a ``SegmentedLog``.
 
 It sleeps until the log has unflushed changes, lets them accumulate for the linger
-(``append.linger.ms``) unless a flush was requested, then runs one flush cycle
+(``append.linger.ms``, less the recent fsync time, so an append is durable within the
+linger when the disk keeps up) unless a flush was requested, then runs one flush cycle
 (``SegmentedLog._flush_once``: fdatasync with the GIL released, epoch checkpoint if it
 changed, flushed offset reported through the callback). Appends made while a cycle runs are
 covered by the next one. An fsync error ends the thread and makes the log fatal: it is
@@ -35,7 +36,10 @@ class FlusherThread(threading.Thread):
                 if log._fatal is not None:
                     return False
                 if log._dirty_since is not None:
-                    remaining = log._dirty_since + self._linger_s - time.monotonic()
+                    # The linger is a latency budget: start early by the expected fsync
+                    # time so the first unflushed append is durable within it.
+                    start_by = log._dirty_since + max(0.0, self._linger_s - log._fsync_estimate)
+                    remaining = start_by - time.monotonic()
                     if log._flush_requested or log._closing or remaining <= 0:
                         return True
                     log._work.wait(remaining)

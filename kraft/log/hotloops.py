@@ -37,6 +37,7 @@ whole_batches = _impl.whole_batches
 floor_index = _impl.floor_index
 check_offset_index = _impl.check_offset_index
 check_time_index = _impl.check_time_index
+order_violation = _impl.order_violation
 IndexBuilder = _impl.IndexBuilder
 EpochTable = _impl.EpochTable
 
@@ -48,4 +49,4 @@ def implementation(name: str):
 
 __all__ = ["CORRUPT", "FOUND", "IMPLEMENTATION", "NOT_FOUND", "EpochTable", "IndexBuilder",
            "check_offset_index", "check_time_index", "find_batch", "floor_index",
-           "implementation", "whole_batches"]
+           "implementation", "order_violation", "whole_batches"]

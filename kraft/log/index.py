@@ -126,13 +126,18 @@ class SegmentIndex:
     # --- building ------------------------------------------------------------------------
     def add_batches(self, positions, last_offsets, max_timestamps, sizes) -> None:
         """Index newly appended batches (arrays in file order, positions absolute)."""
-        rel, pos, ts, trel = self.builder.add(positions, last_offsets, max_timestamps, sizes)
+        rel, pos, ts, trel = self.builder.add(*_i64(positions, last_offsets, max_timestamps, sizes))
         if len(rel) or len(ts):
             self._write_entries(self.rel.n, rel, pos, self.ts.n, ts, trel)
             self.rel.extend(rel)
             self.pos.extend(pos)
             self.ts.extend(ts)
             self.trel.extend(trel)
+
+    def replay(self, positions, last_offsets, max_timestamps, sizes) -> None:
+        """Feed batches that are already indexed through the builder (after a truncation),
+        so its running state is what a rebuild would have."""
+        self.builder.add(*_i64(positions, last_offsets, max_timestamps, sizes))
 
     def rebuild(self, positions, last_offsets, max_timestamps, sizes) -> bool:
         """Replace the index with one built from a full scan of the segment; the files are
@@ -143,7 +148,7 @@ class SegmentIndex:
         self.builder = hotloops.IndexBuilder(self.base_offset, self.interval)
         self.rel, self.pos = _Column(np.int32), _Column(np.int32)
         self.ts, self.trel = _Column(np.int64), _Column(np.int32)
-        rel, pos, ts, trel = self.builder.add(positions, last_offsets, max_timestamps, sizes)
+        rel, pos, ts, trel = self.builder.add(*_i64(positions, last_offsets, max_timestamps, sizes))
         self.rel.extend(rel)
         self.pos.extend(pos)
         self.ts.extend(ts)
@@ -230,6 +235,11 @@ class SegmentIndex:
 
     def time_entries(self):
         return self.ts.view().tolist(), self.trel.view().tolist()
+
+
+def _i64(*arrays):
+    """The builder takes contiguous int64 arrays (a no-op for a scan's own arrays)."""
+    return [np.ascontiguousarray(a, np.int64) for a in arrays]
 
 
 def _same(a, b) -> bool:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kraft.errors import LogCorruptionError
-from kraft.log import files
+from kraft.log import files, hotloops
 from kraft.log.checkpoint import LeaderEpochCheckpointFile
 from kraft.log.index import IndexCorruptError
 from kraft.log.segment import LogSegment
@@ -103,25 +103,18 @@ def order_violation(scan, expected_first: int | None, previous_epoch: int):
     written by kraft — offsets contiguous from ``expected_first``, leader epochs never
     decreasing from ``previous_epoch`` — or None. BaseOffset and PartitionLeaderEpoch are
     outside the CRC, so this is what catches damage to them."""
-    n = len(scan)
-    if not n:
+    i, kind = hotloops.order_violation(
+        np.ascontiguousarray(scan.base_offsets, np.int64), np.ascontiguousarray(scan.last_offsets, np.int64),
+        np.ascontiguousarray(scan.partition_leader_epochs, np.int32),
+        -1 if expected_first is None else expected_first, previous_epoch)
+    if i < 0:
         return None
-    base, last = scan.base_offsets, scan.last_offsets
-    gaps = np.flatnonzero(base[1:] != last[:-1] + 1)
-    first_gap = int(gaps[0]) + 1 if len(gaps) else n
-    if expected_first is not None and int(base[0]) != expected_first:
-        first_gap = 0
-    epochs = scan.partition_leader_epochs.astype(np.int64)
-    running = np.maximum.accumulate(np.concatenate([[previous_epoch], epochs]))
-    drops = np.flatnonzero(epochs < running[:-1])
-    first_drop = int(drops[0]) if len(drops) else n
-    if first_gap == n and first_drop == n:
-        return None
-    if first_gap <= first_drop:
-        want = expected_first if first_gap == 0 else int(last[first_gap - 1]) + 1
-        return first_gap, f"batch at offset {int(base[first_gap])} where offset {want} was expected"
-    return first_drop, (f"leader epoch {int(epochs[first_drop])} after epoch "
-                        f"{int(running[first_drop])} at offset {int(base[first_drop])}")
+    base = int(scan.base_offsets[i])
+    if kind == 1:
+        want = expected_first if i == 0 else int(scan.last_offsets[i - 1]) + 1
+        return i, f"batch at offset {base} where offset {want} was expected"
+    before = max([previous_epoch, *scan.partition_leader_epochs[:i].tolist()])
+    return i, f"leader epoch {int(scan.partition_leader_epochs[i])} after epoch {before} at offset {base}"
 
 
 def recover_segments(directory: str, segments: list[LogSegment], scan_from: int, epochs,

@@ -144,8 +144,8 @@ class LogSegment:
                 # Replay the few batches after the last kept entry so the builder's running
                 # state (bytes since the entry, max timestamp) is what a rebuild would have.
                 replay = self.scan(resume, position)
-                self.index.builder.add(replay.positions, replay.last_offsets,
-                                       replay.max_timestamps, replay.sizes)
+                self.index.replay(replay.positions, replay.last_offsets,
+                                  replay.max_timestamps, replay.sizes)
         if position == 0:
             self.rolling_timestamp_ms = None
         return removed

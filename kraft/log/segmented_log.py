@@ -101,6 +101,7 @@ class SegmentedLog:
         self._on_flush_stats = on_flush_stats
         self._appended = [0, 0]  # bytes and batches appended since open (for flush stats)
         self._flushed_counts = (0, 0)
+        self._fsync_estimate = 0.0  # seconds, smoothed over recent flushes
         self._clock_ms = clock_ms
         self._lock = threading.RLock()
         self._work = threading.Condition(self._lock)  # the flusher waits here for work
@@ -539,6 +540,8 @@ class SegmentedLog:
                 finally:
                     os.close(fd)
                 fsync_seconds = time.perf_counter() - began
+                # Smoothed fsync time: the flusher starts this much before the linger ends.
+                self._fsync_estimate += 0.3 * (fsync_seconds - self._fsync_estimate)
                 if epochs is not None:
                     self._write_epoch_checkpoint(*epochs)
             except FatalLogError as exc:

@@ -106,7 +106,7 @@ def test_check_time_index_same_in_both(entries, max_rel):
 @given(st.lists(st.tuples(st.integers(1, 5000), st.integers(-1, 100), st.integers(1, 4)), max_size=30),
        st.integers(0, 5000), st.integers(0, 3))
 def test_index_builder_same_in_both_and_in_pieces(batches, interval, split):
-    sizes = np.array([b[0] for b in batches], np.int32)
+    sizes = np.array([b[0] for b in batches], np.int64)
     positions = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if batches else np.empty(0, np.int64)
     last = np.cumsum([b[2] for b in batches]).astype(np.int64) + 99 if batches else np.empty(0, np.int64)
     ts = np.array([b[1] for b in batches], np.int64)
@@ -121,3 +121,32 @@ def test_index_builder_same_in_both_and_in_pieces(batches, interval, split):
         assert all(np.array_equal(x, y) for x, y in zip(whole, pieced))
         outs.append([x.tolist() for x in whole])
     assert all(o == outs[0] for o in outs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 3), st.integers(-1, 4)), max_size=12),
+       st.integers(-1, 3), st.integers(-1, 4))
+def test_order_violation_same_in_both_and_correct(rows, expected_first, previous_epoch):
+    base, last, epochs, offset = [], [], [], 0
+    for gap, count, epoch in rows:
+        offset += gap if gap < 3 else 0
+        base.append(offset)
+        last.append(offset + count - 1)
+        epochs.append(epoch)
+        offset += count
+    args = (np.array(base, np.int64), np.array(last, np.int64), np.array(epochs, np.int32),
+            expected_first, previous_epoch)
+    results = {impl.order_violation(*args) for impl in IMPLS}
+    assert len(results) == 1
+    i, kind = results.pop()
+    expect, epoch = expected_first, previous_epoch
+    for j in range(len(base)):  # the reference: first broken rule, offsets before epochs
+        if (j > 0 or expected_first >= 0) and base[j] != expect:
+            assert (i, kind) == (j, 1)
+            break
+        if epochs[j] < epoch:
+            assert (i, kind) == (j, 2)
+            break
+        epoch, expect = epochs[j], last[j] + 1
+    else:
+        assert (i, kind) == (-1, 0)
