@@ -25,6 +25,8 @@ from kraft.log import files, hotloops
 _OFFSET_DTYPE = np.dtype([("rel", ">i4"), ("pos", ">i4")])
 _TIME_DTYPE = np.dtype([("ts", ">i8"), ("rel", ">i4")])
 OFFSET_ENTRY_SIZE = _OFFSET_DTYPE.itemsize
+#: Entries of the active segment buffered in memory before they are written to its files.
+PERSIST_EVERY = 128
 TIME_ENTRY_SIZE = _TIME_DTYPE.itemsize
 
 
@@ -73,6 +75,8 @@ class SegmentIndex:
         self.builder = hotloops.IndexBuilder(base_offset, interval)
         self.loaded = False
         self._fds: tuple[int, int] | None = None
+        # Entries already in the files; the rest are written in groups (see add_batches).
+        self._written = (0, 0)
 
     # --- files ---------------------------------------------------------------------------
     def _open_fds(self) -> tuple[int, int]:
@@ -90,8 +94,18 @@ class SegmentIndex:
                 os.close(fd)
             self._fds = None
 
+    def persist(self) -> None:
+        """Write the entries not yet in the files."""
+        off, tim = self._written
+        if off < self.rel.n or tim < self.ts.n:
+            self._write_entries(off, self.rel.data[off : self.rel.n], self.pos.data[off : self.pos.n],
+                                tim, self.ts.data[tim : self.ts.n], self.trel.data[tim : self.trel.n])
+            self._written = (self.rel.n, self.ts.n)
+
     def sync(self) -> None:
-        """fdatasync both index files (at roll and close; the tail is rebuilt after a crash)."""
+        """Write pending entries and fdatasync both files (at roll and close; the active
+        segment's index may lag on disk: it is rebuilt from the scan after a crash)."""
+        self.persist()
         fd_off, fd_time = self._open_fds()
         files.fdatasync(fd_off, self.offset_path)
         files.fdatasync(fd_time, self.time_path)
@@ -122,17 +136,21 @@ class SegmentIndex:
             os.ftruncate(fd_time, self.ts.n * TIME_ENTRY_SIZE)
         except OSError as exc:
             raise FatalLogError(f"cannot truncate index files of segment {self.base_offset}: {exc}") from exc
+        self._written = (min(self._written[0], self.rel.n), min(self._written[1], self.ts.n))
 
     # --- building ------------------------------------------------------------------------
     def add_batches(self, positions, last_offsets, max_timestamps, sizes) -> None:
         """Index newly appended batches (arrays in file order, positions absolute)."""
         rel, pos, ts, trel = self.builder.add(*_i64(positions, last_offsets, max_timestamps, sizes))
-        if len(rel) or len(ts):
-            self._write_entries(self.rel.n, rel, pos, self.ts.n, ts, trel)
+        if len(rel):
             self.rel.extend(rel)
             self.pos.extend(pos)
+        if len(ts):
             self.ts.extend(ts)
             self.trel.extend(trel)
+        # One small write per PERSIST_EVERY entries instead of one per append.
+        if self.rel.n - self._written[0] >= PERSIST_EVERY:
+            self.persist()
 
     def replay(self, positions, last_offsets, max_timestamps, sizes) -> None:
         """Feed batches that are already indexed through the builder (after a truncation),
@@ -155,8 +173,10 @@ class SegmentIndex:
         self.trel.extend(trel)
         self.loaded = True
         if old is not None and _same(old, (self.entries(), self.time_entries())):
+            self._written = (self.rel.n, self.ts.n)
             return False
         self._write_entries(0, rel, pos, 0, ts, trel)
+        self._written = (self.rel.n, self.ts.n)
         self._truncate_files()
         return True
 
@@ -215,6 +235,7 @@ class SegmentIndex:
             raise IndexCorruptError(f"time index of segment {self.base_offset} bad at entry {bad}")
         self.rel, self.pos = _Column(np.int32, rel), _Column(np.int32, pos)
         self.ts, self.trel = _Column(np.int64, ts), _Column(np.int32, trel)
+        self._written = (self.rel.n, self.ts.n)
         self.loaded = True
 
     # --- lookups -------------------------------------------------------------------------

@@ -273,12 +273,13 @@ class SegmentedLog:
                 if violation is not None:
                     raise CorruptRecordError(f"rejected append to {self.directory}: {violation[1]}")
             limit = self.config.max_batch_bytes
-            if limit is not None and int(scan.sizes.max()) > limit:
-                raise RecordTooLargeError(f"batch of {int(scan.sizes.max())} bytes over max.message.bytes {limit}")
+            if limit is not None and _max(scan.sizes) > limit:
+                raise RecordTooLargeError(f"batch of {_max(scan.sizes)} bytes over max.message.bytes {limit}")
+            max_timestamp = _max(scan.max_timestamps)
             if len(buf) > MAX_SEGMENT_SIZE:
                 raise RecordTooLargeError(f"append of {len(buf)} bytes does not fit in a segment")
             try:
-                seg = self._segment_for_append(len(buf), first, last, int(scan.max_timestamps.max()))
+                seg = self._segment_for_append(len(buf), first, last, max_timestamp)
                 position = seg.size
                 seg.append(buf, scan, self._clock_ms())
             except FatalLogError as exc:
@@ -291,8 +292,7 @@ class SegmentedLog:
             # that flush is reported.
             self.epoch_cache.assign_batches(scan.partition_leader_epochs, scan.base_offsets)
             self._mark_dirty()
-        return LogAppendInfo(first, last, len(scan), len(buf), int(scan.max_timestamps.max()),
-                             seg.base_offset, position)
+        return LogAppendInfo(first, last, len(scan), len(buf), max_timestamp, seg.base_offset, position)
 
     def _segment_for_append(self, size: int, first: int, last: int, max_timestamp: int) -> LogSegment:
         seg = self._segments[-1]
@@ -526,6 +526,11 @@ class SegmentedLog:
                     raise self._fatal
                 seg = self._segments[-1]
                 target = self._end
+                try:
+                    seg.index.persist()  # a few entries at most; keeps the files current for tools
+                except FatalLogError as exc:
+                    self._set_fatal(exc)
+                    raise
                 fd, path = os.dup(seg.fd), seg.path  # a dup: truncation may close seg.fd meanwhile
                 cache = self.epoch_cache
                 epochs = (cache.entries(), cache.version) if cache.dirty else None
@@ -589,6 +594,11 @@ class SegmentedLog:
     def __repr__(self) -> str:
         return (f"SegmentedLog({self.directory!r}, start={self._start}, end={self._end}, "
                 f"flushed={self._flushed}, segments={len(self._segments)})")
+
+
+def _max(values) -> int:
+    # numpy's reduction costs microseconds; most appends hold a single batch.
+    return int(values[0]) if len(values) == 1 else int(values.max())
 
 
 def _true_next_offset(seg: LogSegment) -> int:
