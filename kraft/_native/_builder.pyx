@@ -8,6 +8,7 @@ intermediate copy. Must not import kraft Python modules.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.number cimport PyNumber_Index
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
@@ -26,6 +27,11 @@ cdef inline int64_t now_ms() noexcept nogil:
     cdef timespec ts
     clock_gettime(CLOCK_REALTIME, &ts)
     return <int64_t>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
+
+
+cdef inline int64_t as_ms(object o) except? -1:
+    """A timestamp: any integer (``__index__``); a float is a TypeError, not truncated."""
+    return PyNumber_Index(o)
 
 
 cdef struct Blob:
@@ -178,8 +184,8 @@ def build_batch(values, keys=None, headers=None, timestamps=None, *, int64_t bas
     for name, seq in (("keys", keys), ("headers", headers), ("timestamps", timestamps)):
         if seq is not None and len(seq) != n:
             raise ValueError(f"{name} has {len(seq)} entries for {n} values")
-    fixed_ts = now_ms() if timestamp is None else <int64_t>timestamp
-    base_ts = <int64_t>timestamps[0] if has_ts else fixed_ts
+    fixed_ts = now_ms() if timestamp is None else as_ms(timestamp)
+    base_ts = as_ms(timestamps[0]) if has_ts else fixed_ts
     max_ts = base_ts
     k.ptr = NULL
     k.len = -1
@@ -190,10 +196,10 @@ def build_batch(values, keys=None, headers=None, timestamps=None, *, int64_t bas
         if has_keys:
             get_blob(keys[i], &k, holders)
         get_blob(values[i], &v, holders)
-        ts = <int64_t>timestamps[i] if has_ts else fixed_ts
+        ts = as_ms(timestamps[i]) if has_ts else fixed_ts
         if ts > max_ts:
             max_ts = ts
-        body = body_size(ts - base_ts, <int32_t>i,  &k, &v,
+        body = body_size(kc_wrap_sub(ts, base_ts), <int32_t>i,  &k, &v,
                          headers_size(headers[i], holders) if has_headers else 1)
         total += kc_sizeof_varint(body) + body
         if holders:
@@ -210,15 +216,15 @@ def build_batch(values, keys=None, headers=None, timestamps=None, *, int64_t bas
         if has_keys:
             get_blob(keys[i], &k, holders)
         get_blob(values[i], &v, holders)
-        ts = <int64_t>timestamps[i] if has_ts else fixed_ts
+        ts = as_ms(timestamps[i]) if has_ts else fixed_ts
         if has_headers:
             hsize = headers_size(headers[i], holders)
-            body = body_size(ts - base_ts, <int32_t>i, &k, &v, hsize)
-            p = write_record_start(p, body, ts - base_ts, <int32_t>i, &k, &v)
+            body = body_size(kc_wrap_sub(ts, base_ts), <int32_t>i, &k, &v, hsize)
+            p = write_record_start(p, body, kc_wrap_sub(ts, base_ts), <int32_t>i, &k, &v)
             p = write_headers(p, headers[i], holders)
         else:
-            body = body_size(ts - base_ts, <int32_t>i, &k, &v, 1)
-            p = write_record_start(p, body, ts - base_ts, <int32_t>i, &k, &v)
+            body = body_size(kc_wrap_sub(ts, base_ts), <int32_t>i, &k, &v, 1)
+            p = write_record_start(p, body, kc_wrap_sub(ts, base_ts), <int32_t>i, &k, &v)
             p[0] = 0
             p += 1
         if holders:
@@ -292,7 +298,7 @@ cdef class RecordBatchBuilder:
         """Add a record; returns its offset delta, or None if it would exceed max_bytes."""
         cdef list holders = []
         cdef Blob k, v
-        cdef int64_t ts = now_ms() if timestamp is None else <int64_t>timestamp
+        cdef int64_t ts = now_ms() if timestamp is None else as_ms(timestamp)
         cdef Py_ssize_t hsize, body, size
         cdef uint8_t *p
         if self.count == 0x7FFFFFFF:
@@ -302,14 +308,14 @@ cdef class RecordBatchBuilder:
         get_blob(key, &k, holders)
         get_blob(value, &v, holders)
         hsize = headers_size(headers, holders)
-        body = body_size(ts - self.base_ts, self.count, &k, &v, hsize)
+        body = body_size(kc_wrap_sub(ts, self.base_ts), self.count, &k, &v, hsize)
         size = kc_sizeof_varint(body) + body
         if self.max_bytes >= 0 and self.count and self.len + size > self.max_bytes:
             return None
         if self.len + size > MAX_BATCH:
             raise OverflowError("record batch larger than 2 GiB")
         self.reserve(size)
-        p = write_record_start(self.buf + self.len, body, ts - self.base_ts, self.count, &k, &v)
+        p = write_record_start(self.buf + self.len, body, kc_wrap_sub(ts, self.base_ts), self.count, &k, &v)
         write_headers(p, headers, holders)
         self.len += size
         if ts > self.max_ts:

@@ -14,6 +14,8 @@ cdef extern from "codec.h" nogil:
     void kc_store_be16(uint8_t *p, uint16_t v)
     void kc_store_be32(uint8_t *p, uint32_t v)
     void kc_store_be64(uint8_t *p, uint64_t v)
+    int64_t kc_wrap_add(int64_t a, int64_t b)
+    int64_t kc_wrap_sub(int64_t a, int64_t b)
     int kc_sizeof_varint(int64_t v)
     int kc_sizeof_uvarint(uint64_t v)
     int kc_write_varint(uint8_t *p, int64_t v)

@@ -163,8 +163,8 @@ cdef class RecordBatch:
             raise H.corrupt_error(f"unsupported magic {self.magic} at position {position}")
         if self.length < MIN_LENGTH:
             raise H.corrupt_error(f"batch length {self.length} below the minimum {MIN_LENGTH}")
-        if self.length + LOG_OVERHEAD > avail:
-            raise H.corrupt_error(f"batch of {self.length + LOG_OVERHEAD} bytes runs past the buffer ({avail})")
+        if <Py_ssize_t>self.length + LOG_OVERHEAD > avail:  # widen first: Length may be near 2**31
+            raise H.corrupt_error(f"batch of {<Py_ssize_t>self.length + LOG_OVERHEAD} bytes runs past the buffer ({avail})")
         self.records_count = <int32_t>kc_load_be32(p + OFF_RECORDS_COUNT)
         if self.records_count < 0:
             raise H.corrupt_error(f"negative record count {self.records_count}")
@@ -182,11 +182,11 @@ cdef class RecordBatch:
         return 0
 
     @property
-    def size(self): return self.length + LOG_OVERHEAD
+    def size(self): return <Py_ssize_t>self.length + LOG_OVERHEAD
     @property
-    def last_offset(self): return self.base_offset + self.last_offset_delta
+    def last_offset(self): return kc_wrap_add(self.base_offset, self.last_offset_delta)
     @property
-    def next_offset(self): return self.base_offset + self.last_offset_delta + 1
+    def next_offset(self): return kc_wrap_add(self.base_offset, <int64_t>self.last_offset_delta + 1)
     @property
     def compression(self): return self.attributes & ATTR_COMPRESSION
     @property
@@ -199,10 +199,10 @@ cdef class RecordBatch:
     def has_delete_horizon(self): return bool(self.attributes & ATTR_DELETE_HORIZON)
 
     def tobytes(self):
-        return PyBytes_FromStringAndSize(<const char *>self.p, self.length + LOG_OVERHEAD)
+        return PyBytes_FromStringAndSize(<const char *>self.p, <Py_ssize_t>self.length + LOG_OVERHEAD)
 
     def compute_crc(self):
-        return kraft_crc32c(0, self.p + OFF_ATTRIBUTES, self.length + LOG_OVERHEAD - OFF_ATTRIBUTES)
+        return kraft_crc32c(0, self.p + OFF_ATTRIBUTES, <Py_ssize_t>self.length + LOG_OVERHEAD - OFF_ATTRIBUTES)
 
     def is_valid(self):
         return self.compute_crc() == self.crc
@@ -219,7 +219,7 @@ cdef class RecordBatch:
         cdef int codec = self.attributes & ATTR_COMPRESSION
         cdef object owner = self._buf
         start[0] = self.p + HEADER_SIZE
-        size[0] = self.length + LOG_OVERHEAD - HEADER_SIZE
+        size[0] = <Py_ssize_t>self.length + LOG_OVERHEAD - HEADER_SIZE
         if codec:
             owner = H.decompress(codec, PyBytes_FromStringAndSize(<const char *>start[0], size[0]))
             start[0] = <const uint8_t *>PyBytes_AS_STRING(owner)
@@ -231,7 +231,7 @@ cdef class RecordBatch:
     cdef inline int64_t _ts(self, int64_t delta):
         if self.attributes & ATTR_TIMESTAMP_TYPE:
             return self.max_timestamp
-        return self.base_timestamp + delta
+        return kc_wrap_add(self.base_timestamp, delta)
 
     def __iter__(self):
         cdef _RecordIterator it = _RecordIterator.__new__(_RecordIterator)
@@ -275,7 +275,7 @@ cdef class RecordBatch:
         cdef const uint8_t *end = start + size
         for i in range(n):
             p = parse_record(p, end, start, &r)
-            c[0, i] = self.base_offset + r.offset_delta
+            c[0, i] = kc_wrap_add(self.base_offset, r.offset_delta)
             c[1, i] = self._ts(r.ts_delta)
             c[2, i] = r.key_pos
             c[3, i] = r.key_len
@@ -320,7 +320,7 @@ cdef class _RecordIterator:
         self.p = parse_record(self.p, self.end, self.base, &r)
         self.remaining -= 1
         rec = Record.__new__(Record)
-        rec.offset = self.batch.base_offset + r.offset_delta
+        rec.offset = kc_wrap_add(self.batch.base_offset, r.offset_delta)
         rec.timestamp = self.batch._ts(r.ts_delta)
         rec.key = blob(self.base, r.key_pos, r.key_len)
         rec.value = blob(self.base, r.value_pos, r.value_len)
@@ -350,13 +350,13 @@ cdef class _BatchIterator:
         length = <int32_t>kc_load_be32(self.buf.ptr + self.pos + OFF_LENGTH)
         if length < MIN_LENGTH:
             raise H.corrupt_error(f"batch length {length} below the minimum at position {self.pos}")
-        if length + LOG_OVERHEAD > avail:
+        if <Py_ssize_t>length + LOG_OVERHEAD > avail:
             raise StopIteration  # incomplete trailing batch
         b = RecordBatch.__new__(RecordBatch)
         b._init(self.buf, self.pos)
         if self.validate:
             b.validate()
-        self.pos += length + LOG_OVERHEAD
+        self.pos += <Py_ssize_t>length + LOG_OVERHEAD
         return b
 
 

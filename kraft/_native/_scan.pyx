@@ -18,8 +18,8 @@ cdef Hooks H = get_hooks()
 
 
 cdef struct Found:
-    int64_t position, base_offset, last_offset, max_timestamp
-    int32_t epoch, size
+    int64_t position, base_offset, last_offset, max_timestamp, size
+    int32_t epoch
 
 
 cdef enum Stop:
@@ -56,13 +56,13 @@ def scan_batches(buffer, Py_ssize_t position=0):
             if length < MIN_LENGTH:
                 stop = STOP_LENGTH
                 break
-            if length + LOG_OVERHEAD > avail:
+            if <Py_ssize_t>length + LOG_OVERHEAD > avail:  # widen: Length may be near 2**31
                 stop = STOP_PARTIAL
                 break
             if p[OFF_MAGIC] != 2:
                 stop = STOP_MAGIC
                 break
-            if kraft_crc32c(0, p + OFF_ATTRIBUTES, length + LOG_OVERHEAD - OFF_ATTRIBUTES) != kc_load_be32(p + OFF_CRC):
+            if kraft_crc32c(0, p + OFF_ATTRIBUTES, <Py_ssize_t>length + LOG_OVERHEAD - OFF_ATTRIBUTES) != kc_load_be32(p + OFF_CRC):
                 stop = STOP_CRC
                 break
             base = <int64_t>kc_load_be64(p + OFF_BASE_OFFSET)
@@ -80,14 +80,14 @@ def scan_batches(buffer, Py_ssize_t position=0):
                 rows = grown
             rows[n].position = pos
             rows[n].base_offset = base
-            rows[n].last_offset = base + lod
+            rows[n].last_offset = kc_wrap_add(base, lod)
             rows[n].epoch = <int32_t>kc_load_be32(p + OFF_EPOCH)
             rows[n].max_timestamp = <int64_t>kc_load_be64(p + OFF_MAX_TIMESTAMP)
-            rows[n].size = length + LOG_OVERHEAD
+            rows[n].size = <int64_t>length + LOG_OVERHEAD
             n += 1
-            next_offset = base + lod + 1
+            next_offset = kc_wrap_add(base, <int64_t>lod + 1)
             have_prev = True
-            pos += length + LOG_OVERHEAD
+            pos += <Py_ssize_t>length + LOG_OVERHEAD
     try:
         if stop == STOP_NOMEM:
             raise MemoryError()
@@ -96,7 +96,7 @@ def scan_batches(buffer, Py_ssize_t position=0):
         lasts = np.empty(n, np.int64)
         epochs = np.empty(n, np.int32)
         maxts = np.empty(n, np.int64)
-        sizes = np.empty(n, np.int32)
+        sizes = np.empty(n, np.int64)
         fill(rows, n, positions, bases, lasts, epochs, maxts, sizes)
     finally:
         free(rows)
@@ -117,7 +117,7 @@ def scan_batches(buffer, Py_ssize_t position=0):
 
 cdef void fill(Found *rows, Py_ssize_t n, int64_t[::1] positions, int64_t[::1] bases,
                int64_t[::1] lasts, int32_t[::1] epochs, int64_t[::1] maxts,
-               int32_t[::1] sizes) noexcept:
+               int64_t[::1] sizes) noexcept:
     cdef Py_ssize_t i
     for i in range(n):
         positions[i] = rows[i].position
@@ -142,12 +142,12 @@ def assign_offsets(buffer, int64_t base_offset, int32_t partition_leader_epoch):
         if end - pos < HEADER_SIZE:
             raise H.corrupt_error("incomplete batch in append buffer")
         length = <int32_t>kc_load_be32(b.ptr + pos + OFF_LENGTH)
-        if length < MIN_LENGTH or length + LOG_OVERHEAD > end - pos:
+        if length < MIN_LENGTH or <Py_ssize_t>length + LOG_OVERHEAD > end - pos:
             raise H.corrupt_error(f"invalid batch length {length} at position {pos}")
         lod = <int32_t>kc_load_be32(b.ptr + pos + OFF_LAST_OFFSET_DELTA)
         if lod < 0:
             raise H.corrupt_error(f"negative last offset delta at position {pos}")
-        pos += length + LOG_OVERHEAD
+        pos += <Py_ssize_t>length + LOG_OVERHEAD
     pos = 0
     with nogil:
         while pos < end:
@@ -155,6 +155,6 @@ def assign_offsets(buffer, int64_t base_offset, int32_t partition_leader_epoch):
             length = <int32_t>kc_load_be32(p + OFF_LENGTH)
             kc_store_be64(p + OFF_BASE_OFFSET, <uint64_t>next_offset)
             kc_store_be32(p + OFF_EPOCH, <uint32_t>partition_leader_epoch)
-            next_offset += <int32_t>kc_load_be32(p + OFF_LAST_OFFSET_DELTA) + 1
-            pos += length + LOG_OVERHEAD
+            next_offset = kc_wrap_add(next_offset, <int64_t><int32_t>kc_load_be32(p + OFF_LAST_OFFSET_DELTA) + 1)
+            pos += <Py_ssize_t>length + LOG_OVERHEAD
     return next_offset

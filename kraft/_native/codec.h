@@ -31,6 +31,11 @@ static inline void kc_store_be64(uint8_t *p, uint64_t v) {
     memcpy(p, &v, 8);
 }
 
+/* Kafka adds offsets and timestamps as Java longs, which wrap; signed overflow is undefined
+ * in C, so do it in unsigned arithmetic. */
+static inline int64_t kc_wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static inline int64_t kc_wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+
 static inline uint64_t kc_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static inline int64_t kc_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
 

@@ -7,11 +7,12 @@ differential tests. Correctness over speed, but no quadratic behaviour.
 
 from __future__ import annotations
 
+import operator
 import struct
 import time
 
 from kraft.records import compression as _compression
-from kraft.records._pure_varint import encode_varint, size_of_varint
+from kraft.records._pure_varint import encode_varint, size_of_varint, wrap64
 from kraft.records.format import (
     BATCH_HEADER_SIZE,
     CONTROL_MASK,
@@ -35,7 +36,7 @@ def _blob(data) -> bytes:
     """Encode a nullable byte string as varint length + bytes."""
     if data is None:
         return b"\x01"  # zig-zag -1
-    data = bytes(data)
+    data = bytes(memoryview(data))  # bytes-like only: bytes(3) would be three zero bytes
     return encode_varint(len(data)) + data
 
 
@@ -93,11 +94,12 @@ class RecordBatchBuilder:
     def append(self, value, key=None, headers=None, timestamp=None):
         if timestamp is None:
             timestamp = now_ms()
+        timestamp = operator.index(timestamp)  # a float is a TypeError, not truncated
         if self._count == 0:
             self._base_ts = self._max_ts = timestamp
         body = b"".join((
             b"\x00",
-            encode_varint(timestamp - self._base_ts),
+            encode_varint(wrap64(timestamp - self._base_ts)),
             encode_varint(self._count),
             _blob(key),
             _blob(value),

@@ -16,7 +16,7 @@ from kraft.errors import CorruptRecordError
 from kraft.records import compression as _compression
 from kraft.records._pure_builder import HEADER
 from kraft.records._pure_crc import crc32c
-from kraft.records._pure_varint import decode_varint
+from kraft.records._pure_varint import decode_varint, wrap64
 from kraft.records.format import (
     BATCH_HEADER_SIZE,
     COMPRESSION_MASK,
@@ -133,8 +133,8 @@ class RecordBatch:
 
     # --- header-derived properties ---------------------------------------------------
     size = property(lambda self: self.length + LOG_OVERHEAD)
-    last_offset = property(lambda self: self.base_offset + self.last_offset_delta)
-    next_offset = property(lambda self: self.base_offset + self.last_offset_delta + 1)
+    last_offset = property(lambda self: wrap64(self.base_offset + self.last_offset_delta))
+    next_offset = property(lambda self: wrap64(self.base_offset + self.last_offset_delta + 1))
     compression = property(lambda self: self.attributes & COMPRESSION_MASK)
     timestamp_type = property(lambda self: 1 if self.attributes & TIMESTAMP_TYPE_MASK else 0)
     is_transactional = property(lambda self: bool(self.attributes & TRANSACTIONAL_MASK))
@@ -200,12 +200,12 @@ class RecordBatch:
     def _timestamp(self, ts_delta):
         if self.attributes & TIMESTAMP_TYPE_MASK:
             return self.max_timestamp
-        return self.base_timestamp + ts_delta
+        return wrap64(self.base_timestamp + ts_delta)
 
     def __iter__(self):
         for data, od, td, kp, kl, vp, vl, hp in self._walk():
             headers, _ = parse_headers(data, hp)
-            yield Record(self.base_offset + od, self._timestamp(td),
+            yield Record(wrap64(self.base_offset + od), self._timestamp(td),
                          None if kl < 0 else data[kp : kp + kl],
                          None if vl < 0 else data[vp : vp + vl], headers)
 
@@ -220,7 +220,7 @@ class RecordBatch:
         n = len(rows)
         cols = [np.empty(n, np.int64) for _ in range(7)]
         for i, (_, od, td, kp, kl, vp, vl, hp) in enumerate(rows):
-            for col, v in zip(cols, (self.base_offset + od, self._timestamp(td), kp, kl, vp, vl, hp)):
+            for col, v in zip(cols, (wrap64(self.base_offset + od), self._timestamp(td), kp, kl, vp, vl, hp)):
                 col[i] = v
         data = rows[0][0] if rows else b""
         return DecodedBatch(data, *cols, header_parser=_headers_only)
@@ -239,6 +239,8 @@ def iter_batches(buffer, position=0, *, validate=False):
     (a fetch response or a segment may end mid-batch). A batch whose length field is
     impossible raises CorruptRecordError; with ``validate`` so does a bad CRC."""
     end = len(buffer)
+    if position < 0 or position > end:
+        raise CorruptRecordError("position outside the buffer")
     while end - position >= LOG_OVERHEAD:
         (length,) = _LENGTH.unpack_from(buffer, position + 8)
         if length < MIN_LENGTH:
@@ -256,6 +258,8 @@ def scan_batches(buffer, position=0) -> BatchScan:
     """Validate every batch (framing, magic, CRC, increasing offsets) from ``position`` and
     report them as arrays; stops at the first invalid or incomplete batch (see BatchScan)."""
     end = len(buffer)
+    if position < 0 or position > end:
+        raise CorruptRecordError("position outside the buffer")
     rows, error, next_offset = [], None, None
     view = memoryview(buffer)
     while position < end:
@@ -280,8 +284,8 @@ def scan_batches(buffer, position=0) -> BatchScan:
         if lod < 0 or count < 0 or (next_offset is not None and bo < next_offset):
             error = f"offsets not increasing at position {position}"
             break
-        rows.append((position, bo, bo + lod, epoch, mts, length + LOG_OVERHEAD))
-        next_offset = bo + lod + 1
+        rows.append((position, bo, wrap64(bo + lod), epoch, mts, length + LOG_OVERHEAD))
+        next_offset = wrap64(bo + lod + 1)
         position += length + LOG_OVERHEAD
     arrays = empty_scan_arrays(len(rows))
     for i, row in enumerate(rows):
@@ -309,5 +313,5 @@ def assign_offsets(buffer, base_offset: int, partition_leader_epoch: int) -> int
         pos += length + LOG_OVERHEAD
     for pos, length, lod in frames:
         _OFFSET_EPOCH.pack_into(buffer, pos, base_offset, length, partition_leader_epoch)
-        base_offset += lod + 1
+        base_offset = wrap64(base_offset + lod + 1)
     return base_offset

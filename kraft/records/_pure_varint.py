@@ -26,7 +26,19 @@ def encode_unsigned_varint(value: int) -> bytes:
     return bytes(out)
 
 
+def wrap64(value: int) -> int:
+    """Two's-complement int64 wrap-around, as Java's long arithmetic (Kafka adds offsets and
+    timestamps as longs)."""
+    return ((value + (1 << 63)) & 0xFFFFFFFFFFFFFFFF) - (1 << 63)
+
+
+def _check_pos(buf, pos: int) -> None:
+    if pos < 0 or pos > len(buf):
+        raise CorruptRecordError("varint position outside the buffer")
+
+
 def decode_unsigned_varint(buf, pos: int = 0) -> tuple[int, int]:
+    _check_pos(buf, pos)
     value = shift = 0
     end = len(buf)
     for _ in range(5):
@@ -57,6 +69,7 @@ def encode_varint(value: int) -> bytes:
 
 
 def decode_varint(buf, pos: int = 0) -> tuple[int, int]:
+    _check_pos(buf, pos)
     raw = shift = 0
     end = len(buf)
     for _ in range(10):

@@ -105,19 +105,47 @@ def decompress(codec: int, data) -> bytes:
             return out
         if codec == Compression.SNAPPY:
             return _snappy_decompress(_require(codec, _snappy), bytes(data))
-        d = _require(codec, _zstd).ZstdDecompressor().decompressobj()
-        out = d.decompress(bytes(data))
-        _check_size(len(out))
-        return out
+        return _zstd_decompress(_require(codec, _zstd), bytes(data))
     except (CorruptRecordError, UnsupportedCodecError):
         raise
     except Exception as exc:  # every codec library has its own error types
         raise CorruptRecordError(f"cannot decompress {Compression(codec).name} records: {exc}") from exc
 
 
+def _zstd_decompress(zstd, data: bytes) -> bytes:
+    # Stream in bounded chunks so a bomb is stopped at the cap, not after allocating it all.
+    out, total = [], 0
+    for chunk in zstd.ZstdDecompressor().read_to_iter(data, write_size=1 << 16):
+        total += len(chunk)
+        _check_size(total)
+        out.append(chunk)
+    # read_to_iter stops quietly on a truncated frame; a second, size-bounded pass says
+    # whether the frame really ended.
+    d = zstd.ZstdDecompressor().decompressobj()
+    d.decompress(data)
+    if not d.eof:
+        raise CorruptRecordError("truncated zstd frame")
+    return b"".join(out)
+
+
+def _snappy_raw(snappy, block: bytes, budget: int) -> bytes:
+    """Raw snappy, refusing before decompression if its preamble announces more than budget."""
+    n, shift = 0, 0
+    for i, b in enumerate(block[:5]):
+        n |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+    else:
+        raise CorruptRecordError("bad snappy length preamble")
+    if n > budget:
+        raise CorruptRecordError(f"decompressed records exceed {MAX_DECOMPRESSED_BYTES} bytes")
+    return snappy.decompress(block)
+
+
 def _snappy_decompress(snappy, data: bytes) -> bytes:
     if not data.startswith(_XERIAL_MAGIC):
-        return snappy.decompress(data)
+        return _snappy_raw(snappy, data, MAX_DECOMPRESSED_BYTES)
     pos, out, total = _XERIAL_HEADER.size, [], 0
     while pos < len(data):
         if pos + 4 > len(data):
@@ -126,7 +154,7 @@ def _snappy_decompress(snappy, data: bytes) -> bytes:
         pos += 4
         if n < 0 or pos + n > len(data):
             raise CorruptRecordError("bad xerial snappy chunk length")
-        block = snappy.decompress(data[pos : pos + n])
+        block = _snappy_raw(snappy, data[pos : pos + n], MAX_DECOMPRESSED_BYTES - total)
         total += len(block)
         _check_size(total)
         out.append(block)

@@ -145,7 +145,11 @@ def encode_control_value(msg) -> bytes:
     """The value bytes of a control record for one of the message dataclasses above."""
     v = _I16.pack(msg.version)
     if isinstance(msg, LeaderChangeMessage):
-        voter = (lambda vid: _I32.pack(vid) + _NO_TAGS)
+        if msg.version not in (0, 1):
+            raise ValueError(f"LeaderChangeMessage version {msg.version} is not 0 or 1")
+        # v1 adds VoterDirectoryId; we do not track directory ids yet, so write the zero uuid.
+        dir_id = bytes(16) if msg.version >= 1 else b""
+        voter = (lambda vid: _I32.pack(vid) + dir_id + _NO_TAGS)
         return (v + _I32.pack(msg.leader_id) + _compact_array(msg.voters, voter)
                 + _compact_array(msg.granting_voters, voter) + _NO_TAGS)
     if isinstance(msg, SnapshotHeaderRecord):
@@ -182,9 +186,9 @@ def decode_control_key(key) -> int:
     if key is None or len(key) < 4:
         raise CorruptRecordError("control record key shorter than 4 bytes")
     version, ctype = _KEY.unpack_from(bytes(key[:4]))
-    if version != 0:
-        raise CorruptRecordError(f"unknown control record key version {version}")
-    return ctype
+    if version < 0:
+        raise CorruptRecordError(f"invalid control record key version {version}")
+    return ctype  # a newer key version is read as version 0, as Kafka's parseTypeId does
 
 
 def decode_control_record(key, value):

@@ -100,5 +100,5 @@ def empty_scan_arrays(n: int):
         np.empty(n, np.int64),
         np.empty(n, np.int32),
         np.empty(n, np.int64),
-        np.empty(n, np.int32),
+        np.empty(n, np.int64),
     )
