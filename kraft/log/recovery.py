@@ -12,6 +12,7 @@ that may have been acknowledged; it is reported as :class:`LogCorruptionError`, 
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ import numpy as np
 from kraft.errors import LogCorruptionError
 from kraft.log import files, hotloops
 from kraft.log.checkpoint import LeaderEpochCheckpointFile
+from kraft.log.epoch_cache import LeaderEpochCache
 from kraft.log.index import IndexCorruptError
 from kraft.log.segment import LogSegment
 from kraft.records.results import BatchScan
@@ -186,3 +188,54 @@ def load_epochs(directory: str, epochs):
     for epoch, start in entries:
         epochs.assign(epoch, start)
     return entries
+
+
+def true_next_offset(seg: LogSegment) -> int:
+    """The real next offset of a closed segment whose index was just loaded: CRC-scan
+    from its last index entry to the end of the file."""
+    start = int(seg.index.pos.data[seg.index.pos.n - 1]) if seg.index.pos.n else 0
+    scan = seg.scan(start)
+    if scan.error is not None:
+        raise LogCorruptionError(f"{seg.path}: {scan.error} at position {scan.valid_end} "
+                                 "(not the tail segment)")
+    return int(scan.last_offsets[-1]) + 1 if len(scan) else seg.base_offset
+
+
+def load_log(directory: str, config, recovery_point, log_start_offset, now_ms: int):
+    """Open every segment of ``directory`` (creating the first if there is none), CRC-scan
+    from the clean point, rebuild indexes and the epoch cache, and make the recovered tail
+    durable. Returns ``(segments, epoch cache, start offset, report)``; see
+    ``SegmentedLog.open`` for the arguments and errors."""
+    os.makedirs(directory, exist_ok=True)
+    report = RecoveryReport()
+    bases = list_segment_offsets(directory, report)
+    interval = config.index_interval_bytes
+    segments = [LogSegment.open(directory, b, interval) for b in bases]
+    cache = LeaderEpochCache(directory)
+    try:
+        if not segments:
+            segments = [LogSegment.create(directory, log_start_offset or 0, interval, now_ms)]
+            files.fsync_dir(directory)
+        checkpoint = load_epochs(directory, cache)
+        scan_from = 0
+        if recovery_point is not None and checkpoint is not None:  # without it, scan all
+            scan_from = max(0, bisect.bisect_right(bases, recovery_point) - 1)
+        scan_from = min(scan_from, len(segments) - 1)
+        for i in range(scan_from):  # an upper bound until their index is loaded
+            segments[i].next_offset = segments[i + 1].base_offset
+        cache.truncate_from_end(segments[scan_from].base_offset)
+        recover_segments(directory, segments, scan_from, cache, report, config.strict_order)
+        files.fdatasync(segments[-1].fd, segments[-1].path)  # recovered bytes may be cache-only
+        report.segments = len(segments)
+        start = max(segments[0].base_offset, log_start_offset or 0)
+        cache.truncate_from_end(segments[-1].next_offset)
+        cache.truncate_from_start(start)
+        if checkpoint is None or cache.entries() != checkpoint:
+            cache.write()
+            report.epoch_checkpoint_rewritten = True
+        cache.written_version = cache.version
+    except BaseException:
+        for seg in segments:
+            seg.close()
+        raise
+    return segments, cache, start, report

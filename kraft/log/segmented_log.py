@@ -34,7 +34,6 @@ from kraft.errors import (
     CorruptRecordError,
     FatalLogError,
     InvalidRecordError,
-    LogCorruptionError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
     StorageError,
@@ -138,39 +137,9 @@ class SegmentedLog:
         for a malformed leader-epoch-checkpoint."""
         config = config or LogConfig()
         clock_ms = clock_ms or _wall_clock_ms
-        os.makedirs(directory, exist_ok=True)
-        report = RecoveryReport()
-        bases = recovery.list_segment_offsets(directory, report)
-        interval = config.index_interval_bytes
-        segments = [LogSegment.open(directory, b, interval) for b in bases]
-        cache = LeaderEpochCache(directory)
-        try:
-            if not segments:
-                segments = [LogSegment.create(directory, log_start_offset or 0, interval, clock_ms())]
-                files.fsync_dir(directory)
-            checkpoint = recovery.load_epochs(directory, cache)
-            scan_from = 0
-            if recovery_point is not None and checkpoint is not None:
-                scan_from = max(0, bisect.bisect_right(bases, recovery_point) - 1)
-            scan_from = min(scan_from, len(segments) - 1)
-            for i in range(scan_from):  # upper bound until their index is loaded
-                segments[i].next_offset = segments[i + 1].base_offset
-            cache.truncate_from_end(segments[scan_from].base_offset)
-            recovery.recover_segments(directory, segments, scan_from, cache, report, config.strict_order)
-            files.fdatasync(segments[-1].fd, segments[-1].path)  # recovered bytes may be cache-only
-            report.segments = len(segments)
-            end = segments[-1].next_offset
-            start = max(segments[0].base_offset, log_start_offset or 0)
-            cache.truncate_from_end(end)
-            cache.truncate_from_start(start)
-            if checkpoint is None or cache.entries() != checkpoint:
-                cache.write()
-                report.epoch_checkpoint_rewritten = True
-            cache.written_version = cache.version
-        except BaseException:
-            for seg in segments:
-                seg.close()
-            raise
+        segments, cache, start, report = recovery.load_log(directory, config, recovery_point,
+                                                           log_start_offset, clock_ms())
+        end = segments[-1].next_offset
         log = cls(directory, config, segments, cache, min(start, end), report, on_flushed,
                   on_fatal, clock_ms, on_flush_stats)
         if start > end:  # everything on disk is below the persisted start: drop it
@@ -377,7 +346,7 @@ class SegmentedLog:
             upper = self._bases[i + 1] if i + 1 < len(self._bases) else seg.next_offset
             if recovery.ensure_index(seg, upper):
                 self.recovery.indexes_rebuilt.append(seg.base_offset)
-            seg.next_offset = _true_next_offset(seg)
+            seg.next_offset = recovery.true_next_offset(seg)
         return seg
 
     # --- truncation and deletion ---------------------------------------------------------------
@@ -599,14 +568,3 @@ class SegmentedLog:
 def _max(values) -> int:
     # numpy's reduction costs microseconds; most appends hold a single batch.
     return int(values[0]) if len(values) == 1 else int(values.max())
-
-
-def _true_next_offset(seg: LogSegment) -> int:
-    """The real next offset of a closed segment whose index was just loaded: CRC-scan
-    from its last index entry to the end of the file."""
-    start = int(seg.index.pos.data[seg.index.pos.n - 1]) if seg.index.pos.n else 0
-    scan = seg.scan(start)
-    if scan.error is not None:
-        raise LogCorruptionError(f"{seg.path}: {scan.error} at position {scan.valid_end} "
-                                 "(not the tail segment)")
-    return int(scan.last_offsets[-1]) + 1 if len(scan) else seg.base_offset
