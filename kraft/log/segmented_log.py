@@ -207,7 +207,8 @@ class SegmentedLog:
             self._work.notify()
 
     # --- append --------------------------------------------------------------------------------
-    def append(self, batches, *, assign_offsets: bool = True, leader_epoch: int | None = None) -> LogAppendInfo:
+    def append(self, batches, *, assign_offsets: bool = True, leader_epoch: int | None = None,
+               ignore_partial_tail: bool = False) -> LogAppendInfo | None:
         """Append whole batches; returns without waiting for the disk.
 
         Leader path (``assign_offsets=True``, ``leader_epoch`` required): base offsets are
@@ -216,7 +217,9 @@ class SegmentedLog:
         kept; the first offset must be ``end_offset`` (>= without ``strict_order``; else
         UnexpectedAppendOffsetError). Invalid bytes (framing, CRC, offsets; with
         ``strict_order`` also gaps and decreasing epochs) raise CorruptRecordError, a batch above
-        ``max_batch_bytes`` RecordTooLargeError; in both cases the log is unchanged."""
+        ``max_batch_bytes`` RecordTooLargeError; in both cases the log is unchanged.
+        ``ignore_partial_tail``: a fetch response may end inside a batch; drop that tail
+        (returns None if no whole batch is left) instead of rejecting the append."""
         if assign_offsets:
             if leader_epoch is None or leader_epoch < 0:
                 raise ValueError("the leader path needs leader_epoch >= 0")
@@ -230,7 +233,11 @@ class SegmentedLog:
             if assign_offsets:
                 records.assign_offsets(buf, self._end, leader_epoch)
             scan = records.scan_batches(buf)
-            if scan.error is not None:
+            if scan.error == "partial" and ignore_partial_tail:
+                if not len(scan):
+                    return None
+                buf = memoryview(buf)[: scan.valid_end]
+            elif scan.error is not None:
                 raise CorruptRecordError(f"rejected append to {self.directory}: {scan.error}")
             first, last = int(scan.base_offsets[0]), int(scan.last_offsets[-1])
             if first < self._end or (self.config.strict_order and first != self._end):
@@ -352,9 +359,10 @@ class SegmentedLog:
     # --- truncation and deletion ---------------------------------------------------------------
     def truncate_to(self, offset: int) -> int:
         """Remove every batch whose last offset is >= ``offset`` (a batch is never split, so
-        the new end may be below ``offset`` when it falls inside a batch). Later segments
-        are deleted durably first. The epoch cache drops entries at or after the new end.
-        Returns the new end offset. OffsetOutOfRangeError below ``start_offset``."""
+        the new end may be below ``offset`` when it falls inside a batch). Durable on
+        return: later segments are deleted (directory fsynced) before the tail is cut and
+        fdatasynced. The epoch cache drops entries at or after the new end. Returns the new
+        end offset. OffsetOutOfRangeError below ``start_offset``."""
         with self._lock:
             self._check_usable()
             if offset >= self._end:
@@ -373,6 +381,9 @@ class SegmentedLog:
                 if position is not None:
                     (cut,) = _BASE_OFFSET.unpack(seg.pread(8, position))
                     seg.truncate_at(position, cut)
+                    # Durable on return: a crash must not bring back the removed suffix
+                    # (Raft truncates a divergent suffix and relies on it staying gone).
+                    files.fdatasync(seg.fd, seg.path)
             except FatalLogError as exc:
                 self._set_fatal(exc)
                 raise

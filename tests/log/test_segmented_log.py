@@ -301,3 +301,27 @@ def test_reopen_with_recovery_point_scans_only_the_tail(open_log, tmp_path):
 
 def test_empty_segment_scan_helper():
     assert len(empty_scan()) == 0
+
+
+def test_follower_append_can_drop_a_partial_trailing_batch(open_log):
+    log = open_log()
+    data = bytes(follower_batch(0, 2, 1) + follower_batch(2, 3, 1))
+    with pytest.raises(CorruptRecordError):
+        log.append(data[:-5], assign_offsets=False)
+    info = log.append(data[:-5], assign_offsets=False, ignore_partial_tail=True)
+    assert (info.first_offset, info.last_offset, log.end_offset) == (0, 1, 2)
+    assert log.append(data[len(follower_batch(0, 2, 1)) : -5], assign_offsets=False,
+                      ignore_partial_tail=True) is None
+    assert log.end_offset == 2
+
+
+def test_truncation_is_durable_when_it_returns(open_log, monkeypatch):
+    from kraft.log import files
+
+    log = open_log(append_linger_ms=3_600_000)
+    fill(log, 6)
+    synced = []
+    real = files.fdatasync
+    monkeypatch.setattr(files, "fdatasync", lambda fd, what: (synced.append(what), real(fd, what)))
+    log.truncate_to(10)
+    assert synced == [log.segments[-1].path]
