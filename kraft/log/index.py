@@ -245,12 +245,6 @@ class SegmentIndex:
         i = hotloops.floor_index(self.rel.data, self.rel.n, offset - self.base_offset)
         return int(self.pos.data[i]) if i >= 0 else 0
 
-    def lookup_timestamp(self, timestamp: int) -> int:
-        """Offset to start scanning from for the first record with a timestamp >= ``timestamp``:
-        the offset after the largest time entry whose timestamp is < ``timestamp``."""
-        i = hotloops.floor_index(self.ts.data, self.ts.n, timestamp - 1)
-        return self.base_offset + int(self.trel.data[i]) + 1 if i >= 0 else self.base_offset
-
     def entries(self):
         return self.rel.view().tolist(), self.pos.view().tolist()
 
