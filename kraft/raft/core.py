@@ -380,8 +380,9 @@ class RaftCore(ElectionRpcs, ReplicationRpcs):
             return NO_DEADLINE
         if now < self._discovery_due:
             return self._discovery_due
-        if any(self.requests.has_in_flight(d) for d in ids):
-            return min(self.requests.ready_at(d) for d in ids if self.requests.has_in_flight(d))
+        busy = [d for d in ids if self.requests.has_in_flight(d) and not self.requests.is_ready(d, now)]
+        if busy:
+            return min(self.requests.ready_at(d) for d in busy)
         for _ in range(len(ids)):
             dest = ids[self._bootstrap_cursor % len(ids)]
             self._bootstrap_cursor += 1

@@ -44,9 +44,9 @@ class ElectionRpcs:
             return True  # we already moved on; the answer is irrelevant
         if epoch > s.epoch or error in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER):
             self._maybe_transition(leader_id, epoch, now)
-            # Told "not me" with nobody better to ask: back off instead of spinning.
-            return self.quorum.state.leader_id >= 0 or epoch > s.epoch
-        if leader_id >= 0 and leader_id != self.node_id and (s.leader_id < 0 or isinstance(s, ProspectiveState)):
+            # Learned something: retry at once. Told "not me" and nothing new: back off.
+            return self.quorum.state is not s
+        if leader_id >= 0 and leader_id != self.node_id and s.leader_id < 0:
             if not self._maybe_transition(leader_id, epoch, now):
                 return False
             return None if error == NONE else True
@@ -94,8 +94,9 @@ class ElectionRpcs:
             return bool(handled)
         s = self.quorum.state
         if r.leader_epoch > s.epoch or (r.leader_epoch == s.epoch and r.leader_id >= 0
-                                        and r.leader_id != self.node_id):
-            # Someone knows a newer epoch, or a leader of ours: follow that instead.
+                                        and r.leader_id != self.node_id and s.leader_id < 0):
+            # Someone knows a newer epoch, or a leader of our epoch we did not know: follow it.
+            # (A prospective that already knew that leader just counts the answer.)
             self._maybe_transition(r.leader_id, r.leader_epoch, now)
             return True
         if request.pre_vote:

@@ -82,21 +82,28 @@ class ReplicationRpcs:
             return FetchResponse(err, s.leader_id, s.epoch)
         log = self.log
         fetch_offset = r.fetch_offset
-        if fetch_offset < log.start_offset() or (fetch_offset == 0 and log.start_offset() > 0):
-            snapshot = log.latest_snapshot_id()
-            if snapshot is not None:
-                return FetchResponse(NONE, self.node_id, s.epoch, s.high_watermark, log.start_offset(),
-                                     snapshot_id=snapshot)
+        start = log.start_offset()
+        if start > 0 or fetch_offset > 0:
+            earliest = log.earliest_snapshot_id()
+            # Kafka ReplicatedLog.validateOffsetAndEpoch: the epoch cache cannot judge a
+            # position below the earliest snapshot (its entries were cut at the log start),
+            # so such a replica must load the latest snapshot instead.
+            if earliest is not None and (
+                    fetch_offset < start
+                    or (fetch_offset == start and r.last_fetched_epoch != earliest.epoch)
+                    or r.last_fetched_epoch < earliest.epoch):
+                return FetchResponse(NONE, self.node_id, s.epoch, s.high_watermark, start,
+                                     snapshot_id=log.latest_snapshot_id())
         found = log.end_offset_for_epoch(r.last_fetched_epoch)
         if found.epoch != r.last_fetched_epoch or found.offset < fetch_offset:
-            return FetchResponse(NONE, self.node_id, s.epoch, s.high_watermark, log.start_offset(),
+            return FetchResponse(NONE, self.node_id, s.epoch, s.high_watermark, start,
                                  diverging_epoch=EpochEndOffset(found.epoch, found.offset))
         # Valid: the replica's log matches ours below fetch_offset, and it has flushed it.
         if s.update_replica(ReplicaKey(r.replica_id, r.replica_directory_id), fetch_offset, now,
                             log.end_offset()):
             self._on_leader_high_watermark(s, now)
         records = log.read(fetch_offset, r.max_bytes) if fetch_offset < log.end_offset() else b""
-        return FetchResponse(NONE, self.node_id, s.epoch, s.high_watermark, log.start_offset(), records)
+        return FetchResponse(NONE, self.node_id, s.epoch, s.high_watermark, start, records)
 
     def _complete_parked(self, s: LeaderState, now: int, force: bool = False) -> None:
         if not s.parked:

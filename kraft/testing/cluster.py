@@ -153,6 +153,20 @@ class SimCluster:
             return -1
         return node.log.flushed_offset()
 
+    def describe(self) -> str:
+        """One line per node: role, epoch, leader, high watermark, log and state machine."""
+        lines = [f"t={self.now}ms blocked={sorted(self.network.blocked)}"]
+        for nid in sorted(self.nodes):
+            n = self.nodes[nid]
+            if not n.alive:
+                lines.append(f"  node {nid}: down (log {n.log.start_offset()}..{n.log.end_offset()})")
+                continue
+            c = n.core
+            lines.append(f"  node {nid}: {c.role} epoch={c.epoch} leader={c.leader_id} hw={c.high_watermark} "
+                         f"log={n.log.start_offset()}..{n.log.end_offset()} flushed={c.flushed_offset} "
+                         f"applied={n.state_machine.next_offset} state={c.state!r}")
+        return "\n".join(lines)
+
     def alive_nodes(self) -> list[SimNode]:
         return [n for n in self.nodes.values() if n.alive]
 
@@ -200,4 +214,4 @@ class SimCluster:
             self.run_until(deadline, done)
             if node.core is not None and node.core.epoch == epoch and node.core.high_watermark > last:
                 return last
-        raise AssertionError(f"nothing committed within {timeout_ms} ms (seed {self.seed})")
+        raise AssertionError(f"nothing committed within {timeout_ms} ms (seed {self.seed})\n{self.describe()}")

@@ -19,7 +19,7 @@ class InvariantViolation(AssertionError):
 class InvariantChecker:
     def __init__(self):
         self.leader_of_epoch: dict[int, int] = {}
-        self.max_persisted_epoch: dict[int, int] = {}
+        self.max_persisted_epoch: dict[tuple, int] = {}
         self.node_hw: dict[tuple[int, int], int] = {}  # (node, incarnation) -> hw
         self.leader_hw: dict[tuple[int, int], int] = {}  # (node, epoch) -> hw
         self.checks = 0
@@ -42,10 +42,11 @@ class InvariantChecker:
         # Persisted election state: monotonic epoch, equal to the core's state.
         stored = node.store
         if stored is not None:
-            prev = self.max_persisted_epoch.get(nid, -1)
+            disk = (nid, node.directory_id)  # a wiped disk starts a new history
+            prev = self.max_persisted_epoch.get(disk, -1)
             if stored.epoch < prev:
                 raise InvariantViolation(f"node {nid}: persisted epoch went back {prev} -> {stored.epoch}")
-            self.max_persisted_epoch[nid] = stored.epoch
+            self.max_persisted_epoch[disk] = stored.epoch
             if stored != core.election_state() or stored.epoch != core.epoch:
                 raise InvariantViolation(f"node {nid}: persisted {stored} but the core is in "
                                          f"{core.state} / {core.election_state()}")

@@ -1,0 +1,187 @@
+"""Randomised fault schedules for the simulator, one per seed, and the replay command.
+
+``run_chaos(seed, profile)`` builds a cluster from the seed (1-5 voters, 0-2 observers,
+network faults, snapshot interval, chunk size), injects crashes, restarts, partitions
+(one node, the leader, minority/majority, ring) and at most one disk wipe while clients
+propose, then heals everything and requires a leader to commit a new proposal within a
+bounded simulated time (liveness). Safety invariants are checked after every event.
+Any failure raises :class:`ChaosFailure` whose message ends with a one-line replay command:
+
+    python -m kraft.testing.chaos --seed 1234 --profile ci
+
+No real time or I/O; deterministic per (seed, profile).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import traceback
+from dataclasses import dataclass
+
+from kraft.raft import RaftConfig
+from kraft.testing.cluster import SimCluster
+from kraft.testing.network import NetworkFaults
+
+
+@dataclass(frozen=True)
+class ChaosProfile:
+    duration_ms: int  # simulated time with faults
+    fault_gap_ms: tuple[int, int]  # time between fault events
+    liveness_timeout_ms: int  # after healing, a new proposal must commit within this
+    max_voters: int = 5
+    max_observers: int = 2
+
+
+PROFILES = {
+    "quick": ChaosProfile(duration_ms=8_000, fault_gap_ms=(300, 2_500), liveness_timeout_ms=30_000),
+    "ci": ChaosProfile(duration_ms=20_000, fault_gap_ms=(300, 3_000), liveness_timeout_ms=30_000),
+    "soak": ChaosProfile(duration_ms=120_000, fault_gap_ms=(200, 4_000), liveness_timeout_ms=30_000),
+}
+
+
+class ChaosFailure(AssertionError):
+    pass
+
+
+def replay_command(seed: int, profile: str) -> str:
+    return f"python -m kraft.testing.chaos --seed {seed} --profile {profile}"
+
+
+@dataclass
+class ChaosResult:
+    seed: int
+    voters: int
+    observers: int
+    events: int
+    committed: int
+    faults: int
+    simulated_ms: int
+
+
+def build_cluster(seed: int, profile: ChaosProfile) -> SimCluster:
+    rng = random.Random(seed)
+    voters = rng.choice([v for v in (1, 2, 3, 3, 3, 4, 5, 5) if v <= profile.max_voters])
+    observers = rng.choice([o for o in (0, 0, 0, 1, 2) if o <= profile.max_observers])
+    config = RaftConfig(
+        cluster_id="sim",
+        append_linger_ms=rng.choice([0, 5, 25]),
+        fetch_snapshot_max_bytes=rng.choice([64, 256, 1 << 20]),
+        fetch_max_bytes=rng.choice([256, 4096, 1 << 20]),
+    )
+    return SimCluster(seed, voters, observers, config=config, faults=NetworkFaults.random(rng),
+                      snapshot_interval=rng.choice([0, 0, 10, 40, 200]), max_flush_ms=rng.choice([0, 2, 10]))
+
+
+class _Chaos:
+    def __init__(self, seed: int, profile: ChaosProfile):
+        self.profile = profile
+        self.cluster = build_cluster(seed, profile)
+        self.rng = random.Random(seed * 7 + 3)
+        self.faults = 0
+        self.wiped = False
+
+    def client(self) -> None:
+        c = self.cluster
+        if self.rng.random() < 0.8:
+            c.propose([c.next_value() for _ in range(self.rng.randint(1, 3))])
+        c.schedule(c.now + self.rng.randint(10, 150), self.client)
+
+    def fault(self) -> None:
+        c, rng = self.cluster, self.rng
+        if c.now >= self.fault_end:
+            return
+        self.faults += 1
+        ids = sorted(c.nodes)
+        kind = rng.choice(["crash", "crash", "partition", "partition", "heal", "wipe", "crash_leader"])
+        if kind in ("crash", "crash_leader"):
+            leader = c.leader()
+            victim = leader.id if kind == "crash_leader" and leader is not None else rng.choice(ids)
+            c.crash(victim)
+            c.schedule(c.now + rng.randint(0, 6_000), c.restart, victim)
+        elif kind == "partition":
+            c.heal()
+            how = rng.choice(["one", "leader", "split", "ring"])
+            if how == "one":
+                c.isolate(rng.choice(ids))
+            elif how == "leader":
+                leader = c.leader()
+                if leader is not None:
+                    c.isolate(leader.id)
+            elif how == "split":
+                shuffled = ids[:]
+                rng.shuffle(shuffled)
+                cut = rng.randint(1, len(shuffled) - 1) if len(shuffled) > 1 else 1
+                c.network.split(shuffled[:cut], shuffled[cut:])
+            else:
+                shuffled = ids[:]
+                rng.shuffle(shuffled)
+                c.network.ring(shuffled)
+            c.schedule(c.now + rng.randint(500, 8_000), c.heal)
+        elif kind == "heal":
+            c.heal()
+        elif kind == "wipe" and not self.wiped:
+            # One disk loss per run, and only where a majority of voters survives it.
+            candidates = list(c.observer_ids) + (list(c.voter_ids) if len(c.voter_ids) >= 3 else [])
+            if candidates:
+                self.wiped = True
+                victim = rng.choice(candidates)
+                c.wipe(victim)
+                c.schedule(c.now + rng.randint(0, 3_000), c.restart, victim)
+        lo, hi = self.profile.fault_gap_ms
+        c.schedule(c.now + rng.randint(lo, hi), self.fault)
+
+    def run(self) -> ChaosResult:
+        c, p = self.cluster, self.profile
+        c.start_all()
+        self.fault_end = p.duration_ms
+        c.schedule(self.rng.randint(0, 200), self.client)
+        c.schedule(self.rng.randint(1_000, 3_000), self.fault)
+        c.run_until(p.duration_ms)
+        # Heal: no partitions, every node up, no more message loss.
+        c.heal()
+        for nid in sorted(c.nodes):
+            c.restart(nid)
+        c.network.faults.drop_rate = 0.0
+        healed_at = c.now
+        try:
+            c.commit(timeout_ms=p.liveness_timeout_ms)
+        except AssertionError as exc:
+            raise AssertionError(f"liveness: no commit within {p.liveness_timeout_ms} ms after healing at "
+                                 f"{healed_at} ms: {exc}") from None
+        committed = max((n.core.high_watermark for n in c.alive_nodes()), default=0)
+        return ChaosResult(c.seed, len(c.voter_ids), len(c.observer_ids), c.events, committed,
+                           self.faults, c.now)
+
+
+def run_chaos(seed: int, profile: str = "ci") -> ChaosResult:
+    """One randomised run; raises ChaosFailure (with the replay command) on any failure."""
+    try:
+        return _Chaos(seed, PROFILES[profile]).run()
+    except Exception as exc:  # invariant violations, liveness, and bugs alike need the seed
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        raise ChaosFailure(f"seed {seed} failed: {detail}\n  replay: {replay_command(seed, profile)}") from exc
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m kraft.testing.chaos", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--count", type=int, default=1, help="run seeds seed..seed+count-1")
+    ap.add_argument("--profile", choices=sorted(PROFILES), default="ci")
+    args = ap.parse_args(argv)
+    failures = 0
+    for seed in range(args.seed, args.seed + args.count):
+        try:
+            r = run_chaos(seed, args.profile)
+            print(f"seed {seed}: ok voters={r.voters} observers={r.observers} events={r.events} "
+                  f"committed={r.committed} faults={r.faults} simulated={r.simulated_ms}ms")
+        except ChaosFailure as exc:
+            failures += 1
+            print(exc, file=sys.stderr)
+            traceback.print_exception(exc.__cause__, file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
