@@ -193,8 +193,9 @@ cdef class IndexBuilder:
         self.last_time_entry = -1
 
     def add(self, const int64_t[::1] positions, const int64_t[::1] last_offsets,
-            const int64_t[::1] max_timestamps, const int64_t[::1] sizes):
-        """Returns ``(rel, pos, time_ts, time_rel)`` numpy arrays of the new entries."""
+            const int64_t[::1] max_timestamps, const int64_t[::1] sizes, int64_t shift=0):
+        """Returns ``(rel, pos, time_ts, time_rel)`` numpy arrays of the new entries;
+        ``positions[i] + shift`` is where batch i starts in the segment file."""
         cdef Py_ssize_t n = positions.shape[0], i, k = 0, t = 0
         cdef cnp.ndarray[cnp.int32_t, ndim=1] rel = np.empty(n, np.int32)
         cdef cnp.ndarray[cnp.int32_t, ndim=1] pos = np.empty(n, np.int32)
@@ -211,7 +212,7 @@ cdef class IndexBuilder:
                     self.offset_of_max_timestamp = last_offsets[i]
                 if self.bytes_since_entry > self.interval:
                     rp[k] = <int32_t>(last_offsets[i] - self.base_offset)
-                    pp[k] = <int32_t>positions[i]
+                    pp[k] = <int32_t>(positions[i] + shift)
                     k += 1
                     if self.max_timestamp > self.last_time_entry:
                         tp[t] = self.max_timestamp

@@ -96,7 +96,7 @@ class IndexBuilder:
         self.offset_of_max_timestamp = -1
         self.last_time_entry = -1
 
-    def add(self, positions, last_offsets, max_timestamps, sizes):
+    def add(self, positions, last_offsets, max_timestamps, sizes, shift: int = 0):
         rel, pos, tts, trel = [], [], [], []
         for p, last, mts, size in zip(positions.tolist(), last_offsets.tolist(),
                                       max_timestamps.tolist(), sizes.tolist()):
@@ -105,7 +105,7 @@ class IndexBuilder:
                 self.offset_of_max_timestamp = last
             if self.bytes_since_entry > self.interval:
                 rel.append(last - self.base_offset)
-                pos.append(p)
+                pos.append(p + shift)
                 if self.max_timestamp > self.last_time_entry:
                     tts.append(self.max_timestamp)
                     trel.append(self.offset_of_max_timestamp - self.base_offset)

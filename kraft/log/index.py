@@ -139,9 +139,10 @@ class SegmentIndex:
         self._written = (min(self._written[0], self.rel.n), min(self._written[1], self.ts.n))
 
     # --- building ------------------------------------------------------------------------
-    def add_batches(self, positions, last_offsets, max_timestamps, sizes) -> None:
-        """Index newly appended batches (arrays in file order, positions absolute)."""
-        rel, pos, ts, trel = self.builder.add(*_i64(positions, last_offsets, max_timestamps, sizes))
+    def add_batches(self, positions, last_offsets, max_timestamps, sizes, shift: int = 0) -> None:
+        """Index newly appended batches (arrays in file order; ``positions + shift`` are
+        their file positions)."""
+        rel, pos, ts, trel = self.builder.add(*_i64(positions, last_offsets, max_timestamps, sizes), shift)
         if len(rel):
             self.rel.extend(rel)
             self.pos.extend(pos)
@@ -253,8 +254,9 @@ class SegmentIndex:
 
 
 def _i64(*arrays):
-    """The builder takes contiguous int64 arrays (a no-op for a scan's own arrays)."""
-    return [np.ascontiguousarray(a, np.int64) for a in arrays]
+    """The builder takes contiguous int64 arrays (a scan's own arrays already are)."""
+    return [a if a.dtype == np.int64 and a.flags.c_contiguous else np.ascontiguousarray(a, np.int64)
+            for a in arrays]
 
 
 def _same(a, b) -> bool:

@@ -113,19 +113,19 @@ class LogSegment:
         self.index.sync()
 
     # --- writing ---------------------------------------------------------------------------
-    def append(self, data, scan: BatchScan, now_ms: int) -> None:
+    def append(self, data, scan: BatchScan, clock_ms) -> None:
         """Write validated batches ``data`` (``scan`` describes them, positions relative to
-        ``data``) at the end of the file and index them."""
+        ``data``) at the end of the file and index them. ``clock_ms()`` is read only when
+        the segment was empty."""
         position = self.size
         files.write_all(self.fd, data, position, self.path)
         if position == 0:
             first_ts = int(scan.max_timestamps[0])
             self.rolling_timestamp_ms = first_ts if first_ts >= 0 else None
-            self.created_ms = now_ms
+            self.created_ms = clock_ms()
         self.size = position + len(data)
         self.next_offset = int(scan.last_offsets[-1]) + 1
-        self.index.add_batches(scan.positions + position, scan.last_offsets,
-                               scan.max_timestamps, scan.sizes)
+        self.index.add_batches(scan.positions, scan.last_offsets, scan.max_timestamps, scan.sizes, position)
 
     def truncate_at(self, position: int, next_offset: int) -> int:
         """Cut the file at batch boundary ``position``; ``next_offset`` is the base offset of

@@ -28,6 +28,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kraft import records
 from kraft.errors import (
@@ -54,8 +55,9 @@ class UnexpectedAppendOffsetError(InvalidRecordError):
     truncate first). Defined here: kraft.errors has no such type."""
 
 
-@dataclass(frozen=True)
-class LogAppendInfo:
+class LogAppendInfo(NamedTuple):
+    """What ``append`` did (a NamedTuple: it is built on every append)."""
+
     first_offset: int
     last_offset: int
     batch_count: int
@@ -257,7 +259,7 @@ class SegmentedLog:
             try:
                 seg = self._segment_for_append(len(buf), first, last, max_timestamp)
                 position = seg.size
-                seg.append(buf, scan, self._clock_ms())
+                seg.append(buf, scan, self._clock_ms)
             except FatalLogError as exc:
                 self._set_fatal(exc)
                 raise
