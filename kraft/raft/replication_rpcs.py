@@ -83,11 +83,12 @@ class ReplicationRpcs:
         log = self.log
         fetch_offset = r.fetch_offset
         start = log.start_offset()
-        if start > 0 or fetch_offset > 0:
+        if start > 0:
             earliest = log.earliest_snapshot_id()
             # Kafka ReplicatedLog.validateOffsetAndEpoch: the epoch cache cannot judge a
             # position below the earliest snapshot (its entries were cut at the log start),
-            # so such a replica must load the latest snapshot instead.
+            # so such a replica must load the latest snapshot instead. With the log intact
+            # from offset 0 the cache can judge everything.
             if earliest is not None and (
                     fetch_offset < start
                     or (fetch_offset == start and r.last_fetched_epoch != earliest.epoch)

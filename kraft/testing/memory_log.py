@@ -233,12 +233,14 @@ class InMemoryLog:
         return sorted(self._snapshots, key=lambda s: (s.offset, s.epoch))
 
     def latest_snapshot_id(self):
-        ids = self.snapshot_ids()
-        return ids[-1] if ids else None
+        if not self._snapshots:
+            return None
+        return max(self._snapshots, key=lambda s: (s.offset, s.epoch))
 
     def earliest_snapshot_id(self):
-        ids = self.snapshot_ids()
-        return ids[0] if ids else None
+        if not self._snapshots:
+            return None
+        return min(self._snapshots, key=lambda s: (s.offset, s.epoch))
 
     def _forget_snapshots_before(self, snapshot_id: OffsetAndEpoch) -> None:
         for sid in list(self._snapshots):
