@@ -84,8 +84,8 @@ def _wall_clock_ms() -> int:
 
 
 class SegmentedLog:
-    """Use :meth:`open`. Offsets: ``start_offset <= flushed_offset <= end_offset`` except
-    that ``flushed_offset`` may trail a truncation until the next flush completes."""
+    """Use :meth:`open`. Invariants: ``start_offset <= end_offset``; ``flushed_offset <=
+    end_offset`` (a truncation lowers it; only a completed fdatasync raises it)."""
 
     def __init__(self, directory, config, segments, epoch_cache, start_offset, report,
                  on_flushed, on_fatal, clock_ms, on_flush_stats=None):
