@@ -277,7 +277,7 @@ class InMemoryLog:
 
     def truncate_to_latest_snapshot(self) -> bool:
         latest = self.latest_snapshot_id()
-        latest_epoch = self._epochs[-1] if self._epochs else 0
+        latest_epoch = self.last_fetched_epoch()  # an empty log is "at" its latest snapshot
         if latest is None or not (latest.epoch > latest_epoch
                                   or (latest.epoch == latest_epoch and latest.offset > self._end)):
             return False
