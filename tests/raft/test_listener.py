@@ -1,0 +1,74 @@
+"""ListenerCursor delivers commits as the listener contract says: whole batches, in order,
+gap-free, only below the high watermark; snapshot first when the log prefix is gone; our
+own leadership announced only after catching up to the epoch start."""
+
+from kraft.raft import Commit, LeaderAndEpoch, LeaderChange, ListenerCursor, OffsetAndEpoch
+from kraft.raft.snapshot import SnapshotWriter
+from kraft.records import build_batch
+from kraft.testing import InMemoryLog
+
+
+class Recorder:
+    def __init__(self):
+        self.batches, self.snapshots, self.leaders = [], [], []
+
+    def handle_commit(self, batches):
+        self.batches.extend((b.base_offset, b.last_offset) for b in batches)
+
+    def handle_load_snapshot(self, reader):
+        self.snapshots.append((reader.snapshot_id, reader.values()))
+
+    def handle_leader_change(self, lae):
+        self.leaders.append(lae)
+
+
+def make_log(*counts):
+    log = InMemoryLog()
+    for c in counts:
+        log.append_as_leader(build_batch([b"v"] * c, timestamp=0), 1)
+    log.flush(log.end_offset())
+    return log
+
+
+def test_commits_arrive_whole_in_order_and_only_below_the_high_watermark():
+    log = make_log(2, 3, 1)
+    rec = Recorder()
+    cur = ListenerCursor(rec, log, local_id=1)
+    cur.execute(Commit(4))  # the second batch (2-4) ends past 4: not yet
+    assert rec.batches == [(0, 1)]
+    cur.execute(Commit(6))
+    assert rec.batches == [(0, 1), (2, 4), (5, 5)] and cur.next_offset == 6
+
+
+def test_a_new_listener_starts_from_the_latest_snapshot():
+    log = make_log(2, 2, 2)
+    log.update_high_watermark(6)
+    w = SnapshotWriter(log.create_snapshot(OffsetAndEpoch(4, 1)), 0, 0, lambda sid: log.delete_before_snapshot(sid))
+    w.append([b"state"])
+    w.freeze()
+    assert log.start_offset() == 4
+    rec = Recorder()
+    cur = ListenerCursor(rec, log, local_id=1)
+    cur.execute(Commit(6))
+    assert rec.snapshots == [(OffsetAndEpoch(4, 1), [b"state"])]
+    assert rec.batches == [(4, 5)]
+
+
+def test_own_leadership_is_announced_after_catching_up_to_the_epoch_start():
+    log = make_log(2, 1)
+    rec = Recorder()
+    cur = ListenerCursor(rec, log, local_id=1)
+    cur.execute(LeaderChange(LeaderAndEpoch(1, 2), epoch_start_offset=3))
+    assert rec.leaders == []
+    cur.execute(Commit(2))
+    assert rec.leaders == []
+    cur.execute(Commit(3))
+    assert rec.leaders == [LeaderAndEpoch(1, 2)]
+
+
+def test_other_leaders_are_announced_at_once_and_only_on_change():
+    rec = Recorder()
+    cur = ListenerCursor(rec, make_log(1), local_id=1)
+    cur.execute(LeaderChange(LeaderAndEpoch(2, 1)))
+    cur.execute(LeaderChange(LeaderAndEpoch(2, 1)))
+    assert rec.leaders == [LeaderAndEpoch(2, 1)]
