@@ -38,11 +38,9 @@ FIELD_AT = {
 
 TYPED_ERRORS = (CorruptRecordError, UnsupportedCodecError)
 
-#: Length field values for which ``length + 12`` overflows int32: the native reader accepts
-#: them and then reads past the buffer (segfault). Tested in a subprocess by
-#: test_fuzz_native.py::test_length_near_int32_max_is_corrupt (xfail until fixed); in-process
-#: fuzzers must steer clear or the whole pytest run dies.
-NATIVE_CRASH_LENGTHS = range(2**31 - 12, 2**31)
+#: Length field values for which ``length + 12`` overflows int32 (the native reader once
+#: segfaulted on them; test_fuzz_native.py keeps that in a subprocess).
+INT32_OVERFLOW_LENGTHS = range(2**31 - 12, 2**31)
 
 
 def hyp(max_examples: int):

@@ -15,7 +15,7 @@ from kraft.errors import UnsupportedCodecError
 from kraft.records import Compression, ControlType, LeaderChangeMessage, compression
 from kraft.records import decode_control_key, decode_control_record, encode_control_value
 
-from _codec_helpers import HEADER_SIZE, header, is_pure, raw_batch, raw_record
+from _codec_helpers import HEADER_SIZE, header, raw_batch, raw_record
 
 CODECS = [c for c in Compression if compression.available(c)]
 
@@ -408,18 +408,13 @@ def test_str_value_is_a_type_error(codec):
         codec.build_batch(["text"], timestamp=1)
 
 
-def test_int_value_is_a_type_error(codec, request):
-    if is_pure(codec):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "bug: pure builder encodes an int value n as n zero bytes (bytes(n)); "
-            "native raises TypeError")))
+def test_int_value_is_a_type_error(codec):
+    # Regression: the pure builder used to encode an int n as n zero bytes (bytes(n)).
     with pytest.raises(TypeError):
         codec.build_batch([3], timestamp=1)
 
 
-def test_float_timestamp_is_a_type_error(codec, request):
-    if not is_pure(codec):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "bug: native builder truncates a float timestamp (1.5 -> 1); pure raises TypeError")))
+def test_float_timestamp_is_a_type_error(codec):
+    # Regression: the native builder used to truncate a float timestamp (1.5 -> 1).
     with pytest.raises(TypeError):
         codec.build_batch([b"a"], timestamp=1.5)

@@ -134,21 +134,25 @@ def test_negative_control_key_version_is_corrupt():
         decode_control_key(b"\xff\xff\x00\x02")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: decode_control_key rejects key version 1; Kafka's ControlRecordType.parseTypeId only "
-    "rejects version < 0 and parses a newer key version as version 0 (logs at debug)"))
 def test_newer_control_key_version_is_parsed_as_version_0():
+    # ControlRecordType.parseTypeId rejects only version < 0 and reads newer keys as v0.
     assert decode_control_key(b"\x00\x01\x00\x02") == ControlType.LEADER_CHANGE
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: LeaderChangeMessage(version=1) is encoded in the v0 layout (no VoterDirectoryId) but "
-    "with Version=1, and decode_control_record then reads a 16-byte directory id per voter: "
-    "the round trip raises CorruptRecordError. Kafka always (de)serializes at schema v0 "
-    "(ControlRecordUtils.LEADER_CHANGE_CURRENT_VERSION); encode should write v0 or refuse"))
 def test_leader_change_with_version_field_1_round_trips():
+    # Regression: version=1 used to be written in the v0 layout and then misread as v1.
     msg = LeaderChangeMessage(leader_id=1, voters=(1, 2), granting_voters=(1,), version=1)
-    assert decode_control_record(control_key(msg.TYPE), encode_control_value(msg)) == msg
+    raw = encode_control_value(msg)
+    # v1 Voter = VoterId int32 + VoterDirectoryId uuid (kraft writes the zero uuid) + tags
+    assert raw == bytes.fromhex("0001 00000001 03" + ("00000001" + "00" * 16 + "00")
+                                + ("00000002" + "00" * 16 + "00") + "02"
+                                + ("00000001" + "00" * 16 + "00") + "00")
+    assert decode_control_record(control_key(msg.TYPE), raw) == msg
+
+
+def test_leader_change_version_outside_the_schema_is_refused():
+    with pytest.raises(ValueError):
+        encode_control_value(LeaderChangeMessage(leader_id=1, version=2))
 
 
 def test_unknown_tagged_fields_are_skipped():

@@ -49,6 +49,12 @@ def test_native_survives_random_and_mutated_inputs():
         assert out.strip() == f"ok {COUNT}"
 
 
+def test_native_survives_lengths_that_overflow_int32():
+    proc = subprocess.run([sys.executable, str(WORKER), str(SEED), "5000", "--window"],
+                          capture_output=True, text=True, env=_env(), cwd=WORKER.parent, timeout=300)
+    assert proc.returncode == 0, f"{_describe(proc.returncode)}\n{proc.stderr[-3000:]}"
+
+
 CRASH_SCRIPT = r"""
 import struct, sys
 import kraft.records
@@ -80,13 +86,9 @@ print("ok")
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug (native, crash): for Length in [2**31-12, 2**31-1], `length + LOG_OVERHEAD` overflows "
-    "int32 in _reader.pyx RecordBatch._init and _BatchIterator.__next__, _scan.pyx "
-    "scan_batches and assign_offsets, so the bound check passes; RecordBatch(...) accepts "
-    "and validate() reads ~2 GiB past the buffer, iter_batches/scan_batches/assign_offsets "
-    "segfault (SIGSEGV). Expected: CorruptRecordError / stop / 'partial' like the pure "
-    "reader. Fix: widen before adding, e.g. <Py_ssize_t>length + LOG_OVERHEAD"))
+# Regression (fixed in a9e37c0): for Length in [2**31-12, 2**31-1] `length + 12` overflowed
+# int32, the bound checks passed and RecordBatch/iter_batches/scan_batches/assign_offsets read
+# ~2 GiB past the buffer (SIGSEGV).
 @pytest.mark.parametrize("step", ["reader", "iter", "scan", "assign"])
 def test_length_near_int32_max_is_corrupt(step):
     proc = subprocess.run([sys.executable, "-c", CRASH_SCRIPT, step], capture_output=True,
