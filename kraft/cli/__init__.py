@@ -19,7 +19,7 @@ _SUBCOMMANDS = ("demo", "dump_log", "storage", "server", "metadata_quorum", "pro
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kraft", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="kraft", description="kraft: Kafka's KRaft metadata quorum, rebuilt for Python.")
     parser.add_argument("--version", action="version", version=f"kraft {kraft.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _SUBCOMMANDS:

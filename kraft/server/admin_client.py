@@ -56,7 +56,8 @@ class QuorumClient:
         if c is None:
             c = self._clients[addr] = NodeClient(addr[0], addr[1], client_id="kraft-admin",
                                                  request_timeout_ms=self.request_timeout_ms,
-                                                 retry_backoff_ms=50, retry_backoff_max_ms=500)
+                                                 retry_backoff_ms=50, retry_backoff_max_ms=500,
+                                                 max_in_flight=1024)
         return c
 
     async def close(self) -> None:

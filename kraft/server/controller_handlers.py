@@ -1,0 +1,145 @@
+"""Request handlers of a controller node's listener: ApiVersions, the KRaft RPCs,
+DescribeQuorum, and Produce to ``__cluster_metadata`` as the external writer API.
+
+Decodable but invalid requests get Kafka error codes (INVALID_REQUEST,
+UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER with the current leader, ...); only
+undecodable input closes a connection, and that happens in ``network.py``. Raft decisions
+are the core's: this module translates and waits, nothing else.
+
+Produce semantics (a demo/benchmark writer, not a Kafka topic): each batch's record values
+are proposed as one atomic group; acks=-1 (or 1) answers once they are committed (the high
+watermark passed them), acks=0 gets no answer. A node that is not the leader answers
+NOT_LEADER_OR_FOLLOWER with CurrentLeader {id, epoch} and the voters' endpoints. If
+leadership is lost before commit the answer is NOT_LEADER_OR_FOLLOWER too: the write may
+or may not commit later, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from kraft.errors import CorruptRecordError, ErrorCode, InvalidRequestError, KraftError, NotLeaderError
+from kraft.protocol import (ApiVersionsRequest, BeginQuorumEpochRequest, DescribeQuorumRequest,
+                            EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest, ProduceRequest,
+                            ProduceResponse, VoteRequest, api_versions_response,
+                            unsupported_api_versions_response)
+from kraft.raft import messages as rm
+from kraft.records import iter_batches
+from kraft.server import raft_wire
+from kraft.server.raft_driver import RaftDriver
+
+log = logging.getLogger("kraft.handlers")
+
+_RAFT_SOURCE = {
+    rm.FetchRequest: lambda r: r.replica_id,
+    rm.FetchSnapshotRequest: lambda r: r.replica_id,
+    rm.VoteRequest: lambda r: r.candidate_id,
+    rm.BeginQuorumEpochRequest: lambda r: r.leader_id,
+    rm.EndQuorumEpochRequest: lambda r: r.leader_id,
+}
+# What this listener answers: ApiVersions, Produce (writer), Fetch, Vote, BeginQuorumEpoch,
+# EndQuorumEpoch, DescribeQuorum, FetchSnapshot. Fetch v18's follower HighWatermark is not used.
+SERVED_APIS = frozenset({18, 0, 1, 52, 53, 54, 55, 59})
+_RAFT_REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest)
+_ERROR_RESPONSES = {
+    VoteRequest: lambda c: rm.VoteResponse(c, -1, -1),
+    BeginQuorumEpochRequest: lambda c: rm.BeginQuorumEpochResponse(c, -1, -1),
+    EndQuorumEpochRequest: lambda c: rm.EndQuorumEpochResponse(c, -1, -1),
+    FetchRequest: lambda c: rm.FetchResponse(c, -1, -1),
+    FetchSnapshotRequest: lambda c: rm.FetchSnapshotResponse(c, -1, -1),
+}
+
+
+class ControllerHandlers:
+    def __init__(self, driver: RaftDriver, endpoints, *, listener_name: str = "CONTROLLER", metrics=None):
+        self.driver = driver
+        self.endpoints = list(endpoints)  # (node_id, host, port) of every voter's controller listener
+        self.listener_name = listener_name
+        self.metrics = metrics
+
+    def handle(self, ctx, request):
+        version = ctx.header.api_version
+        if isinstance(request, ApiVersionsRequest):
+            if not ApiVersionsRequest.supports(version):
+                return unsupported_api_versions_response()
+            return api_versions_response(None, only=SERVED_APIS, max_versions={1: 17})
+        if isinstance(request, _RAFT_REQUESTS):
+            return self._raft(request, version)
+        if isinstance(request, DescribeQuorumRequest):
+            return self._describe(request, version)
+        if isinstance(request, ProduceRequest):
+            return self._produce(request, version)
+        raise InvalidRequestError(f"{type(request).__name__} is not served on the controller listener")
+
+    # --- KRaft RPCs -------------------------------------------------------------------------
+    def _raft(self, wire, version: int):
+        try:
+            req = raft_wire.request_from_wire(wire, version)
+        except InvalidRequestError as exc:
+            return raft_wire.response_to_wire(_ERROR_RESPONSES[type(wire)](exc.code), version, self.endpoints)
+        fut = self.driver.inbound_request(_RAFT_SOURCE[type(req)](req), req)
+        return self._convert(fut, version)
+
+    async def _convert(self, fut, version: int):
+        return raft_wire.response_to_wire(await fut, version, self.endpoints)
+
+    def _describe(self, wire, version: int):
+        topics = wire.topics
+        if (len(topics) != 1 or topics[0].topic_name != raft_wire.TOPIC or len(topics[0].partitions) != 1
+                or topics[0].partitions[0].partition_index != 0):
+            resp = rm.DescribeQuorumResponse(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1)
+            return raft_wire.describe_quorum_to_wire(resp, version, self.endpoints, self.listener_name)
+        fut = self.driver.inbound_request(-1, rm.DescribeQuorumRequest())
+        return self._convert_describe(fut, version)
+
+    async def _convert_describe(self, fut, version: int):
+        return raft_wire.describe_quorum_to_wire(await fut, version, self.endpoints, self.listener_name)
+
+    # --- Produce: the external writer ---------------------------------------------------------
+    def _produce_response(self, version: int, code: int, base_offset: int = -1, message: str | None = None):
+        P = ProduceResponse
+        core = self.driver.core
+        part = P.Topic.Partition(index=0, error_code=int(code), base_offset=base_offset, error_message=message)
+        if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and version >= 10:
+            part.current_leader = P.LeaderIdAndEpoch(leader_id=core.leader_id, leader_epoch=core.epoch)
+        return P(responses=[P.Topic(name=raft_wire.TOPIC, partition_responses=[part])],
+                 node_endpoints=[P.NodeEndpoint(node_id=i, host=h, port=p) for i, h, p in self.endpoints]
+                 if version >= 10 else [])
+
+    def _produce(self, wire: ProduceRequest, version: int):
+        topics = wire.topic_data
+        if (len(topics) != 1 or topics[0].name != raft_wire.TOPIC or len(topics[0].partition_data) != 1
+                or topics[0].partition_data[0].index != 0):
+            return self._produce_response(version, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        data = topics[0].partition_data[0].records
+        if wire.acks not in (-1, 0, 1):
+            return self._produce_response(version, ErrorCode.INVALID_REQUIRED_ACKS)
+        try:
+            values = []
+            for batch in iter_batches(data if data is not None else b"", validate=True):
+                if batch.is_control:
+                    raise CorruptRecordError("control batches cannot be produced")
+                values.extend(batch.values())
+            if not values:
+                raise CorruptRecordError("no complete record batch in the request")
+        except KraftError as exc:
+            return self._produce_response(version, exc.code, message=str(exc))
+        try:
+            last, committed = self.driver.propose(values)
+        except NotLeaderError:
+            return self._produce_response(version, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        except KraftError as exc:
+            return self._produce_response(version, exc.code, message=str(exc))
+        if wire.acks == 0:
+            return None
+        return self._await_commit(committed, last - len(values) + 1, version, wire.timeout_ms)
+
+    async def _await_commit(self, committed, base_offset: int, version: int, timeout_ms: int):
+        try:
+            await asyncio.wait_for(asyncio.shield(committed), max(timeout_ms, 1) / 1000)
+        except asyncio.TimeoutError:
+            return self._produce_response(version, ErrorCode.REQUEST_TIMED_OUT, base_offset)
+        except NotLeaderError:
+            return self._produce_response(version, ErrorCode.NOT_LEADER_OR_FOLLOWER, base_offset)
+        return self._produce_response(version, ErrorCode.NONE, base_offset)

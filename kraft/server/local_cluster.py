@@ -1,0 +1,170 @@
+"""A local cluster of real ``kraft server start`` processes on loopback, in one directory.
+
+Used by ``kraft demo``, the integration tests and the quorum benchmarks: it writes each
+node's server.properties, formats storage, starts, kills (SIGKILL), stops (SIGTERM) and
+restarts processes, and wipes a node's disk. Processes run ``sys.executable -m kraft`` so
+they use the same installation as the caller. Nothing here decides anything about Raft.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from kraft.cli.storage import format_storage, random_uuid
+from kraft.config import NodeConfig, load_properties
+
+#: Failover-friendly timeouts (the benchmark's "low-latency profile").
+LOW_LATENCY = {
+    "controller.quorum.election.timeout.ms": "150",
+    "controller.quorum.fetch.timeout.ms": "300",
+    "controller.quorum.election.backoff.max.ms": "100",
+    "controller.quorum.request.timeout.ms": "1000",
+    "controller.quorum.retry.backoff.ms": "10",
+    "controller.quorum.append.linger.ms": "1",
+}
+
+
+def free_ports(n: int) -> list[int]:
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+class LocalCluster:
+    def __init__(self, directory: str, size: int = 3, *, overrides: dict | None = None,
+                 metrics: bool = False, log_level: str = "INFO"):
+        self.directory = directory
+        self.size = size
+        self.ids = list(range(1, size + 1))
+        self.overrides = dict(overrides or {})
+        self.log_level = log_level
+        self.ports = dict(zip(self.ids, free_ports(size)))
+        self.metrics_ports = dict(zip(self.ids, free_ports(size))) if metrics else {}
+        self.cluster_id = random_uuid()
+        self.procs: dict[int, subprocess.Popen] = {}
+        self._logs: dict[int, object] = {}
+
+    # --- layout ---------------------------------------------------------------------------
+    def config_path(self, node_id: int) -> str:
+        return os.path.join(self.directory, f"server-{node_id}.properties")
+
+    def data_dir(self, node_id: int) -> str:
+        return os.path.join(self.directory, f"node-{node_id}")
+
+    def log_path(self, node_id: int) -> str:
+        return os.path.join(self.directory, f"node-{node_id}.log")
+
+    def address(self, node_id: int) -> tuple[str, int]:
+        return ("127.0.0.1", self.ports[node_id])
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.ports.values())
+
+    def write_configs(self) -> None:
+        os.makedirs(self.directory, exist_ok=True)
+        voters = ",".join(f"{i}@127.0.0.1:{self.ports[i]}" for i in self.ids)
+        for i in self.ids:
+            props = {
+                "process.roles": "controller",
+                "node.id": str(i),
+                "controller.quorum.voters": voters,
+                "listeners": f"CONTROLLER://127.0.0.1:{self.ports[i]}",
+                "controller.listener.names": "CONTROLLER",
+                "log.dirs": self.data_dir(i),
+                **({"kraft.metrics.port": str(self.metrics_ports[i])} if self.metrics_ports else {}),
+                **self.overrides,
+            }
+            with open(self.config_path(i), "w") as f:
+                f.writelines(f"{k}={v}\n" for k, v in props.items())
+
+    def format(self, node_id: int | None = None) -> None:
+        for i in ([node_id] if node_id is not None else self.ids):
+            cfg = NodeConfig.from_properties(load_properties(self.config_path(i)))
+            format_storage(cfg, self.cluster_id, ignore_formatted=True)
+
+    def create(self) -> "LocalCluster":
+        self.write_configs()
+        self.format()
+        return self
+
+    # --- processes ------------------------------------------------------------------------
+    def start(self, node_id: int | None = None) -> None:
+        for i in ([node_id] if node_id is not None else self.ids):
+            if i in self.procs and self.procs[i].poll() is None:
+                continue
+            log = open(self.log_path(i), "ab")
+            self._logs[i] = log
+            env = dict(os.environ, PYTHONUNBUFFERED="1")
+            self.procs[i] = subprocess.Popen(
+                [sys.executable, "-m", "kraft", "server", "start", self.config_path(i),
+                 "--log-level", self.log_level],
+                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+    def running(self) -> list[int]:
+        return [i for i, p in self.procs.items() if p.poll() is None]
+
+    def kill(self, node_id: int) -> None:
+        """SIGKILL: no shutdown, no flush (unflushed page cache survives, the process doesn't)."""
+        p = self.procs.get(node_id)
+        if p is not None and p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+
+    def stop(self, node_id: int | None = None, timeout: float = 10.0) -> dict[int, int]:
+        """SIGTERM and wait: a clean shutdown. Returns exit codes."""
+        ids = [node_id] if node_id is not None else list(self.procs)
+        for i in ids:
+            p = self.procs.get(i)
+            if p is not None and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        codes = {}
+        for i in ids:
+            p = self.procs.get(i)
+            if p is None:
+                continue
+            try:
+                codes[i] = p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                codes[i] = p.wait()
+        return codes
+
+    def wipe(self, node_id: int) -> None:
+        """Delete a stopped node's data and format it again (a replaced disk)."""
+        shutil.rmtree(self.data_dir(node_id), ignore_errors=True)
+        self.format(node_id)
+
+    def close(self) -> None:
+        self.stop()
+        for f in self._logs.values():
+            f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.05):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = predicate()
+        if v:
+            return v
+        time.sleep(interval)
+    return predicate()

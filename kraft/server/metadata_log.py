@@ -1,0 +1,218 @@
+"""MetadataLog: the Raft log port (``kraft.raft.log_port.ReplicatedLog``) over Kafka's
+on-disk formats (``kraft.log``): segments in ``__cluster_metadata-0/``, the leader-epoch
+checkpoint beside them, and ``%020d-%010d.checkpoint`` snapshots in the same directory.
+
+The port's semantics, as ``kraft.testing.InMemoryLog`` defines them for the simulator, hold
+here with real files: truncation and snapshot deletion are durable on return; truncating
+below the high watermark raises; a snapshot that ends past the log is installed at open
+(the log restarts at its end). Durability is reported by the SegmentedLog's flusher thread
+through ``on_flushed`` (the server hops it onto its event loop). Only the event loop thread
+calls these methods.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+
+from kraft.errors import CorruptRecordError
+from kraft.log import LogConfig, SegmentedLog
+from kraft.log import snapshot as snapshots
+from kraft.raft.messages import OffsetAndEpoch
+
+METADATA_DIR = "__cluster_metadata-0"
+
+
+def _oe(sid) -> OffsetAndEpoch:
+    return OffsetAndEpoch(sid.end_offset, sid.epoch)
+
+
+def _sid(oe: OffsetAndEpoch):
+    return snapshots.SnapshotId(oe.offset, oe.epoch)
+
+
+class _RawSnapshotWriter:
+    """The port's raw writer: bytes as the Raft SnapshotWriter framed them."""
+
+    def __init__(self, owner: "MetadataLog", snapshot_id: OffsetAndEpoch):
+        self.snapshot_id = snapshot_id
+        self._owner = owner
+        self._w = snapshots.SnapshotWriter(owner.directory, _sid(snapshot_id), raw=True)
+
+    def size_in_bytes(self) -> int:
+        return self._w.size_bytes
+
+    def append(self, data) -> None:
+        self._w.write_raw(data)
+
+    def freeze(self) -> None:
+        self._w.freeze()  # validates, fdatasyncs, renames, fsyncs the directory
+        self._owner._snapshot_added(self.snapshot_id)
+
+    def abort(self) -> None:
+        self._w.abort()
+
+
+class _RawSnapshotReader:
+    def __init__(self, reader: snapshots.SnapshotReader):
+        self._r = reader
+        self.snapshot_id = _oe(reader.snapshot_id)
+
+    def size_in_bytes(self) -> int:
+        return self._r.size_bytes
+
+    def read(self, position: int, max_bytes: int) -> bytes:
+        return self._r.read(position, max_bytes)
+
+    def close(self) -> None:
+        self._r.close()
+
+
+class MetadataLog:
+    def __init__(self, log_dir: str, config: LogConfig | None = None, *, on_flushed=None, on_fatal=None,
+                 on_flush_stats=None):
+        self.directory = os.path.join(log_dir, METADATA_DIR)
+        os.makedirs(self.directory, exist_ok=True)
+        snapshots.remove_incomplete_snapshots(self.directory)
+        self._snapshots = sorted(_oe(s) for s in snapshots.list_snapshots(self.directory))
+        # Kafka's metadata log starts where its earliest snapshot ends (segments are deleted
+        # whole, so the first one may begin below that).
+        start = self._snapshots[0].offset if self._snapshots else None
+        self.log = SegmentedLog.open(self.directory, config or LogConfig(), log_start_offset=start,
+                                     on_flushed=on_flushed, on_fatal=on_fatal, on_flush_stats=on_flush_stats)
+        self._readers: dict[OffsetAndEpoch, _RawSnapshotReader] = {}
+        self._hw = 0
+        self.truncate_to_latest_snapshot()
+
+    # --- offsets -------------------------------------------------------------------------------
+    def start_offset(self) -> int:
+        return self.log.start_offset
+
+    def end_offset(self) -> int:
+        return self.log.end_offset
+
+    def flushed_offset(self) -> int:
+        return self.log.flushed_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._hw
+
+    def last_fetched_epoch(self) -> int:
+        epoch = self.log.latest_epoch
+        if epoch is not None:
+            return epoch
+        latest = self.latest_snapshot_id()
+        return latest.epoch if latest is not None else 0
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        found_epoch, found_offset = self.log.end_offset_for_epoch(epoch)
+        if found_epoch < 0 or found_offset < 0:
+            return OffsetAndEpoch(self.end_offset(), self.last_fetched_epoch())
+        earliest = self.earliest_snapshot_id()
+        if earliest is not None and found_offset == earliest.offset and found_epoch > earliest.epoch:
+            return earliest
+        return OffsetAndEpoch(found_offset, found_epoch)
+
+    # --- appends and reads -----------------------------------------------------------------------
+    def append_as_leader(self, data, epoch: int) -> tuple[int, int]:
+        info = self.log.append(data, assign_offsets=True, leader_epoch=epoch)
+        return info.first_offset, info.last_offset
+
+    def append_as_follower(self, data) -> tuple[int, int]:
+        if not len(data):
+            return -1, -1
+        info = self.log.append(data, assign_offsets=False, ignore_partial_tail=True)
+        if info is None:
+            return -1, -1
+        return info.first_offset, info.last_offset
+
+    def read(self, start_offset: int, max_bytes: int) -> bytes:
+        if start_offset >= self.log.end_offset:
+            return b""
+        return self.log.read(start_offset, max_bytes)
+
+    # --- truncation and durability -----------------------------------------------------------------
+    def truncate_to(self, offset: int) -> None:
+        if offset < self._hw:
+            raise RuntimeError(f"truncation to {offset} below the high watermark {self._hw}")
+        if offset < self.log.end_offset:
+            self.log.truncate_to(offset)
+
+    def update_high_watermark(self, offset: int) -> None:
+        if offset > self.log.end_offset:
+            raise RuntimeError(f"high watermark {offset} past the log end {self.log.end_offset}")
+        self._hw = max(self._hw, offset)
+
+    def request_flush(self) -> None:
+        """Ask the flusher thread to fsync now; completion arrives through ``on_flushed``."""
+        self.log.request_flush()
+
+    def flush(self, up_to: int) -> None:
+        self.log.flush()
+
+    def close(self) -> None:
+        for r in self._readers.values():
+            r.close()
+        self._readers.clear()
+        self.log.close()
+
+    # --- snapshots ---------------------------------------------------------------------------
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch):
+        if snapshot_id in self._snapshots:
+            return None
+        return _RawSnapshotWriter(self, snapshot_id)
+
+    def _snapshot_added(self, snapshot_id: OffsetAndEpoch) -> None:
+        bisect.insort(self._snapshots, snapshot_id)
+
+    def read_snapshot(self, snapshot_id: OffsetAndEpoch):
+        if snapshot_id not in self._snapshots:
+            return None
+        reader = self._readers.get(snapshot_id)
+        if reader is None:
+            try:
+                reader = _RawSnapshotReader(snapshots.SnapshotReader(self.directory, _sid(snapshot_id)))
+            except FileNotFoundError:
+                return None
+            self._readers[snapshot_id] = reader
+        return reader
+
+    def snapshot_ids(self) -> list[OffsetAndEpoch]:
+        return list(self._snapshots)
+
+    def latest_snapshot_id(self):
+        return self._snapshots[-1] if self._snapshots else None
+
+    def earliest_snapshot_id(self):
+        return self._snapshots[0] if self._snapshots else None
+
+    def _forget_snapshots_before(self, snapshot_id: OffsetAndEpoch) -> None:
+        for sid in [s for s in self._snapshots if s.offset < snapshot_id.offset]:
+            reader = self._readers.pop(sid, None)
+            if reader is not None:
+                reader.close()
+            snapshots.delete_snapshot(self.directory, _sid(sid))
+            self._snapshots.remove(sid)
+
+    def delete_before_snapshot(self, snapshot_id: OffsetAndEpoch) -> bool:
+        if snapshot_id not in self._snapshots or snapshot_id.offset > self._hw:
+            return False
+        if snapshot_id.offset > self.log.end_offset or snapshot_id.offset <= self.log.start_offset:
+            return False
+        self.log.delete_below(snapshot_id.offset)
+        self._forget_snapshots_before(snapshot_id)
+        return True
+
+    def truncate_to_latest_snapshot(self) -> bool:
+        latest = self.latest_snapshot_id()
+        log_epoch = self.log.latest_epoch or 0
+        if latest is None or not (latest.epoch > log_epoch
+                                  or (latest.epoch == log_epoch and latest.offset > self.log.end_offset)):
+            return False
+        self.log.truncate_fully_and_start_at(latest.offset)
+        self._forget_snapshots_before(latest)
+        return True
+
+
+__all__ = ["METADATA_DIR", "MetadataLog", "CorruptRecordError"]

@@ -1,0 +1,148 @@
+"""KraftNode: one controller process assembled from a NodeConfig.
+
+startup: check the formatted storage (meta.properties: cluster id, node id), open the
+metadata log (recovery scan), read quorum-state, build the Raft core, start the listener and
+the metrics endpoint; serve; shutdown: a leader resigns (EndQuorumEpoch names its
+successors), connections close, the log is flushed and closed. Everything blocking that
+must precede an answer (quorum-state writes) happens on the loop thread, which is the
+contract the core relies on. Broker-role serving arrives with the broker issue: a node
+whose roles include broker but not controller is refused with a clear error for now.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+
+from kraft.config import NodeConfig
+from kraft.errors import ConfigError, StorageError
+from kraft.log import LogConfig
+from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties, QuorumStateFile
+from kraft.raft import RaftConfig, RaftCore
+from kraft.server.controller_handlers import ControllerHandlers
+from kraft.server.metadata_log import MetadataLog
+from kraft.server.metrics import MetricsServer, NodeMetrics
+from kraft.server.network import KafkaServer
+from kraft.server.raft_driver import RaftDriver, election_from_file, wall_ms
+from kraft.server.state_machine import CommittedRecordsListener
+
+log = logging.getLogger("kraft.node")
+
+
+def raft_config(cfg: NodeConfig, cluster_id: str) -> RaftConfig:
+    return RaftConfig(
+        election_timeout_ms=cfg.int("controller.quorum.election.timeout.ms"),
+        fetch_timeout_ms=cfg.int("controller.quorum.fetch.timeout.ms"),
+        election_backoff_max_ms=cfg.int("controller.quorum.election.backoff.max.ms"),
+        request_timeout_ms=cfg.int("controller.quorum.request.timeout.ms"),
+        retry_backoff_ms=cfg.int("controller.quorum.retry.backoff.ms"),
+        append_linger_ms=cfg.int("controller.quorum.append.linger.ms"),
+        fetch_max_wait_ms=min(500, cfg.int("controller.quorum.request.timeout.ms") // 2),
+        cluster_id=cluster_id,
+    )
+
+
+def read_meta(cfg: NodeConfig) -> MetaProperties:
+    """The formatted identity of the metadata log directory; clear errors if missing/wrong."""
+    path = os.path.join(cfg.metadata_log_dir, META_PROPERTIES_FILE)
+    meta = MetaProperties.read(path)
+    if meta is None:
+        raise StorageError(f"{cfg.metadata_log_dir} is not formatted: run "
+                           f"`kraft storage format -t <cluster-id> -c <server.properties>` first")
+    if meta.node_id != cfg.node_id:
+        raise StorageError(f"{path} has node.id {meta.node_id} but the configuration says {cfg.node_id}")
+    return meta
+
+
+class KraftNode:
+    def __init__(self, cfg: NodeConfig):
+        if not cfg.is_controller:
+            raise ConfigError("process.roles: this version of kraft runs controller nodes only "
+                              "(broker support is not built yet)")
+        if not cfg.voters:
+            raise ConfigError("controller.quorum.voters: a static voter set is required "
+                              "(bootstrap-server discovery of a dynamic quorum is not built yet)")
+        self.cfg = cfg
+        self.metrics = NodeMetrics(cfg.node_id)
+        self.log: MetadataLog | None = None
+        self.driver: RaftDriver | None = None
+        self.server: KafkaServer | None = None
+        self.metrics_server: MetricsServer | None = None
+        self.stopped = asyncio.Event()
+
+    @property
+    def port(self) -> int:
+        return self.server.port if self.server else -1
+
+    async def start(self) -> None:
+        cfg = self.cfg
+        meta = read_meta(cfg)
+        loop = asyncio.get_running_loop()
+        flush_cb = {"fn": None}
+
+        def on_flushed(offset):  # flusher thread; the driver is created after the log
+            fn = flush_cb["fn"]
+            if fn is not None:
+                fn(offset)
+
+        def on_fatal(exc):
+            log.critical("metadata log failed, stopping: %s", exc)
+            loop.call_soon_threadsafe(self.stopped.set)
+
+        def on_flush_stats(stats):
+            self.metrics.fsync_latency.observe(stats.fsync_seconds)
+
+        log_cfg = LogConfig.metadata(segment_bytes=cfg.int("metadata.log.segment.bytes"),
+                                     segment_ms=cfg.int("metadata.log.segment.ms"))
+        self.log = MetadataLog(cfg.metadata_log_dir, log_cfg, on_flushed=on_flushed, on_fatal=on_fatal,
+                               on_flush_stats=on_flush_stats)
+        rep = self.log.log.recovery
+        log.info("node %d: metadata log %s..%s recovered (%s)", cfg.node_id, self.log.start_offset(),
+                 self.log.end_offset(), rep)
+        state_file = QuorumStateFile.in_directory(self.log.directory)
+        election = election_from_file(state_file.read())
+        voters = [v.node_id for v in cfg.voters]
+        core = RaftCore(cfg.node_id, self.log, raft_config(cfg, meta.cluster_id), voters, random.Random(),
+                        election_state=election, now_ms=wall_ms())
+        peers = {v.node_id: (v.host, v.port) for v in cfg.voters}
+        self.listener = CommittedRecordsListener()
+        self.driver = RaftDriver(core, self.log, state_file, self.listener, peers=peers,
+                                 cluster_id=meta.cluster_id, voters=voters, metrics=self.metrics,
+                                 request_timeout_ms=cfg.int("controller.quorum.request.timeout.ms"),
+                                 retry_backoff_ms=cfg.int("controller.quorum.retry.backoff.ms"))
+        flush_cb["fn"] = self.driver.on_flushed_threadsafe
+        endpoints = [(v.node_id, v.host, v.port) for v in cfg.voters]
+        ctl = cfg.controller_listener
+        handlers = ControllerHandlers(self.driver, endpoints, listener_name=ctl.name, metrics=self.metrics)
+        self.server = KafkaServer(handlers, ctl.host, ctl.port, listener_name=ctl.name,
+                                  max_frame_bytes=cfg.int("socket.request.max.bytes"))
+        await self.server.start()
+        self.driver.start()
+        if self.log.flushed_offset() < self.log.end_offset():
+            self.log.request_flush()
+        port = cfg.int("kraft.metrics.port")
+        if port >= 0:
+            self.metrics_server = MetricsServer(self.metrics, cfg.values["kraft.metrics.host"], port)
+            await self.metrics_server.start()
+            log.info("node %d: metrics on http://%s:%d/metrics", cfg.node_id, self.metrics_server.host,
+                     self.metrics_server.port)
+        log.info("node %d: serving %s on %s:%d (cluster %s, voters %s)", cfg.node_id, ctl.name, ctl.host,
+                 self.server.port, meta.cluster_id, voters)
+
+    async def shutdown(self, resign_wait_s: float = 0.5) -> None:
+        """Graceful: resign leadership so followers elect at once, then close everything."""
+        if self.driver is not None and self.driver.core.is_leader():
+            self.driver.resign()
+            await asyncio.sleep(resign_wait_s)  # let EndQuorumEpoch reach the voters
+        if self.server is not None:
+            self.metrics.rejected_connections.value = self.server.rejected_total
+            await self.server.close()
+        if self.metrics_server is not None:
+            await self.metrics_server.close()
+        if self.driver is not None:
+            await self.driver.close()
+        if self.log is not None:
+            self.log.close()
+        log.info("node %d: stopped", self.cfg.node_id)
