@@ -26,7 +26,7 @@ from kraft.server.metadata_log import MetadataLog
 from kraft.server.metrics import MetricsServer, NodeMetrics
 from kraft.server.network import KafkaServer
 from kraft.server.raft_driver import RaftDriver, election_from_file, wall_ms
-from kraft.server.state_machine import CommittedRecordsListener
+from kraft.server.state_machine import CommittedRecordsListener, SnapshotPolicy
 
 log = logging.getLogger("kraft.node")
 
@@ -113,6 +113,9 @@ class KraftNode:
                                  request_timeout_ms=cfg.int("controller.quorum.request.timeout.ms"),
                                  retry_backoff_ms=cfg.int("controller.quorum.retry.backoff.ms"))
         flush_cb["fn"] = self.driver.on_flushed_threadsafe
+        self.driver.snapshot_policy = SnapshotPolicy(
+            core, self.listener, max_bytes=cfg.int("metadata.log.max.record.bytes.between.snapshots"),
+            max_interval_ms=cfg.int("metadata.log.max.snapshot.interval.ms"))
         endpoints = [(v.node_id, v.host, v.port) for v in cfg.voters]
         ctl = cfg.controller_listener
         handlers = ControllerHandlers(self.driver, endpoints, listener_name=ctl.name, metrics=self.metrics)
@@ -145,4 +148,7 @@ class KraftNode:
             await self.driver.close()
         if self.log is not None:
             self.log.close()
-        log.info("node %d: stopped", self.cfg.node_id)
+        lst = getattr(self, "listener", None)
+        if lst is not None:
+            log.info("node %d: stopped; applied up to offset %d, %d records, digest %s", self.cfg.node_id,
+                     lst.next_offset, lst.records, lst.digest)

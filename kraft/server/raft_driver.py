@@ -100,6 +100,7 @@ class RaftDriver:
         self.commits = CommitWaiters()
         self._propose_times: collections.deque = collections.deque()
         self._last_leader = None
+        self.snapshot_policy = None  # set by the node: called after each Commit
         self.closed = False
 
     # --- inputs -------------------------------------------------------------------------
@@ -169,6 +170,8 @@ class RaftDriver:
             self.cursor.execute(e)
             self.commits.committed(e.up_to)
             self._observe_commit(e.up_to)
+            if self.snapshot_policy is not None:
+                self.snapshot_policy.after_commit(wall_ms())
         elif isinstance(e, (LoadSnapshot, LeaderChange)):
             self.cursor.execute(e)
         elif isinstance(e, Append):
