@@ -14,16 +14,17 @@ from pathlib import Path
 
 import pytest
 
+import kraft._native
 from kraft.records import format as fmt
 
-ROOT = Path(__file__).resolve().parents[2]
-NATIVE = ROOT / "kraft" / "_native"
+# The C sources of the kraft being tested: the source tree, or an installed wheel (which
+# ships crc32c.c/.h and the .pxd files as package data).
+NATIVE = Path(kraft._native.__path__[0])
 DRIVER = Path(__file__).resolve().parent / "c" / "crc32c_driver.c"
 WARNINGS = ["-Wall", "-Wextra", "-Werror", "-std=c11", "-D_GNU_SOURCE"]
 
 needs_sources = pytest.mark.skipif(
-    not (NATIVE / "crc32c.c").exists(),
-    reason="kraft/_native/crc32c.c is not next to the tests (installed-wheel run)")
+    not (NATIVE / "crc32c.c").exists(), reason=f"no crc32c.c in {NATIVE}")
 
 
 def _compile(compiler: str, out: Path, *flags: str) -> None:
@@ -65,7 +66,7 @@ def aarch64_binary(tmp_path_factory):
     if shutil.which(AARCH64_CC) is None:
         pytest.skip(f"{AARCH64_CC} (cross compiler) is not installed")
     if not (NATIVE / "crc32c.c").exists():
-        pytest.skip("kraft/_native/crc32c.c is not next to the tests (installed-wheel run)")
+        pytest.skip(f"no crc32c.c in {NATIVE}")
     exe = tmp_path_factory.mktemp("aarch64") / "crc32c_driver"
     # Static, so that QEMU user mode needs no aarch64 sysroot.
     _compile(AARCH64_CC, exe, "-O2", "-static")
