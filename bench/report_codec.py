@@ -1,6 +1,6 @@
 """One-process comparison of the codec candidates against the issue's targets, as Markdown.
 
-    python bench/report_codec.py                 # default: 40 rounds
+    python bench/report_codec.py                 # default: 60 rounds
     python bench/report_codec.py --rounds 100 --strict
 
 Every candidate of a workload is timed in the same process, interleaved: each round runs
@@ -107,7 +107,7 @@ def cpu_model() -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=40, help="timed blocks per candidate")
+    ap.add_argument("--rounds", type=int, default=60, help="timed blocks per candidate")
     ap.add_argument("--block-ms", type=float, default=10.0, help="target duration of one block")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-gc", action="store_true", help="disable the cyclic GC while timing")
