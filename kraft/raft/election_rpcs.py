@@ -76,10 +76,17 @@ class ElectionRpcs:
         granted = False
         if q.is_voter() and voters.is_voter(candidate) and candidate.id != self.node_id:
             log = self.log
-            up_to_date = OffsetAndEpoch(r.last_offset, r.last_offset_epoch) >= OffsetAndEpoch(
-                log.end_offset(), log.last_fetched_epoch())
+            theirs = OffsetAndEpoch(r.last_offset, r.last_offset_epoch)
+            ours = OffsetAndEpoch(log.end_offset(), log.last_fetched_epoch())
+            up_to_date = theirs >= ours
             s = q.state
             granted = s.can_grant_vote(candidate, up_to_date, r.pre_vote, now)
+            if (granted and r.pre_vote and isinstance(s, ProspectiveState) and theirs == ours
+                    and candidate.id < self.node_id):
+                # Two prospectives with equal logs (their leader died, both timed out together)
+                # would each win the other's pre-vote and split the real vote. Pre-votes change
+                # no durable state, so breaking the tie by id is safe: the higher id wins.
+                granted = False
             if granted and not r.pre_vote and isinstance(s, (UnattachedState, ProspectiveState)) \
                     and s.voted_key is None:
                 old = s

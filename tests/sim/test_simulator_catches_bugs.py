@@ -52,7 +52,9 @@ def test_voting_twice_in_an_epoch_is_caught(monkeypatch):
     assert fails_somewhere(range(60))
 
 
-@pytest.mark.parametrize("seeds", [range(40)])
+# The pre-vote tie-break (election_rpcs.py) removes most split votes, and with them many of
+# the elections in which this mutant shows; it still fails within the first ~50 seeds.
+@pytest.mark.parametrize("seeds", [range(200)])
 def test_granting_votes_to_stale_logs_is_caught(monkeypatch, seeds):
     original = roles.UnattachedState.can_grant_vote
     monkeypatch.setattr(roles.UnattachedState, "can_grant_vote",
