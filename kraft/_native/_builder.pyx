@@ -296,18 +296,24 @@ cdef class RecordBatchBuilder:
 
     def append(self, value, key=None, headers=None, timestamp=None):
         """Add a record; returns its offset delta, or None if it would exceed max_bytes."""
-        cdef list holders = []
+        cdef list holders = None
         cdef Blob k, v
         cdef int64_t ts = now_ms() if timestamp is None else as_ms(timestamp)
-        cdef Py_ssize_t hsize, body, size
+        cdef Py_ssize_t hsize = 1, body, size
         cdef uint8_t *p
+        cdef object tv = type(value)
+        cdef object tk = type(key)
         if self.count == 0x7FFFFFFF:
             raise OverflowError("too many records for one batch")
         if self.count == 0:
             self.base_ts = self.max_ts = ts
+        # Buffer exports need holding only for non-bytes inputs; skip the list otherwise.
+        if headers or (tv is not bytes and value is not None) or (tk is not bytes and key is not None):
+            holders = []
         get_blob(key, &k, holders)
         get_blob(value, &v, holders)
-        hsize = headers_size(headers, holders)
+        if headers:
+            hsize = headers_size(headers, holders)
         body = body_size(kc_wrap_sub(ts, self.base_ts), self.count, &k, &v, hsize)
         size = kc_sizeof_varint(body) + body
         if self.max_bytes >= 0 and self.count and self.len + size > self.max_bytes:
@@ -316,7 +322,10 @@ cdef class RecordBatchBuilder:
             raise OverflowError("record batch larger than 2 GiB")
         self.reserve(size)
         p = write_record_start(self.buf + self.len, body, kc_wrap_sub(ts, self.base_ts), self.count, &k, &v)
-        write_headers(p, headers, holders)
+        if headers:
+            write_headers(p, headers, holders)
+        else:
+            p[0] = 0
         self.len += size
         if ts > self.max_ts:
             self.max_ts = ts

@@ -15,6 +15,8 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, u
 
 import numpy as np
 
+cimport cython
+
 from kraft._native._buffer cimport Buffer, Hooks, acquire, get_hooks
 from kraft._native._layout cimport *
 from kraft._native._prims cimport *
@@ -22,6 +24,8 @@ from kraft._native._prims cimport *
 cdef Hooks H = get_hooks()
 
 
+@cython.freelist(256)
+@cython.no_gc  # members are ints, bytes, None and tuples of (str, bytes): no cycles possible
 cdef class Record:
     """One decoded record; ``headers`` is a tuple of ``(str, bytes | None)`` pairs."""
     cdef readonly int64_t offset

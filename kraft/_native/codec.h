@@ -59,6 +59,10 @@ static inline int kc_write_varint(uint8_t *p, int64_t v) { return kc_write_uvari
  * Returns bytes consumed, 0 if truncated, too long or out of range. */
 static inline int kc_read_uvarint(const uint8_t *p, const uint8_t *end, uint64_t *out,
                                   int maxbytes, int maxbits) {
+    if (p < end && !(p[0] & 0x80)) { /* one byte: most lengths and deltas in a record */
+        *out = p[0];
+        return 1;
+    }
     uint64_t v = 0;
     int shift = 0;
     for (int i = 0; i < maxbytes; i++) {
