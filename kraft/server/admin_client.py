@@ -77,28 +77,33 @@ class QuorumClient:
                                  list(p.observers), dict(self.nodes), p.error_code)
 
     async def describe(self, deadline_s: float = 10.0) -> QuorumDescription:
-        """Ask around until the leader answers; raises KraftError at the deadline."""
+        """Ask every known node at once and return the leader's answer; raises KraftError at
+        the deadline. Concurrent so that a dead node's connect backoff delays nobody."""
         end = time.monotonic() + deadline_s
         last: Exception | None = None
         while time.monotonic() < end:
-            for addr in self._candidates():
-                try:
-                    d = await self.describe_at(addr)
-                except NetworkError as exc:
-                    last = exc
-                    continue
-                if d.error_code == 0:
-                    return d
-                last = KraftError(f"{addr[0]}:{addr[1]} answered {ErrorCode(d.error_code).name}")
-                if d.leader_id >= 0 and d.leader_id in self.nodes:
-                    try:
-                        d = await self.describe_at(self.nodes[d.leader_id])
-                        if d.error_code == 0:
-                            return d
-                    except NetworkError as exc:
-                        last = exc
-            await asyncio.sleep(0.05)
+            budget = max(0.05, min(2.0, end - time.monotonic()))
+            tasks = [asyncio.ensure_future(self._describe_quietly(a, budget)) for a in self._candidates()]
+            try:
+                for next_done in asyncio.as_completed(tasks):
+                    d = await next_done
+                    if isinstance(d, Exception):
+                        last = d
+                    elif d.error_code == 0:
+                        return d
+                    else:
+                        last = KraftError(f"answered {ErrorCode(d.error_code).name}")
+            finally:
+                for t in tasks:
+                    t.cancel()
+            await asyncio.sleep(0.02)
         raise KraftError(f"no leader found within {deadline_s:.0f} s: {last}")
+
+    async def _describe_quietly(self, addr, budget_s: float):
+        try:
+            return await asyncio.wait_for(self.describe_at(addr), budget_s)
+        except (NetworkError, asyncio.TimeoutError) as exc:
+            return exc if isinstance(exc, NetworkError) else NetworkError(f"{addr} did not answer in time")
 
     def _candidates(self):
         seen = []

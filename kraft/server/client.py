@@ -47,6 +47,8 @@ class NodeClient:
         self._failures = 0
         self._next_attempt = 0.0
         self._closed = False
+        self._out: list[bytes] = []
+        self._flush_scheduled = False
 
     @property
     def address(self) -> str:
@@ -59,26 +61,48 @@ class NodeClient:
     async def request(self, message: Request, version: int, timeout_ms: int | None = None):
         """Send ``message`` at ``version`` and return the decoded response body."""
         timeout = self.request_timeout if timeout_ms is None else timeout_ms / 1000
+        loop = asyncio.get_running_loop()
         deadline = time.monotonic() + timeout
         async with self._slots:
-            await self._ensure_connected(deadline)
+            if self._writer is None:
+                await self._ensure_connected(deadline)
             cid = next(self._ids) & 0x7FFFFFFF
             frame = encode_request(message, version, cid, self.client_id)
-            fut = asyncio.get_running_loop().create_future()
+            fut = loop.create_future()
             self._waiting[cid] = (fut, type(message).API_KEY, version)
+            self._queue_write(frame)
+            # A timer callback rather than wait_for: no task per request on the hot path.
+            timer = loop.call_later(max(0.0, deadline - time.monotonic()), self._timed_out, cid, message, timeout)
             try:
-                self._writer.write(frame)
-            except (ConnectionError, OSError) as exc:
-                self._waiting.pop(cid, None)
-                self._disconnect(NetworkError(f"write to {self.address} failed: {exc}"))
-                raise NetworkError(f"write to {self.address} failed: {exc}") from exc
-            try:
-                return await asyncio.wait_for(fut, max(0.0, deadline - time.monotonic()))
-            except asyncio.TimeoutError:
-                self._waiting.pop(cid, None)
-                self._disconnect(RequestTimeoutError(f"request to {self.address} timed out"))
-                raise RequestTimeoutError(
-                    f"{type(message).__name__} to {self.address} timed out after {timeout * 1000:.0f} ms") from None
+                return await fut
+            finally:
+                timer.cancel()
+
+    def _timed_out(self, cid: int, message, timeout: float) -> None:
+        entry = self._waiting.pop(cid, None)
+        if entry is None or entry[0].done():
+            return
+        entry[0].set_exception(RequestTimeoutError(
+            f"{type(message).__name__} to {self.address} timed out after {timeout * 1000:.0f} ms"))
+        # Kafka closes the connection on a timeout: a late answer can then never be mistaken.
+        self._disconnect(RequestTimeoutError(f"request to {self.address} timed out"))
+
+    def _queue_write(self, frame: bytes) -> None:
+        """Coalesce the frames of one loop iteration into a single socket write."""
+        self._out.append(frame)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush_writes)
+
+    def _flush_writes(self) -> None:
+        self._flush_scheduled = False
+        out, self._out = self._out, []
+        if not out or self._writer is None:
+            return
+        try:
+            self._writer.write(out[0] if len(out) == 1 else b"".join(out))
+        except (ConnectionError, OSError) as exc:
+            self._disconnect(NetworkError(f"write to {self.address} failed: {exc}"))
 
     async def _ensure_connected(self, deadline: float) -> None:
         if self._closed:
@@ -152,6 +176,7 @@ class NodeClient:
         fut.set_result(body)
 
     def _disconnect(self, error: Exception) -> None:
+        self._out = []
         writer, self._writer, self._reader = self._writer, None, None
         if writer is not None:
             writer.close()

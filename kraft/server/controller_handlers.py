@@ -17,6 +17,7 @@ or may not commit later, as in Kafka.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 from kraft.errors import CorruptRecordError, ErrorCode, InvalidRequestError, KraftError, NotLeaderError
@@ -79,10 +80,8 @@ class ControllerHandlers:
         except InvalidRequestError as exc:
             return raft_wire.response_to_wire(_ERROR_RESPONSES[type(wire)](exc.code), version, self.endpoints)
         fut = self.driver.inbound_request(_RAFT_SOURCE[type(req)](req), req)
-        return self._convert(fut, version)
-
-    async def _convert(self, fut, version: int):
-        return raft_wire.response_to_wire(await fut, version, self.endpoints)
+        endpoints = self.endpoints
+        return _then(fut, lambda resp: raft_wire.response_to_wire(resp, version, endpoints))
 
     def _describe(self, wire, version: int):
         topics = wire.topics
@@ -91,21 +90,21 @@ class ControllerHandlers:
             resp = rm.DescribeQuorumResponse(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1)
             return raft_wire.describe_quorum_to_wire(resp, version, self.endpoints, self.listener_name)
         fut = self.driver.inbound_request(-1, rm.DescribeQuorumRequest())
-        return self._convert_describe(fut, version)
-
-    async def _convert_describe(self, fut, version: int):
-        return raft_wire.describe_quorum_to_wire(await fut, version, self.endpoints, self.listener_name)
+        return _then(fut, lambda r: raft_wire.describe_quorum_to_wire(r, version, self.endpoints, self.listener_name))
 
     # --- Produce: the external writer ---------------------------------------------------------
     def _produce_response(self, version: int, code: int, base_offset: int = -1, message: str | None = None):
         P = ProduceResponse
-        core = self.driver.core
         part = P.Topic.Partition(index=0, error_code=int(code), base_offset=base_offset, error_message=message)
         if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and version >= 10:
+            core = self.driver.core
             part.current_leader = P.LeaderIdAndEpoch(leader_id=core.leader_id, leader_epoch=core.epoch)
         return P(responses=[P.Topic(name=raft_wire.TOPIC, partition_responses=[part])],
-                 node_endpoints=[P.NodeEndpoint(node_id=i, host=h, port=p) for i, h, p in self.endpoints]
-                 if version >= 10 else [])
+                 node_endpoints=self._produce_endpoints if version >= 10 else [])
+
+    @functools.cached_property
+    def _produce_endpoints(self):
+        return [ProduceResponse.NodeEndpoint(node_id=i, host=h, port=p) for i, h, p in self.endpoints]
 
     def _produce(self, wire: ProduceRequest, version: int):
         topics = wire.topic_data
@@ -135,11 +134,51 @@ class ControllerHandlers:
             return None
         return self._await_commit(committed, last - len(values) + 1, version, wire.timeout_ms)
 
-    async def _await_commit(self, committed, base_offset: int, version: int, timeout_ms: int):
+    def _await_commit(self, committed, base_offset: int, version: int, timeout_ms: int):
+        """A future of the Produce response: success once committed, REQUEST_TIMED_OUT after
+        ``timeout_ms``, NOT_LEADER_OR_FOLLOWER if leadership is lost first. Callbacks, not a
+        task per request: this is the writer's hot path."""
+        loop = asyncio.get_running_loop()
+        out = loop.create_future()
+
+        def timed_out():
+            if not out.done():
+                out.set_result(self._produce_response(version, ErrorCode.REQUEST_TIMED_OUT, base_offset))
+
+        timer = loop.call_later(max(timeout_ms, 1) / 1000, timed_out)
+
+        def done(f):
+            timer.cancel()
+            if out.done():
+                return
+            if f.cancelled() or f.exception() is not None:
+                code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            else:
+                code = ErrorCode.NONE
+            out.set_result(self._produce_response(version, code, base_offset))
+
+        committed.add_done_callback(done)
+        return out
+
+
+def _then(fut, fn):
+    """A future of ``fn(fut.result())``, chained with a callback instead of a task."""
+    out = fut.get_loop().create_future()
+
+    def done(f):
+        if out.done():
+            return
+        if f.cancelled():
+            out.cancel()
+            return
+        exc = f.exception()
+        if exc is not None:
+            out.set_exception(exc)
+            return
         try:
-            await asyncio.wait_for(asyncio.shield(committed), max(timeout_ms, 1) / 1000)
-        except asyncio.TimeoutError:
-            return self._produce_response(version, ErrorCode.REQUEST_TIMED_OUT, base_offset)
-        except NotLeaderError:
-            return self._produce_response(version, ErrorCode.NOT_LEADER_OR_FOLLOWER, base_offset)
-        return self._produce_response(version, ErrorCode.NONE, base_offset)
+            out.set_result(fn(f.result()))
+        except Exception as e:  # becomes an error response in network.py
+            out.set_exception(e)
+
+    fut.add_done_callback(done)
+    return out

@@ -110,6 +110,8 @@ class _Connection:
                 return False
         if result is None:
             return True
+        if asyncio.iscoroutine(result):
+            result = asyncio.ensure_future(result)
         await self.pending.put((header, result))
         return True
 
@@ -124,35 +126,52 @@ class _Connection:
             return False
         return resp
 
+    def _ready(self):
+        """The next pending item if its response is already known (for write coalescing)."""
+        q = self.pending._queue  # peeking; asyncio.Queue has no public peek
+        if not q:
+            return None
+        item = q[0]
+        if item is None or (not isinstance(item[1], Response) and not item[1].done()):
+            return None
+        return self.pending.get_nowait()
+
     async def _write_responses(self) -> None:
         while True:
             item = await self.pending.get()
-            if item is None:
+            if item is None:  # the reader finished
                 return
-            header, result = item
-            try:
-                response = await result if not isinstance(result, Response) else result
-            except asyncio.CancelledError:
-                if self.closed:
+            frames = []
+            while item is not None:
+                header, result = item
+                try:
+                    response = result if isinstance(result, Response) else await result
+                except asyncio.CancelledError:
+                    if self.closed:
+                        return
+                    raise
+                except Exception as exc:
+                    response = self._handler_failed(header, exc)
+                    if response is False:
+                        return
+                if response is not None and not self.closed:
+                    try:
+                        frames.append(encode_response(header, header.api_key, header.api_version, response))
+                    except Exception:
+                        log.exception("cannot encode response to api_key=%s for %s", header.api_key, self.peer)
+                        self._close()
+                        return
+                # Responses that are already known go out in the same write: one syscall for
+                # the many produce answers a single commit completes.
+                item = self._ready()
+            if frames and not self.closed:
+                try:
+                    self.writer.write(frames[0] if len(frames) == 1 else b"".join(frames))
+                    if self.writer.transport.get_write_buffer_size() > 1 << 20:
+                        await self.writer.drain()
+                except (ConnectionError, OSError):
+                    self._close()
                     return
-                raise
-            except Exception as exc:
-                response = self._handler_failed(header, exc)
-                if response is False:
-                    return
-            if response is None or self.closed:
-                continue
-            try:
-                self.writer.write(encode_response(header, header.api_key, header.api_version, response))
-                if self.writer.transport.get_write_buffer_size() > 1 << 20:
-                    await self.writer.drain()
-            except (ConnectionError, OSError):
-                self._close()
-                return
-            except Exception:
-                log.exception("cannot encode response to api_key=%s for %s", header.api_key, self.peer)
-                self._close()
-                return
 
     def _reject(self, why: str) -> None:
         self.server.rejected_total += 1
