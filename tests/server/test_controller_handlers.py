@@ -169,6 +169,26 @@ def test_produce_of_several_batches_is_one_atomic_group():
     leader_test(body)
 
 
+def test_produce_not_committed_in_time_is_request_timed_out_with_its_base_offset():
+    async def body(node):
+        node.log.request_flush = lambda: None  # the disk stalls: nothing commits any more
+        start = node.log.end_offset()
+        part = _partition(await node.call(produce(values(2), timeout_ms=30), 11))[1]
+        assert (part.error_code, part.base_offset) == (ErrorCode.REQUEST_TIMED_OUT, start)
+        assert node.log.end_offset() == start + 2  # written, fate unknown: a timeout is indeterminate
+    leader_test(body)
+
+
+def test_produce_pending_when_leadership_ends_is_not_leader_or_follower():
+    async def body(node):
+        node.log.request_flush = lambda: None
+        pending = asyncio.ensure_future(node.call(produce(values(1), timeout_ms=10_000), 11))
+        await settle(lambda: len(node.driver.commits) == 1)
+        await node.driver.close()  # fails every commit waiter with NotLeaderError
+        assert _partition(await pending)[1].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    leader_test(body)
+
+
 @pytest.mark.parametrize("acks", [2, -2, 5])
 def test_produce_with_invalid_acks_is_rejected(acks):
     async def body(node):
