@@ -45,22 +45,26 @@ def _unescape(s: str) -> str:
 def parse_properties(text: str) -> dict[str, str]:
     """Java Properties.load semantics for the subset operators use."""
     props: dict[str, str] = {}
-    logical, pending = [], ""
-    for raw in text.splitlines():
-        line = raw.lstrip() if not pending else raw.lstrip()
-        if not pending and (not line or line[0] in "#!"):
+    logical, pending, continuing = [], "", False
+    # Java ends lines only at \n, \r and \r\n (str.splitlines also splits at \x0b, \u2028, ...).
+    for raw in re.split(r"\r\n|\r|\n", text):
+        line = raw.lstrip(" \t\f")
+        if not continuing and (not line or line[0] in "#!"):
             continue
         # An odd number of trailing backslashes continues the line.
         trailing = len(line) - len(line.rstrip("\\"))
         if trailing % 2 == 1:
             pending += line[:-1]
+            continuing = True
             continue
         logical.append(pending + line)
-        pending = ""
-    if pending:
+        pending, continuing = "", False
+    if continuing:
         logical.append(pending)
     for line in logical:
-        m = re.match(r"((?:\\.|[^=:\s\\])*)\s*[=:\s]?\s*(.*)$", line)
+        if not line:
+            continue
+        m = re.match(r"((?:\\.|[^=:\s\\])*)\s*[=:\s]?\s*(.*)$", line, re.S)
         key, value = _unescape(m.group(1)), _unescape(m.group(2))
         props[key] = value
     return props
@@ -125,7 +129,7 @@ def parse_voters(key: str, value: str) -> tuple[VoterAddress, ...]:
         if not sep:
             raise ConfigError(f"{key}: expected id@host:port, got {item!r}")
         host, port = _host_port(key, addr)
-        voters.append(VoterAddress(_int(key, ident, 0), host, port))
+        voters.append(VoterAddress(_int(key, ident, 0, INT32_MAX), host, port))
     ids = [v.node_id for v in voters]
     if len(set(ids)) != len(ids):
         raise ConfigError(f"{key}: duplicate voter id in {value!r}")
@@ -144,6 +148,9 @@ def parse_listeners(key: str, value: str) -> tuple[Endpoint, ...]:
     names = [e.name for e in out]
     if len(set(names)) != len(names):
         raise ConfigError(f"{key}: each listener name may appear once ({value!r})")
+    ports = [e.port for e in out if e.port != 0]
+    if len(set(ports)) != len(ports):
+        raise ConfigError(f"{key}: each listener must have a different port ({value!r})")
     return tuple(out)
 
 
@@ -151,6 +158,14 @@ def parse_listeners(key: str, value: str) -> tuple[Endpoint, ...]:
 
 # key: (default, min) for integer settings; defaults are Kafka's (QuorumConfig, KRaftConfigs,
 # ServerConfigs, ReplicationConfigs).
+INT32_MAX = (1 << 31) - 1
+INT64_MAX = (1 << 63) - 1
+#: Settings Kafka types as LONG; every other integer setting is an INT (int32).
+LONG_SETTINGS = frozenset({
+    "metadata.log.segment.ms", "metadata.log.max.record.bytes.between.snapshots",
+    "metadata.log.max.snapshot.interval.ms", "metadata.max.retention.bytes", "metadata.max.retention.ms",
+    "replica.lag.time.max.ms",
+})
 INT_SETTINGS: dict[str, tuple[int, int]] = {
     "controller.quorum.election.timeout.ms": (1000, 1),
     "controller.quorum.fetch.timeout.ms": (2000, 1),
@@ -245,14 +260,17 @@ class NodeConfig:
     def from_properties(cls, props: dict[str, str]) -> "NodeConfig":
         values: dict = {}
         for key, (default, lo) in INT_SETTINGS.items():
-            values[key] = _int(key, props[key], lo) if key in props else default
+            hi = INT64_MAX if key in LONG_SETTINGS else INT32_MAX
+            if key == "kraft.metrics.port":
+                hi = 65535
+            values[key] = _int(key, props[key], lo, hi) if key in props else default
         for key, default in STR_SETTINGS.items():
             values[key] = props.get(key, default).strip()
         unknown = tuple(sorted(k for k in props if k not in values))
 
         if not values["node.id"]:
             raise ConfigError("node.id: required in KRaft mode")
-        node_id = _int("node.id", values["node.id"], 0)
+        node_id = _int("node.id", values["node.id"], 0, INT32_MAX)
         roles = frozenset(r.strip() for r in values["process.roles"].split(",") if r.strip())
         if not roles:
             raise ConfigError("process.roles: required (broker, controller, or broker,controller)")
@@ -270,8 +288,9 @@ class NodeConfig:
         if not ctrl_names:
             raise ConfigError("controller.listener.names: required in KRaft mode")
         names = {e.name for e in listeners}
-        if "controller" in roles and ctrl_names[0] not in names:
-            raise ConfigError(f"controller.listener.names: {ctrl_names[0]} must appear in listeners "
+        missing = [n for n in ctrl_names if n not in names]
+        if "controller" in roles and missing:
+            raise ConfigError(f"controller.listener.names: {', '.join(missing)} must appear in listeners "
                               f"when process.roles contains controller")
         if "controller" not in roles and set(ctrl_names) & names:
             raise ConfigError("listeners: a broker-only node must not listen on the controller listener")
@@ -285,6 +304,8 @@ class NodeConfig:
         if values["broker.heartbeat.interval.ms"] >= values["broker.session.timeout.ms"]:
             raise ConfigError("broker.heartbeat.interval.ms: must be below broker.session.timeout.ms")
         log_dirs = tuple(d.strip() for d in (values["log.dirs"] or values["log.dir"]).split(",") if d.strip())
+        if not log_dirs:
+            raise ConfigError("log.dirs: no log directory given (set log.dirs or log.dir)")
         metadata_dir = values["metadata.log.dir"] or log_dirs[0]
         return cls(node_id, roles, voters, bootstrap, listeners, advertised, ctrl_names, metadata_dir,
                    log_dirs, values, unknown)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import sys
 import uuid
 
@@ -28,10 +29,10 @@ def random_uuid() -> str:
 
 
 def _valid_cluster_id(text: str) -> bool:
-    try:
-        return len(base64.urlsafe_b64decode(text + "==")) == 16 and len(text) == 22
-    except ValueError:
+    """Kafka's Uuid.fromString: 22 characters of the URL-safe base64 alphabet, 16 bytes."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]{22}", text or ""):
         return False
+    return len(base64.urlsafe_b64decode(text + "==")) == 16
 
 
 def format_storage(cfg: NodeConfig, cluster_id: str, *, ignore_formatted: bool = False) -> list[str]:
@@ -39,22 +40,23 @@ def format_storage(cfg: NodeConfig, cluster_id: str, *, ignore_formatted: bool =
     if not _valid_cluster_id(cluster_id):
         raise KraftError(f"cluster id {cluster_id!r} is not a Kafka uuid (use `kraft storage random-uuid`)")
     dirs = list(dict.fromkeys([cfg.metadata_log_dir, *cfg.log_dirs]))
-    written = []
+    # Check every directory before writing any, so a refusal leaves nothing half-formatted.
+    todo = []
     for d in dirs:
         path = os.path.join(d, META_PROPERTIES_FILE)
         existing = MetaProperties.read(path) if os.path.exists(path) else None
-        if existing is not None:
-            same = existing.cluster_id == cluster_id and existing.node_id == cfg.node_id
-            if not ignore_formatted:
-                raise KraftError(f"log directory {d} is already formatted (use --ignore-formatted to skip it)")
-            if not same:
-                raise KraftError(f"log directory {d} is formatted for cluster {existing.cluster_id}, "
-                                 f"node {existing.node_id}")
+        if existing is None:
+            todo.append((d, path))
             continue
+        if not ignore_formatted:
+            raise KraftError(f"log directory {d} is already formatted (use --ignore-formatted to skip it)")
+        if existing.cluster_id != cluster_id or existing.node_id != cfg.node_id:
+            raise KraftError(f"log directory {d} is formatted for cluster {existing.cluster_id}, "
+                             f"node {existing.node_id}")
+    for d, path in todo:
         os.makedirs(d, exist_ok=True)
         MetaProperties(cluster_id, cfg.node_id, random_uuid()).write(path)
-        written.append(d)
-    return written
+    return [d for d, _ in todo]
 
 
 def _random_uuid_cmd(args) -> int:

@@ -59,7 +59,9 @@ class Histogram:
         """Upper bound of the bucket holding quantile ``q`` (nan when empty)."""
         if not self.count:
             return math.nan
-        rank, seen = q * self.count, 0
+        # The rank-th observation (1-based); the epsilon keeps 0.07 * 100 from becoming 8.
+        rank = max(1, math.ceil(q * self.count - 1e-9))
+        seen = 0
         for i, c in enumerate(self.counts):
             seen += c
             if seen >= rank:

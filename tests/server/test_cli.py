@@ -122,9 +122,6 @@ def test_a_directory_formatted_for_another_cluster_or_node_is_refused_even_with_
     assert _meta(tmp_path, "d1") == before
 
 
-@pytest.mark.xfail(strict=True, reason="bug: format_storage writes directories one by one and fails at the first "
-                   "one formatted for another cluster, leaving the earlier ones formatted (here the metadata dir and "
-                   "d1); Kafka's formatter checks every directory before writing any")
 def test_a_refused_format_writes_nothing(tmp_path, capsys):
     other = _config(tmp_path, log_dirs=("d2",), metadata_dir=None)
     assert _kraft("storage", "format", "-t", OTHER, "-c", other, capsys=capsys)[0] == 0
@@ -142,9 +139,6 @@ def test_format_rejects_a_bad_cluster_id(tmp_path, capsys, cluster_id):
     assert not any(_meta(tmp_path, d) for d in ("meta", "d1", "d2"))
 
 
-@pytest.mark.xfail(strict=True, reason="bug: _valid_cluster_id decodes with base64.urlsafe_b64decode, which also "
-                   "accepts the standard alphabet's '+' and '/', so 'MkU3OEVBNTcwNTJENDM2+/' is taken as a cluster id; "
-                   "Kafka's Uuid.fromString (URL-safe decoder) rejects it")
 def test_format_rejects_a_cluster_id_outside_the_url_safe_alphabet(tmp_path, capsys):
     code, _, _ = _kraft("storage", "format", "-t", "MkU3OEVBNTcwNTJENDM2+/", "-c", _config(tmp_path), capsys=capsys)
     assert code == 1

@@ -77,17 +77,11 @@ def test_escapes(text, expected):
     assert parse_properties(text) == expected
 
 
-@pytest.mark.xfail(strict=True, reason="bug: parse_properties splits with str.splitlines(), which also breaks "
-                   "lines at \\x0b \\x0c \\x1c-\\x1e \\x85 \\u2028 \\u2029; Java Properties only ends lines at \\n "
-                   "and \\r, so 'a=x<U+2028>y' must give {'a': 'x<U+2028>y'}, not {'a': 'x', 'y': ''}")
 @pytest.mark.parametrize("sep", ["\x0c", "\x0b", "\x1c", "\x85", "\u2028"], ids=repr)
 def test_only_cr_and_lf_end_a_line(sep):
     assert parse_properties(f"a=x{sep}y\nb=1") == {"a": f"x{sep}y", "b": "1"}
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a line holding only a (continuation) backslash leaves parse_properties' "
-                   "'pending' text empty, which is read as 'no continuation', so the next line is taken for a comment: "
-                   "a backslash line, then '#x=1', gives {} where Java Properties gives {'#x': '1'}")
 def test_a_lone_backslash_line_continues_into_the_next_line():
     assert parse_properties("\\\n#x=1") == {"#x": "1"}
 
@@ -273,18 +267,12 @@ def test_every_integer_setting_rejects_text_and_values_below_its_minimum(key):
         assert NodeConfig.from_properties({**BASE, key: str(lo)}).int(key) == lo  # the minimum itself is fine
 
 
-@pytest.mark.xfail(strict=True, reason="bug: log.dirs (or log.dir) that names no directory, e.g. 'log.dirs=,' "
-                   "or an empty 'log.dir=' without log.dirs, raises IndexError from "
-                   "NodeConfig.from_properties (log_dirs[0]) instead of a ConfigError naming the key")
 @pytest.mark.parametrize("changes", [dict(log_dirs=","), dict(log_dirs=None, log_dir="")], ids=repr)
 def test_log_dirs_naming_no_directory_is_a_config_error(changes):
     with pytest.raises(ConfigError, match="log.dir"):
         cfg(**changes)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: integer settings have no upper bound; Kafka's INT configs (node.id, "
-                   "controller.quorum.*.ms, metadata.log.segment.bytes) reject values above 2147483647. node.id="
-                   "2147483648 is accepted and the node then fails encoding every Raft RPC (EncodeError: 'i' format)")
 @pytest.mark.parametrize("key", ["node.id", "controller.quorum.election.timeout.ms", "metadata.log.segment.bytes"])
 def test_int32_settings_reject_values_above_int32_max(key):
     props = {**BASE, key: "2147483648"}
@@ -294,23 +282,16 @@ def test_int32_settings_reject_values_above_int32_max(key):
         NodeConfig.from_properties(props)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: only the first controller.listener.names entry is checked against "
-                   "listeners; Kafka (validateControllerListenerNamesMustAppearInListenersForKRaftController) "
-                   "requires every name to appear in listeners on a controller")
 def test_every_controller_listener_name_must_be_a_listener_on_a_controller():
     with pytest.raises(ConfigError, match="controller.listener.names"):
         cfg(controller_listener_names="CONTROLLER,CONTROLLER2")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: two listeners on the same port are accepted; Kafka rejects them "
-                   "('Each listener must have a different port'), here the node fails later at bind time")
 def test_two_listeners_on_one_port_are_rejected():
     with pytest.raises(ConfigError, match="listeners"):
         cfg(process_roles="broker,controller", listeners="CONTROLLER://:9093,PLAINTEXT://:9093")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: kraft.metrics.port has no upper bound: 70000 is accepted and "
-                   "MetricsServer.start then fails with OverflowError instead of a ConfigError naming the key")
 def test_metrics_port_must_be_a_port():
     with pytest.raises(ConfigError, match="kraft.metrics.port"):
         cfg(kraft_metrics_port="70000")

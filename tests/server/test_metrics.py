@@ -42,9 +42,6 @@ def test_latency_buckets_are_strictly_increasing():
     assert list(LATENCY_BUCKETS) == sorted(set(LATENCY_BUCKETS))
 
 
-@pytest.mark.xfail(strict=True, reason="bug: Histogram.quantile compares the cumulative count with the float "
-                   "q * count; 0.07 * 100 == 7.000000000000001, so with 7 of 100 observations in the first bucket "
-                   "quantile(0.07) returns the second bucket's bound (nearest rank is ceil(q*n) = 7)")
 def test_quantile_is_exact_at_rank_boundaries():
     h = Histogram("h", "help", buckets=(1.0, 2.0))
     for v in [0.5] * 7 + [1.5] * 93:
@@ -52,9 +49,6 @@ def test_quantile_is_exact_at_rank_boundaries():
     assert h.quantile(0.07) == 1.0
 
 
-@pytest.mark.xfail(strict=True, reason="bug: Histogram.quantile(0) returns the first bucket's bound even when that "
-                   "bucket is empty (rank 0 <= 0 cumulative); with a single observation of 2.5 and buckets (1,2,3) "
-                   "it returns 1 instead of 3")
 def test_quantile_zero_is_the_bucket_of_the_smallest_observation():
     h = Histogram("h", "help", buckets=(1.0, 2.0, 3.0))
     h.observe(2.5)
