@@ -115,6 +115,13 @@ class NodeClient:
             await asyncio.wait_for(asyncio.shield(self._connecting), max(0.0, deadline - time.monotonic()))
         except asyncio.TimeoutError:
             raise RequestTimeoutError(f"could not connect to {self.address} in time") from None
+        except asyncio.CancelledError:
+            # close() cancelled the connection attempt: that is a NetworkError for the caller,
+            # unless the caller's own task is being cancelled.
+            task = asyncio.current_task()
+            if self._closed and not (task is not None and getattr(task, "cancelling", lambda: 0)()):
+                raise NetworkError(f"client for {self.address} closed while connecting") from None
+            raise
         if self._writer is None:
             raise NetworkError(f"cannot connect to {self.address}")
 
@@ -128,8 +135,10 @@ class NodeClient:
                     asyncio.open_connection(self.host, self.port, limit=1 << 20), self.connect_timeout)
             except (OSError, asyncio.TimeoutError) as exc:
                 self._failures += 1
-                backoff = min(self.retry_backoff_max, self.retry_backoff * (2 ** min(self._failures - 1, 20)))
-                self._next_attempt = time.monotonic() + backoff * self._rng.uniform(0.8, 1.2)
+                # Jitter first, then the cap, as Kafka's ExponentialBackoff does.
+                backoff = min(self.retry_backoff_max,
+                              self.retry_backoff * (2 ** min(self._failures - 1, 20)) * self._rng.uniform(0.8, 1.2))
+                self._next_attempt = time.monotonic() + backoff
                 log.debug("connect to %s failed (%s); next attempt in %.0f ms", self.address, exc, backoff * 1000)
                 return
             sock = writer.get_extra_info("socket")

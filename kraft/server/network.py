@@ -56,20 +56,29 @@ class _Connection:
         self.writer = writer
         peer = writer.get_extra_info("peername") or ("?", 0)
         self.peer = f"{peer[0]}:{peer[1]}"
-        self.pending: asyncio.Queue = asyncio.Queue(maxsize=server.max_in_flight)
+        # Requests read but not yet answered; the reader stops reading when all are taken.
+        self.slots = asyncio.Semaphore(server.max_in_flight)
+        self.pending: asyncio.Queue = asyncio.Queue()
         self.closed = False
+        self.writer_task: asyncio.Task | None = None
 
     async def run(self) -> None:
         sock = self.writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        writer_task = asyncio.ensure_future(self._write_responses())
+        self.writer_task = asyncio.ensure_future(self._write_responses())
         try:
             await self._read_requests()
+        except asyncio.CancelledError:
+            self._close()  # server shutdown: pending answers are dropped, the writer stops
+            raise
         finally:
-            await self.pending.put(None)  # tells the writer to finish
+            self.pending.put_nowait(None)  # tells the writer to finish
             try:
-                await writer_task
+                await self.writer_task
+            except asyncio.CancelledError:
+                if not self.closed:
+                    raise
             finally:
                 self._close()
 
@@ -101,6 +110,9 @@ class _Connection:
             self._reject(f"{type(exc).__name__} ({what}): {exc}")
             return False
         srv.requests_total += 1
+        await self.slots.acquire()  # back-pressure: at most max_in_flight unanswered requests
+        if self.closed:
+            return False
         ctx = RequestContext(header, srv.listener_name, self.peer, time.monotonic_ns())
         try:
             result = srv.handler.handle(ctx, request)
@@ -109,10 +121,11 @@ class _Connection:
             if result is False:
                 return False
         if result is None:
+            self.slots.release()
             return True
         if asyncio.iscoroutine(result):
             result = asyncio.ensure_future(result)
-        await self.pending.put((header, result))
+        self.pending.put_nowait((header, result))
         return True
 
     def _handler_failed(self, header: RequestHeader, exc: Exception):
@@ -154,6 +167,7 @@ class _Connection:
                     response = self._handler_failed(header, exc)
                     if response is False:
                         return
+                self.slots.release()
                 if response is not None and not self.closed:
                     try:
                         frames.append(encode_response(header, header.api_key, header.api_version, response))
@@ -182,11 +196,16 @@ class _Connection:
         if not self.closed:
             self.closed = True
             self.writer.close()
-        # Unblock a reader waiting on a full queue.
+        # Pending answers will never be written: cancel what they wait for, and the writer,
+        # which may be parked on one of them (a long-poll Fetch, an uncommitted Produce).
         while not self.pending.empty():
             item = self.pending.get_nowait()
             if item is not None and not isinstance(item[1], Response) and hasattr(item[1], "cancel"):
                 item[1].cancel()
+        task = self.writer_task
+        if task is not None and not task.done() and task is not asyncio.current_task():
+            task.cancel()
+        self.slots.release()  # unblock a reader waiting for a slot; it sees closed and stops
 
 
 class KafkaServer:

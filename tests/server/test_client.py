@@ -199,8 +199,6 @@ def test_connect_backoff_applies_the_injected_jitter(monkeypatch):
     assert backoffs == [0.008, 0.016, 0.032]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: jitter is applied after the cap, so the connect backoff reaches "
-                   "1.2 x retry_backoff_max_ms (Kafka's ExponentialBackoff clamps the jittered value to the max)")
 def test_connect_backoff_never_exceeds_the_maximum(monkeypatch):
     backoffs, _ = _backoffs(monkeypatch, factor=1.2, attempts=6)
     assert max(backoffs) <= 0.08
@@ -250,9 +248,6 @@ def test_close_fails_pending_requests_with_network_error_and_refuses_new_ones():
     run(main())
 
 
-@pytest.mark.xfail(strict=True, reason="bug: close() while a request waits for a connection (backoff sleep or "
-                   "connect in progress) cancels the shared _connecting task, and the shielded wait in "
-                   "_ensure_connected re-raises asyncio.CancelledError to the caller instead of a NetworkError")
 def test_close_during_a_pending_connect_fails_the_request_with_network_error():
     async def main():
         c = NodeClient("127.0.0.1", _free_port(), retry_backoff_ms=3000, retry_backoff_max_ms=3000)

@@ -133,9 +133,6 @@ def test_reader_pauses_when_the_connection_has_too_many_requests_in_flight():
     assert answers == list(range(1, 13))  # and nothing was lost once the handlers completed
 
 
-@pytest.mark.xfail(strict=True, reason="bug: KafkaServer handles max_in_flight + 2 requests per connection before "
-                   "pausing: the writer dequeues the request it awaits (freeing a queue slot) and _dispatch calls "
-                   "the handler before the blocking pending.put, so max_in_flight=2 lets 4 handlers run at once")
 def test_at_most_max_in_flight_requests_are_handled_concurrently():
     handled, _ = _in_flight_probe(max_in_flight=2, sent=12)
     assert handled <= 2
@@ -361,10 +358,6 @@ def test_close_with_idle_connections_closes_them():
     run(main())
 
 
-@pytest.mark.xfail(strict=True, reason="bug: KafkaServer.close() never returns while a handler's awaitable is "
-                   "pending: the cancelled connection task waits in _Connection.run's finally for the writer task, "
-                   "which awaits the handler result forever (node shutdown closes the server before the driver "
-                   "that would cancel those futures, so a parked Produce/Fetch delays or hangs shutdown)")
 def test_close_returns_while_a_handler_is_still_pending():
     async def main():
         server, toy = await _serve()
