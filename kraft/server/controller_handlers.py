@@ -20,8 +20,10 @@ import asyncio
 import functools
 import logging
 
-from kraft.errors import CorruptRecordError, ErrorCode, InvalidRequestError, KraftError, NotLeaderError
-from kraft.protocol import (ApiVersionsRequest, BeginQuorumEpochRequest, DescribeQuorumRequest,
+from kraft.errors import (CorruptRecordError, ErrorCode, InvalidRecordError, InvalidRequestError, KraftError,
+                          NotLeaderError)
+from kraft.protocol import (METADATA_TOPIC_ID, ApiVersionsRequest, BeginQuorumEpochRequest, DescribeQuorumRequest,
+                            DescribeQuorumResponse,
                             EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest, ProduceRequest,
                             ProduceResponse, VoteRequest, api_versions_response,
                             unsupported_api_versions_response)
@@ -87,19 +89,34 @@ class ControllerHandlers:
         topics = wire.topics
         if (len(topics) != 1 or topics[0].topic_name != raft_wire.TOPIC or len(topics[0].partitions) != 1
                 or topics[0].partitions[0].partition_index != 0):
-            resp = rm.DescribeQuorumResponse(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1)
-            return raft_wire.describe_quorum_to_wire(resp, version, self.endpoints, self.listener_name)
+            # Kafka's getPartitionLevelErrorResponse: every requested partition, with the error.
+            W = DescribeQuorumResponse
+            code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            if not any(t.partitions for t in topics):
+                resp = rm.DescribeQuorumResponse(code, -1, -1)
+                return raft_wire.describe_quorum_to_wire(resp, version, self.endpoints, self.listener_name)
+            return W(topics=[W.Topic(topic_name=t.topic_name, partitions=[
+                W.Topic.Partition(partition_index=p.partition_index, error_code=code, leader_id=-1, leader_epoch=-1,
+                                  high_watermark=-1) for p in t.partitions]) for t in topics])
         fut = self.driver.inbound_request(-1, rm.DescribeQuorumRequest())
         return _then(fut, lambda r: raft_wire.describe_quorum_to_wire(r, version, self.endpoints, self.listener_name))
 
     # --- Produce: the external writer ---------------------------------------------------------
-    def _produce_response(self, version: int, code: int, base_offset: int = -1, message: str | None = None):
+    def _produce_response(self, version: int, code: int, base_offset: int = -1, message: str | None = None,
+                          request: ProduceRequest | None = None):
+        """The answer for ``__cluster_metadata``-0, or, with ``request``, an error for every
+        partition it named (Kafka answers each requested partition)."""
         P = ProduceResponse
+        if request is not None and any(t.partition_data for t in request.topic_data):
+            return P(responses=[P.Topic(name=t.name, topic_id=t.topic_id, partition_responses=[
+                P.Topic.Partition(index=p.index, error_code=int(code), base_offset=-1, error_message=message)
+                for p in t.partition_data]) for t in request.topic_data],
+                node_endpoints=self._produce_endpoints if version >= 10 else [])
         part = P.Topic.Partition(index=0, error_code=int(code), base_offset=base_offset, error_message=message)
         if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and version >= 10:
             core = self.driver.core
             part.current_leader = P.LeaderIdAndEpoch(leader_id=core.leader_id, leader_epoch=core.epoch)
-        return P(responses=[P.Topic(name=raft_wire.TOPIC, partition_responses=[part])],
+        return P(responses=[P.Topic(name=raft_wire.TOPIC, topic_id=METADATA_TOPIC_ID, partition_responses=[part])],
                  node_endpoints=self._produce_endpoints if version >= 10 else [])
 
     @functools.cached_property
@@ -108,9 +125,10 @@ class ControllerHandlers:
 
     def _produce(self, wire: ProduceRequest, version: int):
         topics = wire.topic_data
-        if (len(topics) != 1 or topics[0].name != raft_wire.TOPIC or len(topics[0].partition_data) != 1
+        ours = (lambda t: t.topic_id == METADATA_TOPIC_ID) if version >= 13 else (lambda t: t.name == raft_wire.TOPIC)
+        if (len(topics) != 1 or not ours(topics[0]) or len(topics[0].partition_data) != 1
                 or topics[0].partition_data[0].index != 0):
-            return self._produce_response(version, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return self._produce_response(version, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, request=wire)
         data = topics[0].partition_data[0].records
         if wire.acks not in (-1, 0, 1):
             return self._produce_response(version, ErrorCode.INVALID_REQUIRED_ACKS)
@@ -122,6 +140,8 @@ class ControllerHandlers:
                 values.extend(batch.values())
             if not values:
                 raise CorruptRecordError("no complete record batch in the request")
+            if None in values:
+                raise InvalidRecordError("metadata records need a value (null values are not accepted)")
         except KraftError as exc:
             return self._produce_response(version, exc.code, message=str(exc))
         try:

@@ -19,7 +19,7 @@ import itertools
 import logging
 import time
 
-from kraft.errors import ErrorCode, NetworkError, NotLeaderError
+from kraft.errors import ErrorCode, KraftError, NetworkError, NotLeaderError
 from kraft.log.state_files import QuorumStateData
 from kraft.raft import (Append, Commit, ElectionState, Flush, InboundRequest, InboundResponse, LeaderChange,
                         ListenerCursor, LoadSnapshot, PersistElection, Respond, Send)
@@ -200,7 +200,14 @@ class RaftDriver:
             return
         if self.metrics is not None and type(e.request).__name__ == "FetchRequest":
             self.metrics.fetch_latency.observe(time.perf_counter() - started)
-        body = raft_wire.response_from_wire(resp, type(e.request))
+        try:
+            body = raft_wire.response_from_wire(resp, type(e.request))
+        except (IndexError, AttributeError, TypeError, KraftError) as exc:
+            # Decodable but malformed (e.g. no partitions): as good as no answer at all.
+            log.warning("node %d: malformed %s response from node %d: %r", self.core.node_id,
+                        type(e.request).__name__, e.destination, exc)
+            self._step_failed(e.destination, e.correlation_id)
+            return
         self.core.step(InboundResponse(e.destination, e.correlation_id, body), wall_ms())
         self._drain()
 

@@ -1,11 +1,13 @@
 """Translate between the Raft core's message dataclasses and Kafka's wire messages.
 
 KRaft RPCs wrap one partition (``__cluster_metadata``-0) in Topics[Partitions[...]]; here
-that wrapping is added on the way out and checked on the way in (Kafka's RaftUtil
-"singleton" rules: anything but exactly one topic with one partition is INVALID_REQUEST,
-another topic or partition is UNKNOWN_TOPIC_OR_PARTITION). Errors that concern the whole
-request (cluster id, malformed request) go in the top-level error code, the rest at
-partition level, as Kafka does. Pure functions: no I/O, no Raft decisions.
+that wrapping is added on the way out and checked on the way in. As in Kafka's
+KafkaRaftClient, anything but exactly our one topic-partition is a top-level
+INVALID_REQUEST ("until we support multi-raft, we treat individual topic partition
+mismatches as invalid requests"), except FetchSnapshot, which answers
+UNKNOWN_TOPIC_OR_PARTITION at partition level. Errors that concern the whole request (cluster id, malformed
+request) go in the top-level error code, the rest at partition level, as Kafka does. Pure
+functions: no I/O, no Raft decisions.
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ _WHOLE_REQUEST_ERRORS = {ErrorCode.INCONSISTENT_CLUSTER_ID, ErrorCode.INVALID_RE
 
 
 class WrongPartition(InvalidRequestError):
-    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    """A request for a topic-partition other than ours; INVALID_REQUEST except for
+    FetchSnapshot (see the module docstring)."""
+
+    code = ErrorCode.INVALID_REQUEST
 
 
 def _uuid(b: bytes | None) -> uuid.UUID:
@@ -142,7 +147,11 @@ def request_from_wire(wire, version: int):
         return rm.EndQuorumEpochRequest(leader_id=p.leader_id, leader_epoch=p.leader_epoch,
                                         preferred_successors=succ, cluster_id=wire.cluster_id)
     if isinstance(wire, FetchSnapshotRequest):
-        p = _single(wire.topics, lambda t: t.name, lambda t: t.partitions, lambda p: p.partition)
+        try:
+            p = _single(wire.topics, lambda t: t.name, lambda t: t.partitions, lambda p: p.partition)
+        except WrongPartition as exc:
+            exc.code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            raise
         if p.position < 0 or p.snapshot_id.end_offset < 0 or p.snapshot_id.epoch < 0:
             raise InvalidRequestError("negative snapshot id or position")
         return rm.FetchSnapshotRequest(replica_id=wire.replica_id, current_leader_epoch=p.current_leader_epoch,

@@ -222,9 +222,6 @@ def test_produce_anywhere_but_the_metadata_partition_is_unknown_topic_or_partiti
     leader_test(body)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the Produce error response always names __cluster_metadata "
-                   "partition 0 instead of echoing the requested topic/partitions (Kafka answers each requested "
-                   "partition); a client producing to 'other'-3 finds no answer for its partition")
 def test_produce_error_response_names_the_requested_partitions():
     async def body(node):
         resp = await node.call(produce(values(1), topic="other", partition=3), 11)
@@ -270,10 +267,6 @@ def test_produce_larger_than_one_raft_batch_is_refused_without_writing():
     leader_test(body)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a Produce whose batch holds a record with a null value makes "
-                   "RaftCore.propose raise TypeError (accumulator: len(None)); ControllerHandlers lets it escape, "
-                   "and since ProduceResponse has no top-level error_code KafkaServer closes the client's "
-                   "connection instead of answering a partition error (e.g. INVALID_RECORD)")
 def test_produce_of_a_null_record_value_is_answered_with_an_error():
     async def body(node):
         end = node.log.end_offset()
@@ -283,9 +276,6 @@ def test_produce_of_a_null_record_value_is_answered_with_an_error():
     leader_test(body)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: ApiVersions advertises Produce up to v13, but v13 names topics by "
-                   "topic_id only and _produce compares Topic.name (empty at v13) with __cluster_metadata, so every "
-                   "Produce v13 is answered UNKNOWN_TOPIC_OR_PARTITION")
 def test_produce_v13_addresses_the_metadata_topic_by_id():
     async def body(node):
         P = ProduceRequest
@@ -362,9 +352,6 @@ def test_describe_quorum_of_another_partition_is_unknown_topic_or_partition(requ
     leader_test(body)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: DescribeQuorum for another partition answers __cluster_metadata-0 "
-                   "with UNKNOWN_TOPIC_OR_PARTITION; Kafka (DescribeQuorumRequest.getPartitionLevelErrorResponse) "
-                   "echoes every requested topic/partition with that error")
 def test_describe_quorum_error_names_the_requested_partition():
     async def body(node):
         resp = await node.call(describe(topic="other", partitions=(4,)), 2)
@@ -431,10 +418,6 @@ def test_kraft_rpc_with_two_partitions_is_invalid_request(make, version):
     leader_test(body)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a Vote/BeginQuorumEpoch/EndQuorumEpoch/Fetch for another topic or "
-                   "partition is answered UNKNOWN_TOPIC_OR_PARTITION at partition level (raft_wire.WrongPartition); "
-                   "Kafka's KafkaRaftClient answers top-level INVALID_REQUEST ('Until we support multi-raft, we "
-                   "treat topic partition mismatches as invalid requests'); raft_wire's docstring claims otherwise")
 @pytest.mark.parametrize("make,version", [RPCS[k] for k in ("Vote", "BeginQuorumEpoch", "EndQuorumEpoch", "Fetch")],
                          ids=["Vote", "BeginQuorumEpoch", "EndQuorumEpoch", "Fetch"])
 def test_kraft_rpc_for_another_partition_is_invalid_request_as_in_kafka(make, version):

@@ -277,10 +277,6 @@ def test_network_failures_and_unknown_peers_become_request_failed():
     run(main())
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a peer's Fetch response that decodes but has no topics/partitions "
-                   "(FetchResponse(error_code=0, responses=[])) makes raft_wire.response_from_wire raise IndexError "
-                   "inside RaftDriver._roundtrip; the task dies ('exception never retrieved') and the core is told "
-                   "nothing (neither InboundResponse nor RequestFailed), so the follower waits a full request timeout")
 def test_a_malformed_peer_response_is_reported_to_the_core():
     async def main():
         fetch = rm.FetchRequest(replica_id=1, current_leader_epoch=3, fetch_offset=0, last_fetched_epoch=0,

@@ -70,9 +70,17 @@ def test_whole_request_errors_go_top_level_and_others_to_the_partition():
     assert wire.error_code == 0 and wire.responses[0].partitions[0].error_code == ErrorCode.FENCED_LEADER_EPOCH
 
 
-def test_fetch_for_another_partition_is_unknown_topic_or_partition():
+def test_fetch_for_another_partition_is_invalid_request_as_in_kafka():
     wire, version = w.request_to_wire(REQUESTS[0])
     wire.topics[0].partitions[0].partition = 1
+    with pytest.raises(w.WrongPartition) as info:
+        w.request_from_wire(wire, version)
+    assert info.value.code == ErrorCode.INVALID_REQUEST
+
+
+def test_fetch_snapshot_for_another_partition_is_unknown_topic_or_partition():
+    wire, version = w.request_to_wire(REQUESTS[-1])
+    wire.topics[0].name = "other"
     with pytest.raises(w.WrongPartition) as info:
         w.request_from_wire(wire, version)
     assert info.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
