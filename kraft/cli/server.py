@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 
@@ -60,11 +61,22 @@ def _start(args) -> int:
     _configure_logging(cfg.node_id, args.log_level)
     for key in cfg.unknown:
         logging.getLogger("kraft.config").warning("unknown configuration %s ignored", key)
+    profiler = None
+    profile_path = args.profile or os.environ.get("KRAFT_PROFILE", "").replace("{node}", str(cfg.node_id))
+    if profile_path:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
     try:
         return eventloop.run(_serve(cfg))
     except KraftError as exc:
         logging.getLogger("kraft").error("%s", exc)
         return 1
+    finally:
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(profile_path)
 
 
 def register(sub) -> None:
@@ -74,4 +86,6 @@ def register(sub) -> None:
     s.add_argument("config", help="server.properties")
     s.add_argument("--override", action="append", metavar="KEY=VALUE")
     s.add_argument("--log-level", default="INFO")
+    s.add_argument("--profile", metavar="FILE", help="write cProfile stats of the event loop thread at shutdown "
+                   "(or set KRAFT_PROFILE=path-{node}.prof)")
     s.set_defaults(func=_start)

@@ -43,7 +43,9 @@ class RawSnapshotWriter(Protocol):
     def append(self, data: bytes) -> None: ...
 
     def freeze(self) -> None:
-        """Make it durable and visible (rename to ``.checkpoint``); no appends after."""
+        """Make it durable and visible (rename to ``.checkpoint``); no appends after. Bytes
+        that are not whole valid batches from a SnapshotHeader to a SnapshotFooter raise
+        ``CorruptRecordError`` and leave no snapshot behind."""
         ...
 
 
@@ -82,7 +84,8 @@ class ReplicatedLog(Protocol):
         * ``epoch`` is the latest epoch in the log: (end_offset(), epoch);
         * else the first epoch above ``epoch`` starts at S: (S, greatest known epoch <=
           ``epoch``, or ``epoch`` itself when none is known);
-        * ``epoch`` above every known epoch, or -1: (-1, -1);
+        * ``epoch`` above every known epoch, or -1 (Kafka's UNDEFINED): (end_offset(),
+          last_fetched_epoch()), as KafkaMetadataLog answers;
         * if the answer's offset equals the earliest snapshot's end offset and its epoch is
           greater than the snapshot's, the snapshot's epoch is returned instead.
         """

@@ -8,7 +8,7 @@ valid fetches move a replica's progress. No I/O beyond the log port.
 
 from __future__ import annotations
 
-from kraft.errors import ErrorCode
+from kraft.errors import ErrorCode, KraftError
 from kraft.raft.effects import Respond
 from kraft.raft.leader import LeaderState, ParkedFetch
 from kraft.raft.messages import (
@@ -201,7 +201,16 @@ class ReplicationRpcs:
         s.last_fetch_ok_ms = now
         s.fetch_deadline = now + self.config.fetch_timeout_ms
         if w.size_in_bytes() >= r.size:
-            w.freeze()
+            try:
+                w.freeze()  # validates the whole snapshot before making it visible
+            except KraftError:
+                # Corrupt in transit (or the leader's file changed under us): drop it and
+                # start over with a Fetch, which will point us at the snapshot again.
+                abort = getattr(w, "abort", None)
+                if abort is not None:
+                    abort()
+                s.fetching_snapshot = None
+                return False
             s.fetching_snapshot = None
             if not self.log.truncate_to_latest_snapshot():
                 raise AssertionError(f"snapshot {w.snapshot_id} installed but the log was not reset")

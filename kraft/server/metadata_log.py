@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 import os
 
-from kraft.errors import CorruptRecordError
+from kraft.errors import CorruptRecordError, LogCorruptionError
 from kraft.log import LogConfig, SegmentedLog
 from kraft.log import snapshot as snapshots
 from kraft.raft.messages import OffsetAndEpoch
@@ -46,7 +46,10 @@ class _RawSnapshotWriter:
         self._w.write_raw(data)
 
     def freeze(self) -> None:
-        self._w.freeze()  # validates, fdatasyncs, renames, fsyncs the directory
+        try:
+            self._w.freeze()  # validates, fdatasyncs, renames, fsyncs the directory
+        except LogCorruptionError as exc:  # the port promises CorruptRecordError (and no snapshot)
+            raise CorruptRecordError(str(exc)) from exc
         self._owner._snapshot_added(self.snapshot_id)
 
     def abort(self) -> None:
@@ -136,7 +139,10 @@ class MetadataLog:
     def truncate_to(self, offset: int) -> None:
         if offset < self._hw:
             raise RuntimeError(f"truncation to {offset} below the high watermark {self._hw}")
-        if offset < self.log.end_offset:
+        if offset < self.log.start_offset:
+            # Kafka's UnifiedLog.truncateTo below the first segment: truncate fully and start there.
+            self.log.truncate_fully_and_start_at(offset)
+        elif offset < self.log.end_offset:
             self.log.truncate_to(offset)
 
     def update_high_watermark(self, offset: int) -> None:

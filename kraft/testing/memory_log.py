@@ -13,7 +13,7 @@ import bisect
 
 from kraft.errors import CorruptRecordError, InvalidRecordError
 from kraft.raft.messages import OffsetAndEpoch
-from kraft.records import assign_offsets, iter_batches, scan_batches
+from kraft.records import ControlType, assign_offsets, decode_control_key, iter_batches, scan_batches
 
 
 class InMemorySnapshotWriter:
@@ -35,8 +35,22 @@ class InMemorySnapshotWriter:
     def freeze(self) -> None:
         if self._incarnation != self._log.incarnation:
             raise RuntimeError("snapshot writer outlived a crash")
+        _validate_snapshot(bytes(self._data))  # as the on-disk writer does before its rename
         self.frozen = True
         self._log._snapshots[self.snapshot_id] = bytes(self._data)
+
+
+def _validate_snapshot(data: bytes) -> None:
+    """Whole valid batches, a SnapshotHeader first and a SnapshotFooter last, like
+    ``kraft.log.snapshot`` checks a raw snapshot before making it visible."""
+    scan = scan_batches(data)
+    if scan.error is not None or not len(scan):
+        raise CorruptRecordError(f"snapshot rejected: {scan.error or 'no batches'}")
+    batches = list(iter_batches(data))
+    for batch, want in ((batches[0], ControlType.SNAPSHOT_HEADER), (batches[-1], ControlType.SNAPSHOT_FOOTER)):
+        records = list(batch) if batch.is_control else []
+        if len(records) != 1 or decode_control_key(records[0].key) != want:
+            raise CorruptRecordError(f"snapshot rejected: no {want.name} where it belongs")
 
 
 class InMemorySnapshotReader:
@@ -203,6 +217,13 @@ class InMemoryLog:
     def truncate_to(self, offset: int) -> None:
         if offset < self._hw:
             raise RuntimeError(f"truncation to {offset} below the high watermark {self._hw}")
+        if offset < self._start:
+            # Kafka's UnifiedLog.truncateTo below the first segment: truncate fully and start there.
+            self._buf = bytearray()
+            self._bases, self._positions = [], []
+            self._epochs, self._epoch_starts = [], []
+            self._start = self._end = self._flushed = offset
+            return
         self._cut(offset)
 
     def update_high_watermark(self, offset: int) -> None:
@@ -261,7 +282,8 @@ class InMemoryLog:
             del self._bases[:k]
             del self._positions[:k]
             self._positions = [p - cut for p in self._positions]
-        self._start = self._bases[0] if self._bases else self._end
+        # Kafka's maybeIncrementLogStartOffset(snapshot end): the start may fall inside a batch.
+        self._start = snapshot_id.offset
         # Epoch cache truncated from the start: keep the entry covering the new start.
         while len(self._epochs) > 1 and self._epoch_starts[1] <= self._start:
             self._epochs.pop(0)
@@ -277,7 +299,7 @@ class InMemoryLog:
 
     def truncate_to_latest_snapshot(self) -> bool:
         latest = self.latest_snapshot_id()
-        latest_epoch = self.last_fetched_epoch()  # an empty log is "at" its latest snapshot
+        latest_epoch = self._epochs[-1] if self._epochs else 0  # Kafka: log.latestEpoch.getOrElse(0)
         if latest is None or not (latest.epoch > latest_epoch
                                   or (latest.epoch == latest_epoch and latest.offset > self._end)):
             return False

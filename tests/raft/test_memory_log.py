@@ -65,27 +65,52 @@ def test_read_returns_whole_batches_and_at_least_one():
     assert log.read(3, 100) == b""
 
 
+def snapshot_bytes(epoch: int, values=(b"state",)) -> bytes:
+    """A well-formed snapshot: SnapshotHeader, one data batch, SnapshotFooter (offsets from 0)."""
+    from kraft.records import SnapshotFooterRecord, SnapshotHeaderRecord, build_control_record_batch
+
+    return (build_control_record_batch(SnapshotHeaderRecord(0), base_offset=0, partition_leader_epoch=epoch, timestamp=0)
+            + build_batch(list(values), base_offset=1, partition_leader_epoch=epoch, timestamp=0)
+            + build_control_record_batch(SnapshotFooterRecord(), base_offset=1 + len(values),
+                                         partition_leader_epoch=epoch, timestamp=0))
+
+
 def test_snapshot_then_delete_prefix_moves_log_start_and_cuts_epoch_cache():
     log = log_with((1, 2), (2, 2), (2, 2))
     log.flush(6)
     log.update_high_watermark(6)
     w = log.create_snapshot(OffsetAndEpoch(4, 2))
-    w.append(b"snapshot-bytes")
+    w.append(snapshot_bytes(2))
     w.freeze()
     assert log.delete_before_snapshot(OffsetAndEpoch(4, 2))
     assert log.start_offset() == 4 and log.earliest_snapshot_id() == OffsetAndEpoch(4, 2)
     assert log.epoch_cache() == [(2, 4)]
-    assert log.read_snapshot(OffsetAndEpoch(4, 2)).read(0, 100) == b"snapshot-bytes"
+    assert log.read_snapshot(OffsetAndEpoch(4, 2)).read(0, 1 << 20) == snapshot_bytes(2)
+
+
+def test_a_snapshot_without_header_and_footer_is_refused_at_freeze():
+    log = log_with((1, 2))
+    log.flush(2)
+    log.update_high_watermark(2)
+    w = log.create_snapshot(OffsetAndEpoch(2, 1))
+    w.append(b"snapshot-bytes")
+    with pytest.raises(CorruptRecordError):
+        w.freeze()
+    assert log.latest_snapshot_id() is None
 
 
 def test_truncate_to_latest_snapshot_only_when_the_snapshot_is_ahead():
     log = log_with((1, 2))
     log.flush(2)
     w = log.create_snapshot(OffsetAndEpoch(10, 3))
-    w.append(b"s")
+    w.append(snapshot_bytes(3))
     w.freeze()
     assert log.truncate_to_latest_snapshot()
     assert (log.start_offset(), log.end_offset(), log.last_fetched_epoch()) == (10, 10, 3)
+    # Kafka compares with the log's own latest epoch (0 for an empty log): it truncates again,
+    # harmlessly. Once the log holds the snapshot's epoch and ends at or past it, it does not.
+    assert log.truncate_to_latest_snapshot()
+    log.append_as_leader(build_batch([b"x"], timestamp=0), 3)
     assert not log.truncate_to_latest_snapshot()
 
 

@@ -312,11 +312,7 @@ def test_delete_before_snapshot_forgets_older_snapshots(log):
 
 
 @pytest.mark.parametrize("impl", [
-    pytest.param("memory", marks=pytest.mark.xfail(strict=True, reason=(
-        "bug (InMemoryLog): delete_before_snapshot at an offset inside a batch sets start_offset to that batch's "
-        "base offset (5 for snapshot (7, 1) over batches 0-4, 5-9) instead of the snapshot's end offset; "
-        "MetadataLog and Kafka (maybeIncrementLogStartOffset(snapshot.offset)) give 7, and the port documents "
-        "start_offset as the snapshot's end after a prefix delete"))),
+    "memory",
     "disk"])
 def test_delete_before_snapshot_inside_a_batch_starts_the_log_at_the_snapshot(make, impl):
     log = make(impl)
@@ -359,11 +355,7 @@ def test_truncate_to_latest_snapshot_inside_the_log_does_nothing(log):
 
 
 @pytest.mark.parametrize("impl", [
-    pytest.param("memory", marks=pytest.mark.xfail(strict=True, reason=(
-        "disagreement: after truncate_to_latest_snapshot installed snapshot (20, 2) the log is empty; a second "
-        "call returns False on InMemoryLog (it compares with last_fetched_epoch(), which falls back to the "
-        "snapshot's epoch) but True on MetadataLog, which truncates fully again. MetadataLog matches Kafka "
-        "(KafkaMetadataLog.truncateToLatestSnapshot uses log.latestEpoch.getOrElse(0))"))),
+    "memory",
     "disk"])
 def test_truncate_to_latest_snapshot_compares_with_the_logs_own_latest_epoch(make, impl):
     log = make(impl)
@@ -386,10 +378,5 @@ def _freeze_outcome(log):
     return outcome, log.latest_snapshot_id()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "disagreement: freezing raw snapshot bytes without SnapshotHeader/Footer succeeds on InMemoryLog (as in "
-    "Kafka's FileRawSnapshotWriter) but raises LogCorruptionError on MetadataLog (raw SnapshotWriter validates). "
-    "The simulator never exercises that failure, which on the server escapes RaftCore.step from "
-    "_handle_fetch_snapshot_response (a corrupted FetchSnapshot transfer)"))
 def test_freezing_a_malformed_raw_snapshot_behaves_the_same_in_both(make):
     assert _freeze_outcome(make("memory")) == _freeze_outcome(make("disk"))

@@ -132,10 +132,6 @@ def _truncate_below_start_outcome(log):
     return _outcome(lambda: log.truncate_to(10)), log.start_offset(), log.end_offset()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "disagreement: truncate_to(offset) with high watermark <= offset < start_offset (e.g. after "
-    "truncate_to_latest_snapshot, which does not raise the high watermark) is silently ignored by InMemoryLog "
-    "but raises OffsetOutOfRangeError from MetadataLog (SegmentedLog.truncate_to); the port documents neither"))
 def test_truncating_below_the_log_start_behaves_the_same_in_both(tmp_path):
     mem, disk = open_log("memory", tmp_path), open_log("disk", tmp_path)
     try:
