@@ -15,7 +15,7 @@ import tempfile
 import time
 
 from kraft.cli.metadata_quorum import _status
-from kraft.errors import KraftError, NetworkError
+from kraft.errors import KraftError
 from kraft.records import build_batch
 from kraft.server.admin_client import QuorumClient, QuorumWriter
 from kraft.server.local_cluster import LocalCluster
@@ -33,15 +33,9 @@ def _show_status(d) -> None:
 async def _write(writer: QuorumWriter, n: int, tag: str, deadline_s: float = 20.0) -> tuple[int, float]:
     """Write ``n`` records in one batch, following leader changes; (base offset, seconds)."""
     start = time.monotonic()
-    batch = build_batch([f"{tag}-{i}".encode() for i in range(n)])
-    while True:
-        try:
-            return await writer.write(batch, deadline_s=deadline_s), time.monotonic() - start
-        except NetworkError:
-            writer.leader = None  # the leader we knew is unreachable: ask again
-            if time.monotonic() - start > deadline_s:
-                raise
-            await asyncio.sleep(0.02)
+    base = await writer.write_through_failures(build_batch([f"{tag}-{i}".encode() for i in range(n)]),
+                                               deadline_s=deadline_s)
+    return base, time.monotonic() - start
 
 
 async def _scenario(cluster: LocalCluster) -> None:

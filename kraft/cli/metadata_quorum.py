@@ -28,7 +28,7 @@ def _replication(d) -> list[dict]:
     rows = []
     for kind, group in (("Voter", d.voters), ("Observer", d.observers)):
         for r in group:
-            status = "Leader" if r.replica_id == d.leader_id else f"Follower" if kind == "Voter" else "Observer"
+            status = "Leader" if r.replica_id == d.leader_id else "Follower" if kind == "Voter" else "Observer"
             rows.append({"NodeId": r.replica_id, "LogEndOffset": r.log_end_offset,
                          "Lag": max(0, d.high_watermark - r.log_end_offset) if r.log_end_offset >= 0 else -1,
                          "LastFetchTimestamp": r.last_fetch_timestamp,

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 
-from kraft.errors import KraftError, NetworkError
+from kraft.errors import KraftError
 from kraft.records import build_batch
 from kraft.server.admin_client import QuorumClient, QuorumWriter, parse_address
 
@@ -20,17 +19,8 @@ async def produce(bootstrap: str, values: list[bytes], batch_size: int, deadline
     try:
         for i in range(0, len(values), batch_size):
             chunk = values[i:i + batch_size]
-            end = time.monotonic() + deadline_s
-            while True:
-                try:
-                    offsets.append((await writer.write(build_batch(chunk), deadline_s=deadline_s), len(chunk)))
-                    break
-                except NetworkError:
-                    # Connection refused or broken: the leader may be gone; find it again.
-                    writer.leader = None
-                    if time.monotonic() > end:
-                        raise
-                    await asyncio.sleep(0.05)
+            base = await writer.write_through_failures(build_batch(chunk), deadline_s=deadline_s)
+            offsets.append((base, len(chunk)))
     finally:
         await client.close()
     return offsets

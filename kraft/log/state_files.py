@@ -15,6 +15,7 @@ import os
 import time
 from dataclasses import dataclass
 
+from kraft.config import parse_properties  # one Java .properties reader for the whole project
 from kraft.errors import StateFileError
 from kraft.log import files
 
@@ -151,67 +152,6 @@ class QuorumStateFile:
 
 
 # --- meta.properties ------------------------------------------------------------------------
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Java ``Properties.load`` for the subset Kafka writes: comments (``#``/``!``),
-    ``key=value`` / ``key:value`` / ``key value``, backslash escapes and continuations."""
-    props: dict[str, str] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i].lstrip()
-        i += 1
-        if not line or line[0] in "#!":
-            continue
-        while _continued(line) and i < len(lines):
-            line = line[:-1] + lines[i].lstrip()
-            i += 1
-        key, value, j = [], None, 0
-        while j < len(line):
-            c = line[j]
-            if c == "\\" and j + 1 < len(line):
-                key.append(line[j : j + 2])
-                j += 2
-                continue
-            if c in "=: \t\f":
-                rest = line[j:].lstrip(" \t\f")
-                if rest[:1] in ("=", ":") and c in " \t\f":
-                    rest = rest[1:]
-                elif c in "=:":
-                    rest = line[j + 1 :]
-                value = rest.lstrip(" \t\f")
-                break
-            key.append(c)
-            j += 1
-        props[_unescape("".join(key))] = _unescape(value or "")
-    return props
-
-
-def _continued(line: str) -> bool:
-    trailing = len(line) - len(line.rstrip("\\"))
-    return trailing % 2 == 1
-
-
-def _unescape(s: str) -> str:
-    out, i = [], 0
-    while i < len(s):
-        c = s[i]
-        if c == "\\" and i + 1 < len(s):
-            n = s[i + 1]
-            if n == "u" and i + 6 <= len(s):
-                try:
-                    out.append(chr(int(s[i + 2 : i + 6], 16)))
-                    i += 6
-                    continue
-                except ValueError:
-                    pass
-            out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(n, n))
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
 
 
 def _escape(s: str, is_key: bool) -> str:

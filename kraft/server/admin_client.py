@@ -163,3 +163,17 @@ class QuorumWriter:
                     await asyncio.sleep(0.02)
             if time.monotonic() > end:
                 raise KraftError(f"no leader accepted the write within {deadline_s:.0f} s")
+
+    async def write_through_failures(self, batch: bytes, *, deadline_s: float = 30.0) -> int:
+        """Like :meth:`write`, but also retries after a connection failure (the leader died),
+        looking the leader up again. A failure after the request was sent is indeterminate,
+        so the batch may then be committed twice: fine for demos and load, not for exactly-once."""
+        end = time.monotonic() + deadline_s
+        while True:
+            try:
+                return await self.write(batch, deadline_s=max(0.1, end - time.monotonic()))
+            except NetworkError:
+                self.leader = None
+                if time.monotonic() > end:
+                    raise
+                await asyncio.sleep(0.02)

@@ -7,7 +7,7 @@ import os
 import re
 import time
 
-from kraft.errors import KraftError, NetworkError
+from kraft.errors import KraftError
 from kraft.log import LogConfig, SegmentedLog
 from kraft.records import build_batch, iter_batches
 from kraft.server.admin_client import QuorumClient, QuorumWriter
@@ -34,17 +34,7 @@ async def write_batches(cluster, n_batches: int, per_batch: int = 10, tag: str =
     try:
         for b in range(n_batches):
             values = [f"{tag}-{b}-{i}".encode() for i in range(per_batch)]
-            end = time.monotonic() + deadline_s
-            while True:
-                try:
-                    base = await writer.write(build_batch(values), deadline_s=deadline_s)
-                    acked.append((base, values))
-                    break
-                except NetworkError:
-                    writer.leader = None
-                    if time.monotonic() > end:
-                        raise
-                    await asyncio.sleep(0.02)
+            acked.append((await writer.write_through_failures(build_batch(values), deadline_s=deadline_s), values))
     finally:
         await client.close()
     return acked
