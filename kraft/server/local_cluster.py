@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from kraft.cli.storage import format_storage, random_uuid
+from kraft.log.formatting import format_storage, random_uuid
 from kraft.config import NodeConfig, load_properties
 
 #: Failover-friendly timeouts (the benchmark's "low-latency profile").

@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-import kraft.cli.storage as storage
+import kraft.log.formatting as storage
 from kraft.cli import main
 from kraft.config import parse_properties
 from kraft.errors import KraftError
