@@ -287,7 +287,7 @@ cdef class RecordBatchBuilder:
         cdef uint8_t *nb
         if want <= self.cap:
             return 0
-        want = max(want, self.cap * 2, 4096)
+        want = max(want, self.cap * 2, 65536)  # most batches fit without a second realloc
         nb = <uint8_t *>realloc(self.buf, want)
         if nb == NULL:
             raise MemoryError()

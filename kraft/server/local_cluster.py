@@ -30,6 +30,17 @@ LOW_LATENCY = {
 }
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGKILL when the parent dies (Linux), so a crashed test
+    or benchmark cannot leave servers running."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 def free_ports(n: int) -> list[int]:
     socks = []
     try:
@@ -112,7 +123,8 @@ class LocalCluster:
             self.procs[i] = subprocess.Popen(
                 [sys.executable, "-m", "kraft", "server", "start", self.config_path(i),
                  "--log-level", self.log_level],
-                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
 
     def running(self) -> list[int]:
         return [i for i, p in self.procs.items() if p.poll() is None]
