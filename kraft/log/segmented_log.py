@@ -480,16 +480,31 @@ class SegmentedLog:
         return self._flushed
 
     def wait_for_flush(self, offset: int | None = None, timeout: float | None = None) -> bool:
-        """Block until ``flushed_offset >= offset`` (default: the current end offset),
-        requesting a flush; False on timeout. Raises FatalLogError if the log failed."""
+        """Block until ``flushed_offset >= offset`` (default: the current end offset); False
+        on timeout. Raises FatalLogError if the log failed. When no flush is running the
+        caller runs one itself: it blocks anyway, and handing the fsync to the flusher thread
+        would cost a thread wake-up each way (Kafka's metadata log also flushes in the
+        caller's thread)."""
         target = self._end if offset is None else offset
         if self._flusher is None:
             return self.flush() >= target
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
-            while self._flushed < target:
+        while True:
+            with self._lock:
+                if self._flushed >= target:
+                    return True
                 if self._fatal is not None:
                     raise FatalLogError(f"log {self.directory} is unusable: {self._fatal}") from self._fatal
+                dirty = self._dirty_since is not None
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            if dirty and self._flush_mutex.acquire(blocking=False):
+                self._flush_mutex.release()
+                self._flush_once()  # may queue behind a flusher cycle that just began: harmless
+                continue
+            with self._lock:
+                if self._flushed >= target:
+                    return True
                 if self._dirty_since is not None:
                     self._flush_requested = True
                     self._work.notify()
@@ -497,7 +512,6 @@ class SegmentedLog:
                 if remaining is not None and remaining <= 0:
                     return False
                 self._flushed_cond.wait(remaining)
-            return True
 
     def _flush_once(self) -> None:
         """One flush cycle: snapshot the end offset, fdatasync the active segment (GIL

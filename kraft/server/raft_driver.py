@@ -3,8 +3,9 @@
 The I/O contract of ``kraft.raft.core`` is kept here: effects run in order;
 ``PersistElection`` is written durably (temp, fsync, rename, fsync dir) before any later
 effect, so no vote or leader message leaves before the state it depends on is on disk;
-``Flush`` asks the log's flusher thread for an fdatasync, whose completion comes back
-through ``call_soon_threadsafe`` as ``core.on_flushed``; ``Send`` goes out on a
+``Flush`` on the leader asks the log's flusher thread for an fdatasync, whose completion
+comes back through ``call_soon_threadsafe`` as ``core.on_flushed``; a follower fsyncs inline
+(like Kafka's raft thread) and reports on the next loop turn; ``Send`` goes out on a
 ``NodeClient`` per peer and its answer (or failure) is stepped back in; ``Respond`` resolves
 the future an inbound request is waiting on; ``Commit``/``LoadSnapshot``/``LeaderChange``
 go to the listener through a ``ListenerCursor``. The core is only ever called from the
@@ -163,7 +164,15 @@ class RaftDriver:
             if fut is not None and not fut.done():
                 fut.set_result(e.response)
         elif isinstance(e, Flush):
-            self.log.request_flush()
+            if self.core.is_leader():
+                # The leader keeps serving while the flusher thread fsyncs (group commit).
+                self.log.request_flush()
+            else:
+                # A follower has nothing to do until its data is durable (its next fetch waits
+                # for it), so it fsyncs here, as Kafka's raft thread does, saving a thread hand-off
+                # each way. on_flushed runs on the next loop turn so effects stay in order.
+                flushed = self.log.flush_now()
+                self.loop.call_soon(self._on_flushed, flushed)
         elif isinstance(e, PersistElection):
             self.state_file.write(election_to_file(e.state, self.cluster_id, self.voters))
         elif isinstance(e, Commit):

@@ -178,9 +178,14 @@ class FakeClient:
 class FakeLog:
     def __init__(self):
         self.flush_requests = 0
+        self.inline_flushes = 0
 
     def request_flush(self):
         self.flush_requests += 1
+
+    def flush_now(self):
+        self.inline_flushes += 1
+        return 10
 
     def end_offset(self):
         return 0
@@ -308,9 +313,10 @@ def test_respond_resolves_the_inbound_requests_future():
     run(main())
 
 
-def test_flush_is_requested_and_its_completion_comes_back_on_the_loop_thread():
+def test_leader_flush_is_requested_and_its_completion_comes_back_on_the_loop_thread():
     async def main():
         core = FakeCore(script=[[Flush(10)]])
+        core.role = "leader"
         log = FakeLog()
         driver, _, _, _ = make_driver(core, log=log)
         driver.start()
@@ -318,6 +324,19 @@ def test_flush_is_requested_and_its_completion_comes_back_on_the_loop_thread():
         t = threading.Thread(target=driver.on_flushed_threadsafe, args=(10,))
         t.start()
         t.join()
+        assert await settle(lambda: ("flushed", 10) in core.inputs)
+        await driver.close()
+    run(main())
+
+
+def test_a_follower_flushes_inline_and_reports_on_the_next_loop_turn():
+    async def main():
+        core = FakeCore(script=[[Flush(10), Send(2, 7, "after-flush")]])
+        log = FakeLog()
+        driver, _, _, _ = make_driver(core, log=log)
+        driver.start()
+        assert (log.inline_flushes, log.flush_requests) == (1, 0)
+        assert ("flushed", 10) not in core.inputs  # deferred: the Send after it runs first
         assert await settle(lambda: ("flushed", 10) in core.inputs)
         await driver.close()
     run(main())
