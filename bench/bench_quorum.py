@@ -127,6 +127,12 @@ async def bare_round_trip(cluster: LocalCluster, seconds: float, rate: int):
     from kraft.server.client import NodeClient
 
     client = NodeClient(*cluster.address(cluster.ids[0]))
+    for _ in range(200):  # the process may still be starting
+        try:
+            await client.request(ApiVersionsRequest(), 3)
+            break
+        except NetworkError:
+            await asyncio.sleep(0.05)
     lat: list[float] = []
     n = int(seconds * rate)
     start = time.perf_counter()
