@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 
 from kraft.errors import (CorruptRecordError, ErrorCode, InvalidRecordError, InvalidRequestError, KraftError,
                           NotLeaderError)
@@ -81,7 +82,11 @@ class ControllerHandlers:
             req = raft_wire.request_from_wire(wire, version)
         except InvalidRequestError as exc:
             return raft_wire.response_to_wire(_ERROR_RESPONSES[type(wire)](exc.code), version, self.endpoints)
+        began = time.perf_counter()
         fut = self.driver.inbound_request(_RAFT_SOURCE[type(req)](req), req)
+        if self.metrics is not None and type(req) is rm.FetchRequest:
+            # The leader's own work on a Fetch (a long-poll wait is not included).
+            self.metrics.fetch_handle_latency.observe(time.perf_counter() - began)
         endpoints = self.endpoints
         return _then(fut, lambda resp: raft_wire.response_to_wire(resp, version, endpoints))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import time
 
 from kraft.errors import CorruptRecordError, LogCorruptionError
 from kraft.log import LogConfig, SegmentedLog
@@ -85,6 +86,7 @@ class MetadataLog:
                                      on_flushed=on_flushed, on_fatal=on_fatal, on_flush_stats=on_flush_stats)
         self._readers: dict[OffsetAndEpoch, _RawSnapshotReader] = {}
         self._hw = 0
+        self.on_append = None  # optional callback(seconds) for the append-latency metric
         self.truncate_to_latest_snapshot()
 
     # --- offsets -------------------------------------------------------------------------------
@@ -119,13 +121,19 @@ class MetadataLog:
 
     # --- appends and reads -----------------------------------------------------------------------
     def append_as_leader(self, data, epoch: int) -> tuple[int, int]:
+        began = time.perf_counter()
         info = self.log.append(data, assign_offsets=True, leader_epoch=epoch)
+        if self.on_append is not None:
+            self.on_append(time.perf_counter() - began)
         return info.first_offset, info.last_offset
 
     def append_as_follower(self, data) -> tuple[int, int]:
         if not len(data):
             return -1, -1
+        began = time.perf_counter()
         info = self.log.append(data, assign_offsets=False, ignore_partial_tail=True)
+        if self.on_append is not None:
+            self.on_append(time.perf_counter() - began)
         if info is None:
             return -1, -1
         return info.first_offset, info.last_offset

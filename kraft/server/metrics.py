@@ -86,7 +86,7 @@ class NodeMetrics:
     def __init__(self, node_id: int):
         self.node_id = node_id
         self.commit_latency = Histogram("kraft_commit_latency_seconds", "Leader: propose to committed (HW passed it)")
-        self.committed_records = Counter("kraft_committed_records_total", "Records committed (rate = commit rate)")
+        self.committed_records = Counter("kraft_committed_records_total", "Records committed and applied on this node (rate = commit rate)")
         self.high_watermark = Gauge("kraft_high_watermark", "Current high watermark of the metadata log")
         self.log_end_offset = Gauge("kraft_log_end_offset", "Log end offset of the metadata log")
         self.fetch_latency = Histogram("kraft_fetch_latency_seconds", "Follower: Fetch request round trip")
@@ -99,11 +99,14 @@ class NodeMetrics:
         self.current_leader = Gauge("kraft_current_leader", "Current leader id (-1 unknown)")
         self.is_leader = Gauge("kraft_is_leader", "1 when this node is the leader")
         self.rejected_connections = Counter("kraft_rejected_connections_total", "Connections closed for bad input")
+        self.before_render = None  # optional callable that refreshes pulled values
 
     def all(self):
         return [v for v in vars(self).values() if hasattr(v, "render")]
 
     def render(self) -> str:
+        if self.before_render is not None:
+            self.before_render()
         labels = f'{{node_id="{self.node_id}"}}'
         lines = []
         for m in self.all():

@@ -122,6 +122,10 @@ class KraftNode:
         self.server = KafkaServer(handlers, ctl.host, ctl.port, listener_name=ctl.name,
                                   max_frame_bytes=cfg.int("socket.request.max.bytes"))
         await self.server.start()
+        self.log.on_append = self.metrics.append_latency.observe
+        server = self.server
+        self.metrics.before_render = lambda: setattr(self.metrics.rejected_connections, "value",
+                                                     server.rejected_total)
         self.driver.start()
         if self.log.flushed_offset() < self.log.end_offset():
             self.log.request_flush()
@@ -140,7 +144,6 @@ class KraftNode:
             self.driver.resign()
             await asyncio.sleep(resign_wait_s)  # let EndQuorumEpoch reach the voters
         if self.server is not None:
-            self.metrics.rejected_connections.value = self.server.rejected_total
             await self.server.close()
         if self.metrics_server is not None:
             await self.metrics_server.close()

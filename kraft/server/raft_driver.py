@@ -274,7 +274,10 @@ class RaftDriver:
         while q and q[0][0] < up_to:
             _, n, t = q.popleft()
             m.commit_latency.observe(now - t)
-            m.committed_records.inc(n)
+        # Every node: records its state machine has applied (the listener counts them).
+        applied = getattr(self.cursor.listener, "records", None)
+        if applied is not None:
+            m.committed_records.value = applied
 
     # --- shutdown -----------------------------------------------------------------------
     async def close(self) -> None:
