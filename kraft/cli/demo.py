@@ -25,8 +25,8 @@ def _say(msg: str = "") -> None:
     print(msg, flush=True)
 
 
-def _show_status(d) -> None:
-    for k, v in _status(d).items():
+def _show_status(d, cluster_id: str) -> None:
+    for k, v in _status(d, cluster_id).items():
         _say(f"    {k + ':':<24}{v}")
 
 
@@ -51,7 +51,7 @@ async def _scenario(cluster: LocalCluster) -> None:
         d = await client.describe()
         _say("\n$ kraft metadata-quorum --bootstrap-controller "
              f"{cluster.bootstrap.split(',')[0]} describe --status")
-        _show_status(d)
+        _show_status(d, cluster.cluster_id)
 
         old = d.leader_id
         _say(f"\n  kill -9 the leader (node {old}, pid {cluster.procs[old].pid})")
@@ -74,7 +74,7 @@ async def _scenario(cluster: LocalCluster) -> None:
                 break
             await asyncio.sleep(0.05)
         _say(f"\n$ kraft metadata-quorum --bootstrap-controller {cluster.bootstrap.split(',')[0]} describe --status")
-        _show_status(d)
+        _show_status(d, cluster.cluster_id)
         lagging = {i: eo for i, eo in rep.items() if eo < d.high_watermark}
         if lagging:
             raise KraftError(f"nodes did not catch up: {lagging} (high watermark {d.high_watermark})")

@@ -6,22 +6,32 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 
 from kraft.errors import KraftError
 from kraft.server.admin_client import QuorumClient, parse_address
 
 
-def _status(d) -> dict:
-    now = int(time.time() * 1000)
-    hw = d.high_watermark
-    lags = [hw - v.log_end_offset for v in d.voters if v.replica_id != d.leader_id and v.log_end_offset >= 0]
-    lag_times = [max(0, now - v.last_caught_up_timestamp) for v in d.voters
-                 if v.replica_id != d.leader_id and v.last_caught_up_timestamp >= 0]
-    return {"LeaderId": d.leader_id, "LeaderEpoch": d.leader_epoch, "HighWatermark": hw,
-            "MaxFollowerLag": max(lags, default=0), "MaxFollowerLagTimeMs": max(lag_times, default=-1),
-            "CurrentVoters": sorted(v.replica_id for v in d.voters),
-            "CurrentObservers": sorted(o.replica_id for o in d.observers)}
+def _status(d, cluster_id: str | None = None) -> dict:
+    """Kafka's MetadataQuorumCommand.handleDescribeStatus arithmetic: lag against the voter
+    with the smallest log end offset, lag time as the leader's last caught-up time minus its."""
+    leader = next((v for v in d.voters if v.replica_id == d.leader_id), None)
+    lagging = min(d.voters, key=lambda v: v.log_end_offset, default=None)
+    if leader is None or lagging is None:
+        max_lag, max_lag_ms = 0, -1
+    else:
+        max_lag = leader.log_end_offset - lagging.log_end_offset
+        if lagging is leader:
+            max_lag_ms = 0
+        elif leader.last_caught_up_timestamp >= 0 and lagging.last_caught_up_timestamp >= 0:
+            max_lag_ms = leader.last_caught_up_timestamp - lagging.last_caught_up_timestamp
+        else:
+            max_lag_ms = -1
+    out = {} if cluster_id is None else {"ClusterId": cluster_id}
+    out.update({"LeaderId": d.leader_id, "LeaderEpoch": d.leader_epoch, "HighWatermark": d.high_watermark,
+                "MaxFollowerLag": max_lag, "MaxFollowerLagTimeMs": max_lag_ms,
+                "CurrentVoters": sorted(v.replica_id for v in d.voters),
+                "CurrentObservers": sorted(o.replica_id for o in d.observers)})
+    return out
 
 
 def _replication(d) -> list[dict]:
@@ -37,17 +47,18 @@ def _replication(d) -> list[dict]:
     return rows
 
 
-async def describe(bootstrap: str, timeout_s: float):
+async def describe(bootstrap: str, timeout_s: float, with_cluster_id: bool = False):
     client = QuorumClient([parse_address(s) for s in bootstrap.split(",")])
     try:
-        return await client.describe(timeout_s)
+        d = await client.describe(timeout_s)
+        return d, (await client.cluster_id() if with_cluster_id else None)
     finally:
         await client.close()
 
 
 def _run(args) -> int:
     try:
-        d = asyncio.run(describe(args.bootstrap_controller, args.timeout))
+        d, cluster_id = asyncio.run(describe(args.bootstrap_controller, args.timeout, args.status))
     except (KraftError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -62,7 +73,7 @@ def _run(args) -> int:
             for r in rows:
                 print("  ".join(str(r[c]).ljust(w) for c, w in zip(cols, widths)))
         return 0
-    status = _status(d)
+    status = _status(d, cluster_id)
     if args.json:
         print(json.dumps(status))
     else:

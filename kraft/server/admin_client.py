@@ -105,6 +105,22 @@ class QuorumClient:
         except (NetworkError, asyncio.TimeoutError) as exc:
             return exc if isinstance(exc, NetworkError) else NetworkError(f"{addr} did not answer in time")
 
+    async def cluster_id(self) -> str:
+        """The cluster id, from DescribeCluster v1 (controller endpoints) at any node."""
+        from kraft.protocol import DescribeClusterRequest
+
+        last: Exception | None = None
+        for addr in self._candidates():
+            try:
+                resp = await self.client(addr).request(DescribeClusterRequest(endpoint_type=2), 1)
+            except NetworkError as exc:
+                last = exc
+                continue
+            if resp.error_code == 0:
+                return resp.cluster_id
+            last = KraftError(f"DescribeCluster: {ErrorCode(resp.error_code).name}")
+        raise KraftError(f"no node answered DescribeCluster: {last}")
+
     def _candidates(self):
         seen = []
         for addr in list(self.nodes.values()) + self.bootstrap:

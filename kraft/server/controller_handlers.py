@@ -23,8 +23,8 @@ import time
 
 from kraft.errors import (CorruptRecordError, ErrorCode, InvalidRecordError, InvalidRequestError, KraftError,
                           NotLeaderError)
-from kraft.protocol import (METADATA_TOPIC_ID, ApiVersionsRequest, BeginQuorumEpochRequest, DescribeQuorumRequest,
-                            DescribeQuorumResponse,
+from kraft.protocol import (METADATA_TOPIC_ID, ApiVersionsRequest, BeginQuorumEpochRequest, DescribeClusterRequest,
+                            DescribeClusterResponse, DescribeQuorumRequest, DescribeQuorumResponse,
                             EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest, ProduceRequest,
                             ProduceResponse, VoteRequest, api_versions_response,
                             unsupported_api_versions_response)
@@ -43,8 +43,8 @@ _RAFT_SOURCE = {
     rm.EndQuorumEpochRequest: lambda r: r.leader_id,
 }
 # What this listener answers: ApiVersions, Produce (writer), Fetch, Vote, BeginQuorumEpoch,
-# EndQuorumEpoch, DescribeQuorum, FetchSnapshot. Fetch v18's follower HighWatermark is not used.
-SERVED_APIS = frozenset({18, 0, 1, 52, 53, 54, 55, 59})
+# EndQuorumEpoch, DescribeQuorum, FetchSnapshot, DescribeCluster. Fetch v18's follower HighWatermark is not used.
+SERVED_APIS = frozenset({18, 0, 1, 52, 53, 54, 55, 59, 60})
 _RAFT_REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest)
 _ERROR_RESPONSES = {
     VoteRequest: lambda c: rm.VoteResponse(c, -1, -1),
@@ -72,6 +72,8 @@ class ControllerHandlers:
             return self._raft(request, version)
         if isinstance(request, DescribeQuorumRequest):
             return self._describe(request, version)
+        if isinstance(request, DescribeClusterRequest):
+            return self._describe_cluster(request, version)
         if isinstance(request, ProduceRequest):
             return self._produce(request, version)
         raise InvalidRequestError(f"{type(request).__name__} is not served on the controller listener")
@@ -105,6 +107,18 @@ class ControllerHandlers:
                                   high_watermark=-1) for p in t.partitions]) for t in topics])
         fut = self.driver.inbound_request(-1, rm.DescribeQuorumRequest())
         return _then(fut, lambda r: raft_wire.describe_quorum_to_wire(r, version, self.endpoints, self.listener_name))
+
+    def _describe_cluster(self, wire, version: int):
+        """Cluster id, the active controller (the quorum leader) and the controllers' endpoints.
+        Brokers are not served yet, so asking for broker endpoints is UNSUPPORTED_ENDPOINT_TYPE
+        on v1 (Kafka's answer on a controller) and lists the controllers on v0."""
+        W = DescribeClusterResponse
+        core = self.driver.core
+        if version >= 1 and wire.endpoint_type != 2:
+            return W(error_code=int(ErrorCode.UNSUPPORTED_ENDPOINT_TYPE), endpoint_type=wire.endpoint_type,
+                     cluster_id=self.driver.cluster_id, controller_id=core.leader_id, brokers=[])
+        return W(error_code=0, endpoint_type=2, cluster_id=self.driver.cluster_id, controller_id=core.leader_id,
+                 brokers=[W.Broker(broker_id=i, host=h, port=p) for i, h, p in self.endpoints])
 
     # --- Produce: the external writer ---------------------------------------------------------
     def _produce_response(self, version: int, code: int, base_offset: int = -1, message: str | None = None,

@@ -222,10 +222,11 @@ def _describe(cluster, capsys, *flags):
 def test_describe_status(cluster, capsys):
     out = _describe(cluster, capsys, "--status")
     lines = out.splitlines()
-    keys = ["LeaderId", "LeaderEpoch", "HighWatermark", "MaxFollowerLag", "MaxFollowerLagTimeMs", "CurrentVoters",
-            "CurrentObservers"]
-    assert [line[:24].rstrip() for line in lines] == [k + ":" for k in keys]
+    keys = ["ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark", "MaxFollowerLag", "MaxFollowerLagTimeMs",
+            "CurrentVoters", "CurrentObservers"]
+    assert [line[:24].rstrip() for line in lines] == [k + ":" for k in keys]  # kafka-metadata-quorum's layout
     values = {line[:24].strip().rstrip(":"): line[24:] for line in lines}
+    assert values["ClusterId"] == cluster.cluster_id
     assert int(values["LeaderId"]) in (1, 2, 3)
     assert int(values["LeaderEpoch"]) >= 1 and int(values["HighWatermark"]) >= 1
     assert json.loads(values["CurrentVoters"]) == [1, 2, 3]

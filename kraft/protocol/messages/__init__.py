@@ -9,6 +9,7 @@ from kraft.protocol.messages.api_versions import ApiVersionsRequest, ApiVersions
 from kraft.protocol.messages.broker_lifecycle import (BrokerHeartbeatRequest, BrokerHeartbeatResponse,
                                                       BrokerRegistrationRequest, BrokerRegistrationResponse)
 from kraft.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from kraft.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from kraft.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from kraft.protocol.messages.fetch import FetchRequest, FetchResponse
 from kraft.protocol.messages.fetch_snapshot import FetchSnapshotRequest, FetchSnapshotResponse
@@ -25,6 +26,7 @@ __all__ = [
     "BrokerHeartbeatRequest", "BrokerHeartbeatResponse",
     "BrokerRegistrationRequest", "BrokerRegistrationResponse",
     "CreateTopicsRequest", "CreateTopicsResponse",
+    "DescribeClusterRequest", "DescribeClusterResponse",
     "DescribeQuorumRequest", "DescribeQuorumResponse",
     "EndQuorumEpochRequest", "EndQuorumEpochResponse",
     "FetchRequest", "FetchResponse",
