@@ -182,6 +182,13 @@ class RecordTooLargeError(KraftError):
 # --- protocol ----------------------------------------------------------------
 
 
+class RecordListTooLargeError(CorruptRecordError):
+    """Records that decompress to more than the limit a node accepts (a decompression bomb
+    or a batch beyond the metadata batch size)."""
+
+    code = ErrorCode.RECORD_LIST_TOO_LARGE
+
+
 class ProtocolError(KraftError):
     """A frame or message body that cannot be decoded: the connection must be closed."""
 

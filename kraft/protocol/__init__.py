@@ -26,7 +26,8 @@ from kraft.protocol.api_table import api_versions_response, api_versions_table, 
 from kraft.protocol.framing import (DEFAULT_MAX_FRAME_BYTES, FrameDecoder, decode_request, decode_response,
                                     encode_request, encode_response, peek_correlation_id, response_version)
 from kraft.protocol.headers import RequestHeader, ResponseHeader, request_header_version, response_header_version
-from kraft.protocol.message import REQUESTS, RESPONSES, Message, Request, Response, request_class, response_class
+from kraft.protocol.message import (REQUESTS, RESPONSES, EncodedBody, Message, Request, Response, request_class,
+                                    response_class)
 from kraft.protocol.messages import *  # noqa: F401,F403
 from kraft.protocol.messages import __all__ as _message_names
 from kraft.protocol.primitives import (METADATA_TOPIC_ID, ZERO_UUID, uuid_from_base64, uuid_from_longs,
@@ -34,7 +35,7 @@ from kraft.protocol.primitives import (METADATA_TOPIC_ID, ZERO_UUID, uuid_from_b
 from kraft.protocol.schema import Field, Struct
 
 __all__ = [
-    "ApiKey", "DEFAULT_MAX_FRAME_BYTES", "Field", "FrameDecoder", "METADATA_TOPIC_ID", "Message",
+    "ApiKey", "DEFAULT_MAX_FRAME_BYTES", "EncodedBody", "Field", "FrameDecoder", "METADATA_TOPIC_ID", "Message",
     "REQUESTS", "RESPONSES", "Request", "RequestHeader", "Response", "ResponseHeader", "Struct", "ZERO_UUID",
     "api_versions_response", "api_versions_table", "decode_request", "decode_response", "encode_request",
     "encode_response", "peek_correlation_id", "request_class", "request_header_version", "response_class",

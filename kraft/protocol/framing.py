@@ -25,7 +25,7 @@ from kraft.errors import ProtocolError, UnsupportedVersionError
 from kraft.protocol.headers import (API_VERSIONS_KEY, RequestHeader, ResponseHeader, decode_request_header,
                                     decode_request_header_prefix, decode_response_header, encode_request_header,
                                     encode_response_header, request_header_version, response_header_version)
-from kraft.protocol.message import DECODE_FAILURES, REQUESTS, RESPONSES, Request, Response, as_view
+from kraft.protocol.message import DECODE_FAILURES, REQUESTS, RESPONSES, EncodedBody, Request, Response, as_view
 from kraft.protocol.messages.api_versions import ApiVersionsRequest
 
 _I32 = struct.Struct(">i")
@@ -148,12 +148,16 @@ def encode_response(header_or_correlation, api_key: int, api_version: int, messa
     cls = RESPONSES.get(api_key)
     if cls is None:
         raise UnsupportedVersionError(f"unknown API key {api_key}")
-    if not isinstance(message, cls):
+    encoded = type(message) is EncodedBody
+    if not encoded and not isinstance(message, cls):
         raise TypeError(f"API key {api_key} needs a {cls.__name__}, not {type(message).__name__}")
     version = response_version(api_key, api_version)
     out = bytearray(4)
     encode_response_header(out, correlation_id, response_header_version(api_key, version))
-    message.encode_into(out, version)
+    if encoded:
+        out += message
+    else:
+        message.encode_into(out, version)
     _I32.pack_into(out, 0, len(out) - 4)
     return bytes(out)
 

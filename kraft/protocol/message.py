@@ -137,6 +137,13 @@ class Response(Message):
     __slots__ = ()
 
 
+class EncodedBody(bytes):
+    """A response body already encoded at the version of the request it answers (a hot path
+    that splices values into a cached encoding instead of building a Response)."""
+
+    __slots__ = ()
+
+
 def request_class(api_key: int) -> type[Request]:
     cls = REQUESTS.get(api_key)
     if cls is None:

@@ -33,6 +33,7 @@ persists an epoch lower than one it persisted before.
 from __future__ import annotations
 
 from kraft.errors import CorruptRecordError, InvalidRecordError, NotLeaderError
+from kraft.raft.accumulator import PendingBatch
 from kraft.raft.config import RaftConfig
 from kraft.raft.effects import Append, Commit, Flush, LeaderChange, LoadSnapshot, Ready, Respond, Send
 from kraft.raft.election import ElectionState, LeaderAndEpoch
@@ -167,13 +168,32 @@ class RaftCore(ElectionRpcs, ReplicationRpcs):
 
     def propose(self, values, now_ms: int, epoch: int | None = None) -> int:
         """Append one atomic group of record values on the leader; returns the offset of the
-        last one. Raises NotLeaderError if this node is not the leader (of ``epoch``)."""
+        last one. Raises NotLeaderError if this node is not the leader (of ``epoch``).
+
+        Nothing is appended before the next ``tick`` at ``poll_effects().next_deadline_ms``
+        (at once when the linger is 0): proposals made before that tick share one append
+        and one flush."""
+        s = self._proposing_leader(now_ms, epoch)
+        return self._after_proposal(s, s.accumulator.append(values, now_ms), now_ms)
+
+    def propose_batches(self, data, records: int, now_ms: int, epoch: int | None = None) -> int:
+        """Like ``propose`` for whole RecordBatch v2 batches built by a writer and already
+        validated (CRC, framing, ``records`` records in all, each batch within the batch size
+        limit): they are appended as they are, with base offset and leader epoch patched."""
+        s = self._proposing_leader(now_ms, epoch)
+        return self._after_proposal(s, s.accumulator.append_batches(data, records, now_ms), now_ms)
+
+    def _proposing_leader(self, now_ms: int, epoch: int | None) -> LeaderState:
         self._now = now_ms
         s = self.quorum.state
         if not isinstance(s, LeaderState) or s.resign_requested or (epoch is not None and epoch != s.epoch):
             raise NotLeaderError("not the leader", self.quorum.leader_id, self.quorum.epoch)
-        last = s.accumulator.append(values, now_ms)
-        self._poll(now_ms)
+        return s
+
+    def _after_proposal(self, s: LeaderState, last: int, now_ms: int) -> int:
+        due = s.accumulator.drain_deadline()
+        if due is not None:
+            self._deadline = min(self._deadline, max(due, now_ms))
         return last
 
     def resign(self, now_ms: int, epoch: int | None = None) -> None:
@@ -500,14 +520,23 @@ class RaftCore(ElectionRpcs, ReplicationRpcs):
             self._effects.append(Flush(end))
 
     def _drain(self, s: LeaderState, now: int) -> None:
-        log = self.log
-        for pending in s.accumulator.drain():
-            data = build_batch(pending.values, base_offset=pending.base_offset,
-                               partition_leader_epoch=s.epoch, timestamp=now)
-            first, last = log.append_as_leader(data, s.epoch)
-            if first != pending.base_offset:
-                raise AssertionError(f"accumulator offset {pending.base_offset} != log {first}")
-            self._effects.append(Append(first, last, s.epoch, True))
+        """Everything the accumulator holds goes to the log in one append."""
+        pending = s.accumulator.drain()
+        if not pending:
+            return
+        parts = []
+        for p in pending:
+            if type(p) is PendingBatch:
+                parts.append(build_batch(p.values, base_offset=p.base_offset,
+                                         partition_leader_epoch=s.epoch, timestamp=now))
+            else:
+                parts.append(p.data)
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        first, last = self.log.append_as_leader(data, s.epoch)
+        if first != pending[0].base_offset or last != s.accumulator.next_offset - 1:
+            raise AssertionError(f"accumulator offsets {pending[0].base_offset}..{s.accumulator.next_offset - 1}"
+                                 f" != log {first}..{last}")
+        self._effects.append(Append(first, last, s.epoch, True))
         self._request_flush()
         self._complete_parked(s, now)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from kraft.errors import CorruptRecordError, UnsupportedCodecError
+from kraft.errors import CorruptRecordError, RecordListTooLargeError, UnsupportedCodecError
 from kraft.records.format import MAX_DECOMPRESSED_BYTES, Compression
 
 try:
@@ -79,50 +79,57 @@ def compress(codec: int, data) -> bytes:
     raise UnsupportedCodecError(f"unknown compression codec {codec}")
 
 
-def _check_size(n: int) -> None:
-    if n > MAX_DECOMPRESSED_BYTES:
-        raise CorruptRecordError(f"decompressed records exceed {MAX_DECOMPRESSED_BYTES} bytes")
+def _check_size(n: int, limit: int) -> None:
+    if n > limit:
+        raise RecordListTooLargeError(f"decompressed records exceed {limit} bytes")
 
 
-def decompress(codec: int, data) -> bytes:
-    """Decompress one batch's records block; any malformed input is CorruptRecordError."""
+def decompress(codec: int, data, limit: int | None = None) -> bytes:
+    """Decompress one batch's records block; any malformed input is CorruptRecordError,
+    output beyond ``limit`` bytes RecordListTooLargeError (stopped at the limit, never
+    allocated in full). The default limit is ``MAX_DECOMPRESSED_BYTES``."""
+    if limit is None:
+        limit = MAX_DECOMPRESSED_BYTES
     if codec not in (Compression.GZIP, Compression.LZ4, Compression.SNAPPY, Compression.ZSTD):
         raise UnsupportedCodecError(f"unknown compression codec {codec}")
     try:
         if codec == Compression.GZIP:
             d = zlib.decompressobj(47)  # 47 = auto-detect gzip or zlib header
-            out = d.decompress(data, MAX_DECOMPRESSED_BYTES + 1)
-            _check_size(len(out))
+            out = d.decompress(data, limit + 1)
+            _check_size(len(out), limit)
             if not d.eof:
                 raise CorruptRecordError("truncated gzip stream")
             return out
         if codec == Compression.LZ4:
             d = _require(codec, _lz4).LZ4FrameDecompressor()
-            out = d.decompress(bytes(data), max_length=MAX_DECOMPRESSED_BYTES + 1)
-            _check_size(len(out))
+            out = d.decompress(bytes(data), max_length=limit + 1)
+            _check_size(len(out), limit)
             if not d.eof:
                 raise CorruptRecordError("truncated lz4 frame")
             return out
         if codec == Compression.SNAPPY:
-            return _snappy_decompress(_require(codec, _snappy), bytes(data))
-        return _zstd_decompress(_require(codec, _zstd), bytes(data))
+            return _snappy_decompress(_require(codec, _snappy), bytes(data), limit)
+        return _zstd_decompress(_require(codec, _zstd), bytes(data), limit)
     except (CorruptRecordError, UnsupportedCodecError):
         raise
     except Exception as exc:  # every codec library has its own error types
         raise CorruptRecordError(f"cannot decompress {Compression(codec).name} records: {exc}") from exc
 
 
-def _zstd_decompress(zstd, data: bytes) -> bytes:
-    # Stream in bounded chunks so a bomb is stopped at the cap, not after allocating it all.
-    out, total = [], 0
-    for chunk in zstd.ZstdDecompressor().read_to_iter(data, write_size=1 << 16):
-        total += len(chunk)
-        _check_size(total)
-        out.append(chunk)
-    # read_to_iter stops quietly on a truncated frame; a second, size-bounded pass says
-    # whether the frame really ended.
+def _zstd_decompress(zstd, data: bytes, limit: int) -> bytes:
+    # One pass, fed in small input chunks so a bomb is stopped near the cap (a 64-byte chunk
+    # inflates to at most a few MiB) instead of after allocating it all; ``eof`` tells a
+    # whole frame from a truncated one.
     d = zstd.ZstdDecompressor().decompressobj()
-    d.decompress(data)
+    out, total = [], 0
+    for pos in range(0, len(data), 64):
+        chunk = d.decompress(data[pos : pos + 64])
+        if chunk:
+            total += len(chunk)
+            _check_size(total, limit)
+            out.append(chunk)
+        if d.eof:
+            break
     if not d.eof:
         raise CorruptRecordError("truncated zstd frame")
     return b"".join(out)
@@ -139,13 +146,13 @@ def _snappy_raw(snappy, block: bytes, budget: int) -> bytes:
     else:
         raise CorruptRecordError("bad snappy length preamble")
     if n > budget:
-        raise CorruptRecordError(f"decompressed records exceed {MAX_DECOMPRESSED_BYTES} bytes")
+        raise RecordListTooLargeError(f"decompressed records exceed {budget} bytes")
     return snappy.decompress(block)
 
 
-def _snappy_decompress(snappy, data: bytes) -> bytes:
+def _snappy_decompress(snappy, data: bytes, limit: int) -> bytes:
     if not data.startswith(_XERIAL_MAGIC):
-        return _snappy_raw(snappy, data, MAX_DECOMPRESSED_BYTES)
+        return _snappy_raw(snappy, data, limit)
     pos, out, total = _XERIAL_HEADER.size, [], 0
     while pos < len(data):
         if pos + 4 > len(data):
@@ -154,9 +161,9 @@ def _snappy_decompress(snappy, data: bytes) -> bytes:
         pos += 4
         if n < 0 or pos + n > len(data):
             raise CorruptRecordError("bad xerial snappy chunk length")
-        block = _snappy_raw(snappy, data[pos : pos + n], MAX_DECOMPRESSED_BYTES - total)
+        block = _snappy_raw(snappy, data[pos : pos + n], limit - total)
         total += len(block)
-        _check_size(total)
+        _check_size(total, limit)
         out.append(block)
         pos += n
     return b"".join(out)

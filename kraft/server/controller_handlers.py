@@ -6,31 +6,24 @@ UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER with the current leader, ...)
 undecodable input closes a connection, and that happens in ``network.py``. Raft decisions
 are the core's: this module translates and waits, nothing else.
 
-Produce semantics (a demo/benchmark writer, not a Kafka topic): each batch's record values
-are proposed as one atomic group; acks=-1 (or 1) answers once they are committed (the high
-watermark passed them), acks=0 gets no answer. A node that is not the leader answers
-NOT_LEADER_OR_FOLLOWER with CurrentLeader {id, epoch} and the voters' endpoints. If
-leadership is lost before commit the answer is NOT_LEADER_OR_FOLLOWER too: the write may
-or may not commit later, as in Kafka.
+Produce is the external writer of the metadata log (``produce_writer.py``): the batches of
+a request are appended as they arrived and answered once committed; acks=0 gets no answer.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
 import time
 
-from kraft.errors import (CorruptRecordError, ErrorCode, InvalidRecordError, InvalidRequestError, KraftError,
-                          NotLeaderError)
-from kraft.protocol import (METADATA_TOPIC_ID, ApiVersionsRequest, BeginQuorumEpochRequest, DescribeClusterRequest,
+from kraft.errors import ErrorCode, InvalidRequestError
+from kraft.protocol import (ApiVersionsRequest, BeginQuorumEpochRequest, DescribeClusterRequest,
                             DescribeClusterResponse, DescribeQuorumRequest, DescribeQuorumResponse,
-                            EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest, ProduceRequest,
-                            ProduceResponse, VoteRequest, api_versions_response,
-                            unsupported_api_versions_response)
+                            EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest, ProduceRequest, VoteRequest,
+                            api_versions_response, unsupported_api_versions_response)
 from kraft.raft import messages as rm
-from kraft.records import iter_batches
+from kraft.raft.config import MAX_BATCH_SIZE_BYTES, MAX_RECORDS_PER_BATCH
 from kraft.server import raft_wire
+from kraft.server.produce_writer import ProduceWriter
 from kraft.server.raft_driver import RaftDriver
 
 log = logging.getLogger("kraft.handlers")
@@ -56,11 +49,18 @@ _ERROR_RESPONSES = {
 
 
 class ControllerHandlers:
-    def __init__(self, driver: RaftDriver, endpoints, *, listener_name: str = "CONTROLLER", metrics=None):
+    def __init__(self, driver: RaftDriver, endpoints, *, listener_name: str = "CONTROLLER", metrics=None,
+                 max_decompressed_bytes: int = 2 * MAX_BATCH_SIZE_BYTES):
         self.driver = driver
         self.endpoints = list(endpoints)  # (node_id, host, port) of every voter's controller listener
         self.listener_name = listener_name
         self.metrics = metrics
+        self.produce = ProduceWriter(driver, self.endpoints, max_batch_bytes=MAX_BATCH_SIZE_BYTES,
+                                     max_batch_records=MAX_RECORDS_PER_BATCH,
+                                     max_decompressed_bytes=max_decompressed_bytes)
+
+    def close(self) -> None:
+        self.produce.close()
 
     def handle(self, ctx, request):
         version = ctx.header.api_version
@@ -75,7 +75,7 @@ class ControllerHandlers:
         if isinstance(request, DescribeClusterRequest):
             return self._describe_cluster(request, version)
         if isinstance(request, ProduceRequest):
-            return self._produce(request, version)
+            return self.produce.handle(request, version)
         raise InvalidRequestError(f"{type(request).__name__} is not served on the controller listener")
 
     # --- KRaft RPCs -------------------------------------------------------------------------
@@ -119,86 +119,6 @@ class ControllerHandlers:
                      cluster_id=self.driver.cluster_id, controller_id=core.leader_id, brokers=[])
         return W(error_code=0, endpoint_type=2, cluster_id=self.driver.cluster_id, controller_id=core.leader_id,
                  brokers=[W.Broker(broker_id=i, host=h, port=p) for i, h, p in self.endpoints])
-
-    # --- Produce: the external writer ---------------------------------------------------------
-    def _produce_response(self, version: int, code: int, base_offset: int = -1, message: str | None = None,
-                          request: ProduceRequest | None = None):
-        """The answer for ``__cluster_metadata``-0, or, with ``request``, an error for every
-        partition it named (Kafka answers each requested partition)."""
-        P = ProduceResponse
-        if request is not None and any(t.partition_data for t in request.topic_data):
-            return P(responses=[P.Topic(name=t.name, topic_id=t.topic_id, partition_responses=[
-                P.Topic.Partition(index=p.index, error_code=int(code), base_offset=-1, error_message=message)
-                for p in t.partition_data]) for t in request.topic_data],
-                node_endpoints=self._produce_endpoints if version >= 10 else [])
-        part = P.Topic.Partition(index=0, error_code=int(code), base_offset=base_offset, error_message=message)
-        if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and version >= 10:
-            core = self.driver.core
-            part.current_leader = P.LeaderIdAndEpoch(leader_id=core.leader_id, leader_epoch=core.epoch)
-        return P(responses=[P.Topic(name=raft_wire.TOPIC, topic_id=METADATA_TOPIC_ID, partition_responses=[part])],
-                 node_endpoints=self._produce_endpoints if version >= 10 else [])
-
-    @functools.cached_property
-    def _produce_endpoints(self):
-        return [ProduceResponse.NodeEndpoint(node_id=i, host=h, port=p) for i, h, p in self.endpoints]
-
-    def _produce(self, wire: ProduceRequest, version: int):
-        topics = wire.topic_data
-        ours = (lambda t: t.topic_id == METADATA_TOPIC_ID) if version >= 13 else (lambda t: t.name == raft_wire.TOPIC)
-        if (len(topics) != 1 or not ours(topics[0]) or len(topics[0].partition_data) != 1
-                or topics[0].partition_data[0].index != 0):
-            return self._produce_response(version, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, request=wire)
-        data = topics[0].partition_data[0].records
-        if wire.acks not in (-1, 0, 1):
-            return self._produce_response(version, ErrorCode.INVALID_REQUIRED_ACKS)
-        try:
-            values = []
-            for batch in iter_batches(data if data is not None else b"", validate=True):
-                if batch.is_control:
-                    raise CorruptRecordError("control batches cannot be produced")
-                values.extend(batch.values())
-            if not values:
-                raise CorruptRecordError("no complete record batch in the request")
-            if None in values:
-                raise InvalidRecordError("metadata records need a value (null values are not accepted)")
-        except KraftError as exc:
-            return self._produce_response(version, exc.code, message=str(exc))
-        try:
-            last, committed = self.driver.propose(values)
-        except NotLeaderError:
-            return self._produce_response(version, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        except KraftError as exc:
-            return self._produce_response(version, exc.code, message=str(exc))
-        if wire.acks == 0:
-            return None
-        return self._await_commit(committed, last - len(values) + 1, version, wire.timeout_ms)
-
-    def _await_commit(self, committed, base_offset: int, version: int, timeout_ms: int):
-        """A future of the Produce response: success once committed, REQUEST_TIMED_OUT after
-        ``timeout_ms``, NOT_LEADER_OR_FOLLOWER if leadership is lost first. Callbacks, not a
-        task per request: this is the writer's hot path."""
-        loop = asyncio.get_running_loop()
-        out = loop.create_future()
-
-        def timed_out():
-            if not out.done():
-                out.set_result(self._produce_response(version, ErrorCode.REQUEST_TIMED_OUT, base_offset))
-
-        timer = loop.call_later(max(timeout_ms, 1) / 1000, timed_out)
-
-        def done(f):
-            timer.cancel()
-            if out.done():
-                return
-            if f.cancelled() or f.exception() is not None:
-                code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-            else:
-                code = ErrorCode.NONE
-            out.set_result(self._produce_response(version, code, base_offset))
-
-        committed.add_done_callback(done)
-        return out
-
 
 def _then(fut, fn):
     """A future of ``fn(fut.result())``, chained with a callback instead of a task."""

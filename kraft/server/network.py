@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from typing import Awaitable, Protocol, Union
 
 from kraft.errors import ErrorCode, KraftError, ProtocolError, UnsupportedVersionError
-from kraft.protocol import (DEFAULT_MAX_FRAME_BYTES, FrameDecoder, RequestHeader, Response, decode_request,
-                            encode_response, response_class, response_version)
+from kraft.protocol import (DEFAULT_MAX_FRAME_BYTES, EncodedBody, FrameDecoder, RequestHeader, Response,
+                            decode_request, encode_response, response_class, response_version)
 
 log = logging.getLogger("kraft.network")
+# What a handler may return as an answer that is already known (anything else is awaited).
+_IMMEDIATE = (Response, EncodedBody)
 
 
 @dataclass
@@ -145,7 +147,7 @@ class _Connection:
         if not q:
             return None
         item = q[0]
-        if item is None or (not isinstance(item[1], Response) and not item[1].done()):
+        if item is None or (not isinstance(item[1], _IMMEDIATE) and not item[1].done()):
             return None
         return self.pending.get_nowait()
 
@@ -158,7 +160,7 @@ class _Connection:
             while item is not None:
                 header, result = item
                 try:
-                    response = result if isinstance(result, Response) else await result
+                    response = result if isinstance(result, _IMMEDIATE) else await result
                 except asyncio.CancelledError:
                     if self.closed:
                         return
@@ -200,7 +202,7 @@ class _Connection:
         # which may be parked on one of them (a long-poll Fetch, an uncommitted Produce).
         while not self.pending.empty():
             item = self.pending.get_nowait()
-            if item is not None and not isinstance(item[1], Response) and hasattr(item[1], "cancel"):
+            if item is not None and not isinstance(item[1], _IMMEDIATE) and hasattr(item[1], "cancel"):
                 item[1].cancel()
         task = self.writer_task
         if task is not None and not task.done() and task is not asyncio.current_task():

@@ -28,6 +28,7 @@ from kraft.raft.messages import RequestFailed
 from kraft.raft.voters import ReplicaKey
 from kraft.server import raft_wire
 from kraft.server.client import NodeClient
+from kraft.server.commit_waiters import CommitWaiters
 
 log = logging.getLogger("kraft.raft")
 
@@ -48,32 +49,6 @@ def election_to_file(state: ElectionState, cluster_id: str, voters) -> QuorumSta
     return QuorumStateData(leader_id=state.leader_id, leader_epoch=state.epoch,
                            voted_id=state.voted_key.id if state.voted_key is not None else -1,
                            data_version=0, cluster_id=cluster_id, current_voters=tuple(sorted(voters)))
-
-
-class CommitWaiters:
-    """Futures waiting for offsets to commit, in proposal order (offsets only grow)."""
-
-    def __init__(self):
-        self._q: collections.deque = collections.deque()
-
-    def add(self, last_offset: int, fut: asyncio.Future) -> None:
-        self._q.append((last_offset, fut))
-
-    def committed(self, high_watermark: int) -> None:
-        q = self._q
-        while q and q[0][0] < high_watermark:
-            _, fut = q.popleft()
-            if not fut.done():
-                fut.set_result(high_watermark)
-
-    def fail_all(self, exc: Exception) -> None:
-        q, self._q = self._q, collections.deque()
-        for _, fut in q:
-            if not fut.done():
-                fut.set_exception(exc)
-
-    def __len__(self) -> int:
-        return len(self._q)
 
 
 class RaftDriver:
@@ -98,7 +73,7 @@ class RaftDriver:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = None
         self._tasks: set = set()
-        self.commits = CommitWaiters()
+        self.commits = CommitWaiters(self.loop)
         self._propose_times: collections.deque = collections.deque()
         self._last_leader = None
         self.snapshot_policy = None  # set by the node: called after each Commit
@@ -134,10 +109,22 @@ class RaftDriver:
         last = self.core.propose(values, wall_ms())
         fut = self.loop.create_future()
         self.commits.add(last, fut)
-        if self.metrics is not None:
-            self._propose_times.append((last, len(values), time.perf_counter()))
-        self._drain()
+        self._proposed(last, len(values))
         return last, fut
+
+    def propose_batches(self, data, records: int, fut: asyncio.Future, timeout_s: float, result_of) -> int:
+        """Append validated RecordBatch bytes (``records`` records) as they are; ``fut`` gets
+        ``result_of(error_code)`` once committed, when leadership is lost, or after
+        ``timeout_s``. Returns the last offset. Raises NotLeaderError."""
+        last = self.core.propose_batches(data, records, wall_ms())
+        self.commits.add(last, fut, self.loop.time() + timeout_s, result_of)
+        self._proposed(last, records)
+        return last
+
+    def _proposed(self, last: int, records: int) -> None:
+        if self.metrics is not None:
+            self._propose_times.append((last, records, time.perf_counter()))
+        self._drain()
 
     def resign(self) -> None:
         if self.core.is_leader():
@@ -288,6 +275,7 @@ class RaftDriver:
             if not fut.done():
                 fut.cancel()
         self.commits.fail_all(NotLeaderError("node shutting down", -1, -1))
+        self.commits.close()
         for t in list(self._tasks):
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

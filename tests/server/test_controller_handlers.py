@@ -14,7 +14,8 @@ import pytest
 from kraft.errors import ErrorCode, InvalidRequestError
 from kraft.protocol import (METADATA_TOPIC_ID, ApiVersionsRequest, BeginQuorumEpochRequest, DescribeQuorumRequest,
                             EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest, MetadataRequest,
-                            ProduceRequest, RequestHeader, VoteRequest, response_version)
+                            ProduceRequest, RequestHeader, VoteRequest, response_version,
+                            EncodedBody, response_class)
 from kraft.raft import RaftConfig, RaftCore
 from kraft.records import SnapshotFooterRecord, build_batch, build_control_record_batch, iter_batches
 from kraft.server.controller_handlers import SERVED_APIS, ControllerHandlers
@@ -94,9 +95,12 @@ class Node:
         result = self.handlers.handle(ctx, request)
         if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
             result = await asyncio.wait_for(result, 5)
-        if result is not None:  # it must be encodable at the version it is sent at
-            v = response_version(request.API_KEY, version)
-            type(result).decode(result.encode(v), v)
+        if result is None:
+            return None
+        v = response_version(request.API_KEY, version)
+        if isinstance(result, EncodedBody):  # a spliced cached encoding: it must decode at v
+            return response_class(request.API_KEY).decode(result, v)
+        type(result).decode(result.encode(v), v)  # it must be encodable at the version it is sent at
         return result
 
     async def close(self):
