@@ -286,6 +286,11 @@ class NetworkError(KraftError):
     code = ErrorCode.NETWORK_EXCEPTION
 
 
+class PeerGoneError(NetworkError):
+    """The peer closed or reset the connection, or refused it: its process is most likely
+    gone (not merely slow), which a follower may act on at once."""
+
+
 class RequestTimeoutError(NetworkError):
     """No response within the request timeout; the request may or may not have been applied."""
 

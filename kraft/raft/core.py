@@ -92,6 +92,7 @@ class RaftCore(ElectionRpcs, ReplicationRpcs):
         self._deadline = now_ms
         self._bootstrap_cursor = 0
         self._discovery_due = 0
+        self._last_peer_gone_ms = -(1 << 62)
         self._announced: LeaderAndEpoch | None = None
         self.quorum.initialize(election_state, OffsetAndEpoch(end, log.last_fetched_epoch()), now_ms)
         self._request_flush()
@@ -143,6 +144,8 @@ class RaftCore(ElectionRpcs, ReplicationRpcs):
             self._handle_response(message, now_ms)
         elif isinstance(message, RequestFailed):
             self.requests.on_result(message.destination, message.correlation_id, False, now_ms)
+            if message.peer_gone:
+                self._on_peer_gone(message.destination, now_ms)
         else:
             raise TypeError(f"not a message envelope: {message!r}")
         self._poll(now_ms)
@@ -411,6 +414,18 @@ class RaftCore(ElectionRpcs, ReplicationRpcs):
                 self._discovery_due = now + DISCOVERY_INTERVAL_MS
                 return self._discovery_due
         return max(now + 1, min(self.requests.ready_at(d) for d in ids))
+
+    def _on_peer_gone(self, peer: int, now: int) -> None:
+        """A voter following ``peer`` learned that the leader's process is gone (connection
+        closed, reset or refused: what ZooKeeper's followers act on at a crash). Instead of
+        waiting out the fetch timeout it starts a pre-vote at once; pre-vote keeps this safe,
+        since voters still hearing from a live leader refuse it. At most once per election
+        timeout, so a leader unreachable to only this voter cannot make it spin."""
+        s = self.quorum.state
+        if (type(s) is FollowerState and s.leader_id == peer and self.quorum.is_voter()
+                and now - self._last_peer_gone_ms >= self.config.election_timeout_ms):
+            self._last_peer_gone_ms = now
+            self._become_prospective(now)
 
     def _election_backoff(self, retries: int) -> int:
         """Binary exponential backoff, randomised, capped at election.backoff.max.ms."""

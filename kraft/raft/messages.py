@@ -220,7 +220,9 @@ class InboundResponse:
 @dataclass(frozen=True, slots=True)
 class RequestFailed:
     """The transport could not deliver request ``correlation_id`` to ``destination`` (or the
-    connection broke). Optional: the core also times requests out on its own."""
+    connection broke). Optional: the core also times requests out on its own.
+    ``peer_gone``: the connection was closed, reset or refused by the peer (not a timeout)."""
 
     destination: int
     correlation_id: int
+    peer_gone: bool = False

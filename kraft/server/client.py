@@ -19,7 +19,7 @@ import random
 import socket
 import time
 
-from kraft.errors import NetworkError, ProtocolError, RequestTimeoutError, UnsupportedVersionError
+from kraft.errors import NetworkError, PeerGoneError, ProtocolError, RequestTimeoutError, UnsupportedVersionError
 from kraft.protocol import FrameDecoder, Request, decode_response, encode_request, peek_correlation_id
 
 log = logging.getLogger("kraft.client")
@@ -45,6 +45,7 @@ class NodeClient:
         self._connecting: asyncio.Future | None = None
         self._waiting: dict[int, tuple[asyncio.Future, int, int]] = {}
         self._failures = 0
+        self._refused = False  # the last connection attempt was refused (nobody listens)
         self._next_attempt = 0.0
         self._closed = False
         self._out: list[bytes] = []
@@ -123,6 +124,8 @@ class NodeClient:
                 raise NetworkError(f"client for {self.address} closed while connecting") from None
             raise
         if self._writer is None:
+            if self._refused:
+                raise PeerGoneError(f"connection refused by {self.address}")
             raise NetworkError(f"cannot connect to {self.address}")
 
     async def _connect(self) -> None:
@@ -135,6 +138,7 @@ class NodeClient:
                     asyncio.open_connection(self.host, self.port, limit=1 << 20), self.connect_timeout)
             except (OSError, asyncio.TimeoutError) as exc:
                 self._failures += 1
+                self._refused = isinstance(exc, ConnectionRefusedError)
                 # Jitter first, then the cap, as Kafka's ExponentialBackoff does.
                 backoff = min(self.retry_backoff_max,
                               self.retry_backoff * (2 ** min(self._failures - 1, 20)) * self._rng.uniform(0.8, 1.2))
@@ -145,6 +149,7 @@ class NodeClient:
             if sock is not None:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._failures = 0
+            self._refused = False
             self._reader, self._writer = reader, writer
             self._read_task = asyncio.ensure_future(self._read_loop(reader, writer))
         finally:
@@ -152,7 +157,7 @@ class NodeClient:
 
     async def _read_loop(self, reader, writer) -> None:
         decoder = FrameDecoder(self.max_frame_bytes)
-        error: Exception = NetworkError(f"connection to {self.address} closed")
+        error: Exception = PeerGoneError(f"connection to {self.address} closed by the peer")
         try:
             while True:
                 data = await reader.read(256 * 1024)
@@ -160,6 +165,8 @@ class NodeClient:
                     break
                 for frame in decoder.feed(data):
                     self._deliver(frame)
+        except ConnectionResetError as exc:
+            error = PeerGoneError(f"connection to {self.address} reset: {exc}")
         except (ConnectionError, OSError) as exc:
             error = NetworkError(f"connection to {self.address} failed: {exc}")
         except (ProtocolError, UnsupportedVersionError) as exc:

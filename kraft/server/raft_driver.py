@@ -20,7 +20,7 @@ import itertools
 import logging
 import time
 
-from kraft.errors import ErrorCode, KraftError, NetworkError, NotLeaderError
+from kraft.errors import ErrorCode, KraftError, NetworkError, NotLeaderError, PeerGoneError
 from kraft.log.state_files import QuorumStateData
 from kraft.raft import (Append, Commit, ElectionState, Flush, InboundRequest, InboundResponse, LeaderChange,
                         ListenerCursor, LoadSnapshot, PersistElection, Respond, Send)
@@ -189,8 +189,8 @@ class RaftDriver:
         started = time.perf_counter()
         try:
             resp = await client.request(wire, version)
-        except NetworkError:
-            self._step_failed(e.destination, e.correlation_id)
+        except NetworkError as exc:
+            self._step_failed(e.destination, e.correlation_id, isinstance(exc, PeerGoneError))
             return
         if self.closed:
             return
@@ -207,10 +207,10 @@ class RaftDriver:
         self.core.step(InboundResponse(e.destination, e.correlation_id, body), wall_ms())
         self._drain()
 
-    def _step_failed(self, dest: int, cid: int) -> None:
+    def _step_failed(self, dest: int, cid: int, peer_gone: bool = False) -> None:
         if self.closed:
             return
-        self.core.step(RequestFailed(dest, cid), wall_ms())
+        self.core.step(RequestFailed(dest, cid, peer_gone), wall_ms())
         self._drain()
 
     def _arm(self, deadline_ms: int) -> None:

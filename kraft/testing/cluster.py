@@ -82,6 +82,14 @@ class SimCluster:
             node = self.nodes[dst]
             if node.alive and self.network.can_reach(src, dst):
                 node.deliver(src, payload, now)
+            elif not node.alive and payload[0] == "req" and self.network.can_reach(dst, src):
+                # Nobody listens there: the sender's connection is refused (a TCP RST back).
+                self.queue.at(now + 1, ("gone", dst, src, payload[1], payload[2]))
+        elif kind == "gone":
+            _, peer, nid, incarnation, cid = event
+            node = self.nodes[nid]
+            if node.alive and node.incarnation == incarnation:
+                node.peer_gone(peer, cid, now)
         elif kind == "tick":
             _, nid, incarnation, deadline = event
             node = self.nodes[nid]
@@ -120,6 +128,13 @@ class SimCluster:
         node = self.nodes[node_id]
         if node.alive:
             node.crash()
+            # The kernel closes a killed process's connections: whoever waits on a request to
+            # it (a long-poll Fetch) sees the connection reset, if the network still connects.
+            for other in self.alive_nodes():
+                for cid, dest in list(other.outstanding.items()):
+                    if dest == node_id and self.network.can_reach(node_id, other.id):
+                        del other.outstanding[cid]
+                        self.queue.at(self.now + 1, ("gone", node_id, other.id, other.incarnation, cid))
 
     def restart(self, node_id: int) -> None:
         node = self.nodes[node_id]

@@ -23,6 +23,7 @@ from kraft.raft import (
     PersistElection,
     RaftConfig,
     RaftCore,
+    RequestFailed,
     Respond,
     Send,
 )
@@ -68,6 +69,7 @@ class SimNode:
         self.core = RaftCore(self.id, self.log, self.config, self.voters, rng,
                              directory_id=self.directory_id, election_state=self.store, now_ms=now)
         self.tick_at = None
+        self.outstanding: dict[int, int] = {}  # correlation id -> destination, until answered
         self.flush_done_at = now
         self.last_snapshot_offset = self.log.start_offset()
         self.drain(now)
@@ -78,6 +80,7 @@ class SimNode:
         self.cursor = None
         self.state_machine = None
         self.tick_at = None
+        self.outstanding = {}
         self.log.crash()
 
     def wipe(self, new_directory_id: bytes) -> None:
@@ -98,7 +101,13 @@ class SimNode:
             _, dst_incarnation, cid, response = payload
             if dst_incarnation != self.incarnation:
                 return  # an answer to a previous life of this node: its connection is gone
+            self.outstanding.pop(cid, None)
             self.core.step(InboundResponse(src, cid, response), now)
+        self.drain(now)
+
+    def peer_gone(self, peer: int, cid: int, now: int) -> None:
+        self.outstanding.pop(cid, None)
+        self.core.step(RequestFailed(peer, cid, peer_gone=True), now)
         self.drain(now)
 
     def tick(self, now: int) -> None:
@@ -130,6 +139,7 @@ class SimNode:
             for eff in ready.effects:
                 t = type(eff)
                 if t is Send:
+                    self.outstanding[eff.correlation_id] = eff.destination
                     sim.network.send(self.id, eff.destination,
                                      ("req", self.incarnation, eff.correlation_id, eff.request))
                 elif t is Respond:
