@@ -117,7 +117,8 @@ class ControllerHandlers:
         if version >= 1 and wire.endpoint_type != 2:
             return W(error_code=int(ErrorCode.UNSUPPORTED_ENDPOINT_TYPE), endpoint_type=wire.endpoint_type,
                      cluster_id=self.driver.cluster_id, controller_id=core.leader_id, brokers=[])
-        return W(error_code=0, endpoint_type=2, cluster_id=self.driver.cluster_id, controller_id=core.leader_id,
+        return W(error_code=0, endpoint_type=2 if version >= 1 else 1,  # v0 cannot carry the type
+                 cluster_id=self.driver.cluster_id, controller_id=core.leader_id,
                  brokers=[W.Broker(broker_id=i, host=h, port=p) for i, h, p in self.endpoints])
 
     # --- Produce: the external writer ---------------------------------------------------------
@@ -151,6 +152,10 @@ class ControllerHandlers:
         data = topics[0].partition_data[0].records
         if wire.acks not in (-1, 0, 1):
             return self._produce_response(version, ErrorCode.INVALID_REQUIRED_ACKS)
+        if not self.driver.core.is_leader():
+            # Leadership before payload, as Kafka's Partition.appendRecordsToLeader: a client
+            # must be sent to the leader, not failed on records the leader would accept.
+            return self._produce_response(version, ErrorCode.NOT_LEADER_OR_FOLLOWER)
         try:
             values = []
             for batch in iter_batches(data if data is not None else b"", validate=True):
