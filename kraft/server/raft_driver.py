@@ -28,6 +28,7 @@ from kraft.raft.messages import RequestFailed
 from kraft.raft.voters import ReplicaKey
 from kraft.server import raft_wire
 from kraft.server.client import NodeClient
+from kraft.server.log_throttle import LogThrottle, held_note
 
 log = logging.getLogger("kraft.raft")
 
@@ -102,6 +103,7 @@ class RaftDriver:
         self._propose_times: collections.deque = collections.deque()
         self._last_leader = None
         self.snapshot_policy = None  # set by the node: called after each Commit
+        self.peer_log_throttle = LogThrottle()
         self.closed = False
 
     # --- inputs -------------------------------------------------------------------------
@@ -217,6 +219,13 @@ class RaftDriver:
                         type(e.request).__name__, e.destination, exc)
             self._step_failed(e.destination, e.correlation_id)
             return
+        if body.error_code == ErrorCode.INCONSISTENT_CLUSTER_ID:
+            held = self.peer_log_throttle.allow(("cluster id", e.destination))
+            if held is not None:
+                log.error("node %d: node %d rejected our %s with INCONSISTENT_CLUSTER_ID: this node's cluster id "
+                          "%r does not match the quorum's (was this node formatted for another cluster?)%s",
+                          self.core.node_id, e.destination, type(e.request).__name__, self.cluster_id,
+                          held_note(held))
         self.core.step(InboundResponse(e.destination, e.correlation_id, body), wall_ms())
         self._drain()
 

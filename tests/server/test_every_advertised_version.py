@@ -10,7 +10,6 @@ advertising a new API or version without a case here fails the test."""
 from __future__ import annotations
 
 import asyncio
-import random
 import uuid
 
 import pytest
@@ -19,15 +18,10 @@ from kraft.errors import ErrorCode
 from kraft.protocol import (METADATA_TOPIC_ID, ApiVersionsRequest, BeginQuorumEpochRequest, DescribeClusterRequest,
                             DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest,
                             ProduceRequest, Struct, VoteRequest, decode_response, encode_request)
-from kraft.raft import RaftConfig, RaftCore
 from kraft.raft.messages import OffsetAndEpoch
 from kraft.raft.voters import ReplicaKey
 from kraft.records import SnapshotFooterRecord, SnapshotHeaderRecord, build_batch, build_control_record_batch
-from kraft.server.controller_handlers import ControllerHandlers
-from kraft.server.network import KafkaServer
-from kraft.server.raft_driver import RaftDriver, wall_ms
-from kraft.testing import InMemoryLog
-
+from controller_helpers import Controller
 from server_helpers import RawConnection, api_versions_frame, decode_api_versions, run, settle
 
 TOPIC = "__cluster_metadata"
@@ -36,80 +30,9 @@ OK = ErrorCode.NONE
 NOT_LEADER = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH}
 
 
-def _config(election_timeout_ms):
-    return RaftConfig(election_timeout_ms=election_timeout_ms, fetch_timeout_ms=200, request_timeout_ms=300,
-                      fetch_max_wait_ms=50, election_backoff_max_ms=20, retry_backoff_ms=5, append_linger_ms=0,
-                      cluster_id="c")
-
-
-class _FlushingLog(InMemoryLog):
-    driver = None
-
-    def request_flush(self):
-        end = self.end_offset()
-        self.flush(end)
-        asyncio.get_running_loop().call_soon(self.driver._on_flushed, end)
-
-    def flush_now(self):
-        self.flush(self.end_offset())
-        return self.end_offset()
-
-
-class _SilentPeer:
-    def __init__(self, *a, **kw):
-        pass
-
-    async def request(self, wire, version):
-        await asyncio.Event().wait()
-
-    async def close(self):
-        pass
-
-
-class _State:
-    def write(self, data):
-        pass
-
-
-class _Listener:
-    def handle_commit(self, batches):
-        pass
-
-    def handle_load_snapshot(self, reader):
-        pass
-
-    def handle_leader_change(self, leader_and_epoch):
-        pass
-
-
-class Controller:
-    """Core + driver + handlers behind a real KafkaServer on 127.0.0.1."""
-
-    def __init__(self, voters, election_timeout_ms=20):
-        self.log = _FlushingLog()
-        self.core = RaftCore(1, self.log, _config(election_timeout_ms), voters, random.Random(1), directory_id=DIR1,
-                             now_ms=wall_ms())
-        ids = [v.id if isinstance(v, ReplicaKey) else v for v in voters]
-        endpoints = [(i, "127.0.0.1", 19090 + i) for i in ids]
-        self.driver = RaftDriver(self.core, self.log, _State(), _Listener(),
-                                 peers={i: (h, p) for i, h, p in endpoints}, cluster_id="c", voters=ids,
-                                 client_factory=_SilentPeer)
-        self.log.driver = self.driver
-        self.server = KafkaServer(ControllerHandlers(self.driver, endpoints), "127.0.0.1", 0,
-                                  listener_name="CONTROLLER")
-
-    async def start(self):
-        self.driver.start()
-        await self.server.start()
-
-    async def close(self):
-        await self.server.close()
-        await self.driver.close()
-
-
 async def _leader_with_snapshot() -> Controller:
     """A single-voter leader whose log starts after a snapshot: a fetch from offset 0 needs it."""
-    node = Controller([ReplicaKey(1, DIR1)])
+    node = Controller([ReplicaKey(1, DIR1)], directory_id=DIR1)
     await node.start()
     assert await settle(lambda: node.core.is_leader() and node.core.high_watermark > 0)
     last, committed = node.driver.propose([b"a", b"b", b"c"])
