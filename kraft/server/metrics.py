@@ -103,6 +103,10 @@ class NodeMetrics:
                                            "Connections closed at once: max.connections.per.ip reached")
         self.idle_closed_connections = Counter("kraft_idle_connections_closed_total",
                                                "Connections closed after connections.max.idle.ms without activity")
+        self.fetch_corrupt_records = Counter("kraft_fetch_corrupt_records_total",
+                                             "Follower: fetched records that failed validation (not appended)")
+        self.log_read_errors = Counter("kraft_log_read_errors_total",
+                                       "Leader: log reads for a Fetch that failed (corrupt batch on disk)")
         self.before_render = None  # optional callable that refreshes pulled values
 
     def all(self):

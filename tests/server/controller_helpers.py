@@ -11,6 +11,7 @@ from kraft.raft import RaftConfig, RaftCore
 from kraft.raft.voters import ReplicaKey
 from kraft.server.client import NodeClient
 from kraft.server.controller_handlers import ControllerHandlers
+from kraft.server.metrics import NodeMetrics
 from kraft.server.network import KafkaServer
 from kraft.server.raft_driver import RaftDriver, wall_ms
 from kraft.testing import InMemoryLog
@@ -75,6 +76,7 @@ class Controller:
         self.core = RaftCore(node_id, self.log, raft_config(cluster_id, election_timeout_ms), voters,
                              random.Random(node_id), directory_id=directory_id, now_ms=wall_ms())
         self.server = KafkaServer(None, "127.0.0.1", 0, listener_name="CONTROLLER")
+        self.metrics = NodeMetrics(node_id)
         self.driver = None
 
     async def listen(self) -> int:
@@ -90,9 +92,10 @@ class Controller:
                      for i in ids]
         self.driver = RaftDriver(self.core, self.log, NoStateFile(), NullListener(),
                                  peers={i: ("127.0.0.1", p) for i, _, p in endpoints}, cluster_id=self.cluster_id,
-                                 voters=ids, client_factory=NodeClient if real_peers else SilentPeer)
+                                 voters=ids, metrics=self.metrics,
+                                 client_factory=NodeClient if real_peers else SilentPeer)
         self.log.driver = self.driver
-        self.handlers = ControllerHandlers(self.driver, endpoints)
+        self.handlers = ControllerHandlers(self.driver, endpoints, metrics=self.metrics)
         self.server.handler = self.handlers
         self.driver.start()
 
@@ -100,3 +103,6 @@ class Controller:
         await self.server.close()
         if self.driver is not None:
             await self.driver.close()
+        close = getattr(self.log, "close", None)
+        if close is not None:
+            close()
