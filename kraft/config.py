@@ -208,6 +208,24 @@ STR_SETTINGS: dict[str, str] = {
 }
 _SECURITY = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 
+# Connection limits (Kafka's SocketServerConfigs); connections.max.idle.ms < 0 disables expiry.
+INT_SETTINGS.update({"connections.max.idle.ms": (600_000, -1), "max.connections.per.ip": (INT32_MAX, 0)})
+LONG_SETTINGS = LONG_SETTINGS | {"connections.max.idle.ms"}
+STR_SETTINGS["max.connections.per.ip.overrides"] = ""
+
+
+def parse_connection_overrides(key: str, value: str) -> dict[str, int]:
+    """``host:count,...`` (max.connections.per.ip.overrides); the count follows the last colon,
+    so an IPv6 address may stand as it is."""
+    out: dict[str, int] = {}
+    for item in filter(None, (x.strip() for x in value.split(","))):
+        host, sep, count = item.rpartition(":")
+        host = host.strip().strip("[]")
+        if not sep or not host:
+            raise ConfigError(f"{key}: expected host:count, got {item!r}")
+        out[host] = _int(key, count, 0, INT32_MAX)
+    return out
+
 
 @dataclass
 class NodeConfig:
@@ -307,6 +325,10 @@ class NodeConfig:
         if not log_dirs:
             raise ConfigError("log.dirs: no log directory given (set log.dirs or log.dir)")
         metadata_dir = values["metadata.log.dir"] or log_dirs[0]
+        overrides = parse_connection_overrides("max.connections.per.ip.overrides",
+                                               values["max.connections.per.ip.overrides"])
+        if values["max.connections.per.ip"] == 0 and not overrides:
+            raise ConfigError("max.connections.per.ip: can be zero only if max.connections.per.ip.overrides is set")
         return cls(node_id, roles, voters, bootstrap, listeners, advertised, ctrl_names, metadata_dir,
                    log_dirs, values, unknown)
 

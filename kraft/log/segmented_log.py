@@ -35,6 +35,7 @@ from kraft.errors import (
     CorruptRecordError,
     FatalLogError,
     InvalidRecordError,
+    LogCorruptionError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
     StorageError,
@@ -345,7 +346,7 @@ class SegmentedLog:
             seg = self._segment_with_index(i)
             position = seg.translate(offset)
             if position is not None:
-                return seg.read(position, max_bytes)
+                return _checked(seg.read(position, max_bytes), seg, position)
             i += 1
         return b""
 
@@ -595,3 +596,14 @@ class SegmentedLog:
 def _max(values) -> int:
     # numpy's reduction costs microseconds; most appends hold a single batch.
     return int(values[0]) if len(values) == 1 else int(values.max())
+
+
+def _checked(data, seg: LogSegment, position: int):
+    """``data`` if every batch passes its CRC. Bytes that leave the node are checked so a bit
+    flipped on disk after recovery is a storage error here, not a follower stalled on them."""
+    scan = records.scan_batches(data)
+    if scan.error is None:
+        return data
+    at = scan.valid_end
+    base = struct.unpack_from(">q", data, at)[0] if len(data) >= at + 8 else -1
+    raise LogCorruptionError(f"corrupt batch at offset {base} (position {position + at}) of {seg.path}: {scan.error}")

@@ -94,6 +94,14 @@ class RaftCore(ElectionRpcs, ReplicationRpcs):
         self._discovery_due = 0
         self._last_peer_gone_ms = -(1 << 62)
         self._announced: LeaderAndEpoch | None = None
+        # Problems the core answers for itself but cannot log (no I/O here): the driver
+        # watches the counters and logs the last occurrence. Follower: fetched records that
+        # failed validation, as (leader id, fetch offset, reason). Leader: a log read that
+        # failed with a storage error, as (fetch offset, reason).
+        self.corrupt_fetches = 0
+        self.last_corrupt_fetch: tuple | None = None
+        self.storage_read_errors = 0
+        self.last_storage_read_error: tuple | None = None
         self.quorum.initialize(election_state, OffsetAndEpoch(end, log.last_fetched_epoch()), now_ms)
         self._request_flush()
         self._note_leader_change()
@@ -586,7 +594,9 @@ class RaftCore(ElectionRpcs, ReplicationRpcs):
     def _append_as_follower(self, records: bytes) -> bool:
         try:
             first, last = self.log.append_as_follower(records)
-        except (CorruptRecordError, InvalidRecordError):
+        except (CorruptRecordError, InvalidRecordError) as exc:
+            self.corrupt_fetches += 1
+            self.last_corrupt_fetch = (self.quorum.leader_id, self.log.end_offset(), str(exc))
             return False
         if first >= 0:
             self._effects.append(Append(first, last, self.quorum.epoch, False))

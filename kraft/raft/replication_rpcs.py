@@ -8,7 +8,7 @@ valid fetches move a replica's progress. No I/O beyond the log port.
 
 from __future__ import annotations
 
-from kraft.errors import ErrorCode, KraftError
+from kraft.errors import ErrorCode, KraftError, StorageError
 from kraft.raft.effects import Respond
 from kraft.raft.leader import LeaderState, ParkedFetch
 from kraft.raft.messages import (
@@ -103,7 +103,14 @@ class ReplicationRpcs:
         if s.update_replica(ReplicaKey(r.replica_id, r.replica_directory_id), fetch_offset, now,
                             log.end_offset()):
             self._on_leader_high_watermark(s, now)
-        records = log.read(fetch_offset, r.max_bytes) if fetch_offset < log.end_offset() else b""
+        try:
+            records = log.read(fetch_offset, r.max_bytes) if fetch_offset < log.end_offset() else b""
+        except StorageError as exc:
+            # Our own log failed the read (e.g. a batch failing its CRC on disk): never serve
+            # it; the follower backs off and asks again. Counted for the driver to log.
+            self.storage_read_errors += 1
+            self.last_storage_read_error = (fetch_offset, str(exc))
+            return FetchResponse(ErrorCode.KAFKA_STORAGE_ERROR, self.node_id, s.epoch, s.high_watermark, start)
         return FetchResponse(NONE, self.node_id, s.epoch, s.high_watermark, start, records)
 
     def _complete_parked(self, s: LeaderState, now: int, force: bool = False) -> None:

@@ -23,6 +23,7 @@ from kraft.protocol import (ApiVersionsRequest, BeginQuorumEpochRequest, Describ
 from kraft.raft import messages as rm
 from kraft.raft.config import MAX_BATCH_SIZE_BYTES, MAX_RECORDS_PER_BATCH
 from kraft.server import raft_wire
+from kraft.server.log_throttle import LogThrottle, held_note
 from kraft.server.produce_writer import ProduceWriter
 from kraft.server.raft_driver import RaftDriver
 
@@ -55,6 +56,7 @@ class ControllerHandlers:
         self.endpoints = list(endpoints)  # (node_id, host, port) of every voter's controller listener
         self.listener_name = listener_name
         self.metrics = metrics
+        self.peer_log_throttle = LogThrottle()
         self.produce = ProduceWriter(driver, self.endpoints, max_batch_bytes=MAX_BATCH_SIZE_BYTES,
                                      max_batch_records=MAX_RECORDS_PER_BATCH,
                                      max_decompressed_bytes=max_decompressed_bytes)
@@ -69,7 +71,7 @@ class ControllerHandlers:
                 return unsupported_api_versions_response()
             return api_versions_response(None, only=SERVED_APIS, max_versions={1: 17})
         if isinstance(request, _RAFT_REQUESTS):
-            return self._raft(request, version)
+            return self._raft(request, version, ctx.peer)
         if isinstance(request, DescribeQuorumRequest):
             return self._describe(request, version)
         if isinstance(request, DescribeClusterRequest):
@@ -79,7 +81,7 @@ class ControllerHandlers:
         raise InvalidRequestError(f"{type(request).__name__} is not served on the controller listener")
 
     # --- KRaft RPCs -------------------------------------------------------------------------
-    def _raft(self, wire, version: int):
+    def _raft(self, wire, version: int, peer: str = "?"):
         try:
             req = raft_wire.request_from_wire(wire, version)
         except InvalidRequestError as exc:
@@ -90,7 +92,21 @@ class ControllerHandlers:
             # The leader's own work on a Fetch (a long-poll wait is not included).
             self.metrics.fetch_handle_latency.observe(time.perf_counter() - began)
         endpoints = self.endpoints
-        return _then(fut, lambda resp: raft_wire.response_to_wire(resp, version, endpoints))
+
+        def to_wire(resp):
+            if resp.error_code == ErrorCode.INCONSISTENT_CLUSTER_ID:
+                self._log_foreign_cluster(req, peer)
+            return raft_wire.response_to_wire(resp, version, endpoints)
+        return _then(fut, to_wire)
+
+    def _log_foreign_cluster(self, req, peer: str) -> None:
+        """A peer of another cluster keeps asking: say so, at most once per peer per interval."""
+        source = _RAFT_SOURCE[type(req)](req)
+        held = self.peer_log_throttle.allow(("cluster id", peer, source))
+        if held is not None:
+            log.warning("rejected %s from node %d at %s: its cluster id %r does not match this node's %r "
+                        "(INCONSISTENT_CLUSTER_ID)%s", type(req).__name__, source, peer, req.cluster_id,
+                        self.driver.cluster_id, held_note(held))
 
     def _describe(self, wire, version: int):
         topics = wire.topics
@@ -117,7 +133,8 @@ class ControllerHandlers:
         if version >= 1 and wire.endpoint_type != 2:
             return W(error_code=int(ErrorCode.UNSUPPORTED_ENDPOINT_TYPE), endpoint_type=wire.endpoint_type,
                      cluster_id=self.driver.cluster_id, controller_id=core.leader_id, brokers=[])
-        return W(error_code=0, endpoint_type=2, cluster_id=self.driver.cluster_id, controller_id=core.leader_id,
+        return W(error_code=0, endpoint_type=2 if version >= 1 else 1,  # v0 cannot carry the type
+                 cluster_id=self.driver.cluster_id, controller_id=core.leader_id,
                  brokers=[W.Broker(broker_id=i, host=h, port=p) for i, h, p in self.endpoints])
 
 def _then(fut, fn):

@@ -99,6 +99,14 @@ class NodeMetrics:
         self.current_leader = Gauge("kraft_current_leader", "Current leader id (-1 unknown)")
         self.is_leader = Gauge("kraft_is_leader", "1 when this node is the leader")
         self.rejected_connections = Counter("kraft_rejected_connections_total", "Connections closed for bad input")
+        self.refused_connections = Counter("kraft_refused_connections_total",
+                                           "Connections closed at once: max.connections.per.ip reached")
+        self.idle_closed_connections = Counter("kraft_idle_connections_closed_total",
+                                               "Connections closed after connections.max.idle.ms without activity")
+        self.fetch_corrupt_records = Counter("kraft_fetch_corrupt_records_total",
+                                             "Follower: fetched records that failed validation (not appended)")
+        self.log_read_errors = Counter("kraft_log_read_errors_total",
+                                       "Leader: log reads for a Fetch that failed (corrupt batch on disk)")
         self.before_render = None  # optional callable that refreshes pulled values
 
     def all(self):

@@ -8,18 +8,25 @@ an unknown API key or version, or an undecodable body closes that connection wit
 line; a handler exception is answered with an error response when the response type has
 an error code, otherwise the connection is closed. The node keeps serving either way.
 
+Connection limits, as Kafka's SocketServer: a connection from an address that already has
+``max.connections.per.ip`` (or its ``max.connections.per.ip.overrides`` entry) open is
+closed at once, before anything is read; a connection with no request in flight and no
+bytes in either direction for ``connections.max.idle.ms`` is closed (negative disables).
+
 This module knows nothing about Raft or the controller; it calls a :class:`RequestHandler`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import socket
 import time
 from dataclasses import dataclass
 from typing import Awaitable, Protocol, Union
 
+from kraft.config import parse_connection_overrides
 from kraft.errors import ErrorCode, KraftError, ProtocolError, UnsupportedVersionError
 from kraft.protocol import (DEFAULT_MAX_FRAME_BYTES, EncodedBody, FrameDecoder, RequestHeader, Response,
                             decode_request, encode_response, response_class, response_version)
@@ -63,11 +70,15 @@ class _Connection:
         self.pending: asyncio.Queue = asyncio.Queue()
         self.closed = False
         self.writer_task: asyncio.Task | None = None
+        self.unanswered = 0  # requests read whose response is not written yet
+        self.last_active = time.monotonic()  # last bytes read or written (idle expiry)
+        self._idle_timer: asyncio.TimerHandle | None = None
 
     async def run(self) -> None:
         sock = self.writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._arm_idle_timer()
         self.writer_task = asyncio.ensure_future(self._write_responses())
         try:
             await self._read_requests()
@@ -93,6 +104,7 @@ class _Connection:
                 return
             if not data:
                 return
+            self.last_active = time.monotonic()
             try:
                 frames = decoder.feed(data)
             except ProtocolError as exc:
@@ -115,6 +127,7 @@ class _Connection:
         await self.slots.acquire()  # back-pressure: at most max_in_flight unanswered requests
         if self.closed:
             return False
+        self.unanswered += 1
         ctx = RequestContext(header, srv.listener_name, self.peer, time.monotonic_ns())
         try:
             result = srv.handler.handle(ctx, request)
@@ -123,6 +136,7 @@ class _Connection:
             if result is False:
                 return False
         if result is None:
+            self.unanswered -= 1
             self.slots.release()
             return True
         if asyncio.iscoroutine(result):
@@ -169,6 +183,7 @@ class _Connection:
                     response = self._handler_failed(header, exc)
                     if response is False:
                         return
+                self.unanswered -= 1
                 self.slots.release()
                 if response is not None and not self.closed:
                     try:
@@ -183,6 +198,7 @@ class _Connection:
             if frames and not self.closed:
                 try:
                     self.writer.write(frames[0] if len(frames) == 1 else b"".join(frames))
+                    self.last_active = time.monotonic()
                     if self.writer.transport.get_write_buffer_size() > 1 << 20:
                         await self.writer.drain()
                 except (ConnectionError, OSError):
@@ -194,10 +210,38 @@ class _Connection:
         log.warning("closing connection from %s on %s: %s", self.peer, self.server.listener_name, why)
         self._close()
 
+    def _arm_idle_timer(self) -> None:
+        """One timer per connection, re-armed lazily: activity only stamps ``last_active``,
+        and the timer, when it fires, looks whether the connection really was idle."""
+        idle_s = self.server.connections_max_idle_ms / 1000
+        if idle_s < 0 or self.closed:
+            return
+        due = self.last_active + idle_s
+        self._idle_timer = asyncio.get_running_loop().call_later(max(0.0, due - time.monotonic()),
+                                                                 self._idle_check)
+
+    def _idle_check(self) -> None:
+        self._idle_timer = None
+        if self.closed:
+            return
+        idle_s = self.server.connections_max_idle_ms / 1000
+        if self.unanswered == 0 and time.monotonic() - self.last_active >= idle_s:
+            self.server.idle_closed_total += 1
+            log.debug("closing connection from %s on %s: idle for %d ms", self.peer,
+                      self.server.listener_name, self.server.connections_max_idle_ms)
+            self._close()
+            return
+        if self.unanswered:
+            self.last_active = time.monotonic()  # a request in flight is not idleness
+        self._arm_idle_timer()
+
     def _close(self) -> None:
         if not self.closed:
             self.closed = True
             self.writer.close()
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+                self._idle_timer = None
         # Pending answers will never be written: cancel what they wait for, and the writer,
         # which may be parked on one of them (a long-poll Fetch, an uncommitted Produce).
         while not self.pending.empty():
@@ -210,28 +254,80 @@ class _Connection:
         self.slots.release()  # unblock a reader waiting for a slot; it sees closed and stops
 
 
+def _address(host: str) -> str:
+    """The canonical text of an IP address (so ::ffff:127.0.0.1 style spellings compare)."""
+    try:
+        return str(ipaddress.ip_address(host.split("%", 1)[0]))
+    except ValueError:
+        return host
+
+
 class KafkaServer:
-    """Listens on one (host, port) for one listener name and serves ``handler``."""
+    """Listens on one (host, port) for one listener name and serves ``handler``.
+
+    ``max_connections_per_ip_overrides`` maps a host name or address to its own cap; names
+    are resolved once at :meth:`start`, as Kafka resolves them when it reads its config."""
 
     def __init__(self, handler: RequestHandler, host: str, port: int, *, listener_name: str,
-                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, max_in_flight: int = 64):
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, max_in_flight: int = 64,
+                 connections_max_idle_ms: int = 600_000, max_connections_per_ip: int = 2**31 - 1,
+                 max_connections_per_ip_overrides: dict[str, int] | None = None):
         self.handler = handler
         self.host = host
         self.port = port
         self.listener_name = listener_name
         self.max_frame_bytes = max_frame_bytes
         self.max_in_flight = max_in_flight
+        self.connections_max_idle_ms = connections_max_idle_ms
+        self.max_connections_per_ip = max_connections_per_ip
+        self._overrides_by_name = dict(max_connections_per_ip_overrides or {})
+        self._cap_by_address: dict[str, int] = {}
+        self._open_by_address: dict[str, int] = {}
         self.requests_total = 0
-        self.rejected_total = 0
+        self.rejected_total = 0  # closed for bad input
+        self.refused_total = 0  # closed at once: the address had its maximum of connections
+        self.idle_closed_total = 0  # closed after connections.max.idle.ms without activity
         self._server: asyncio.base_events.Server | None = None
         self._connections: set = set()
 
     async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        for name, cap in self._overrides_by_name.items():
+            try:
+                infos = await loop.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)
+            except OSError as exc:
+                log.warning("max.connections.per.ip.overrides: cannot resolve %s (%s); entry ignored", name, exc)
+                continue
+            for info in infos:
+                self._cap_by_address[_address(info[4][0])] = cap
         self._server = await asyncio.start_server(self._accept, self.host or None, self.port,
                                                   reuse_address=True, limit=1 << 20)
         self.port = self._server.sockets[0].getsockname()[1]
 
+    def _admit(self, address: str) -> bool:
+        cap = self._cap_by_address.get(address, self.max_connections_per_ip)
+        n = self._open_by_address.get(address, 0)
+        if n >= cap:
+            return False
+        self._open_by_address[address] = n + 1
+        return True
+
+    def _release(self, address: str) -> None:
+        n = self._open_by_address.get(address, 0) - 1
+        if n > 0:
+            self._open_by_address[address] = n
+        else:
+            self._open_by_address.pop(address, None)
+
     async def _accept(self, reader, writer) -> None:
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        address = _address(str(peer[0]))
+        if not self._admit(address):
+            self.refused_total += 1
+            log.info("refused connection from %s on %s: the address already has its maximum of %d connections",
+                     address, self.listener_name, self._cap_by_address.get(address, self.max_connections_per_ip))
+            writer.close()
+            return
         conn = _Connection(self, reader, writer)
         task = asyncio.current_task()
         self._connections.add(task)
@@ -244,6 +340,13 @@ class KafkaServer:
             conn._close()
         finally:
             self._connections.discard(task)
+            self._release(address)
+
+    def export_counters(self, metrics) -> None:
+        """Copy the connection counters into a NodeMetrics (called before each render)."""
+        metrics.rejected_connections.value = self.rejected_total
+        metrics.refused_connections.value = self.refused_total
+        metrics.idle_closed_connections.value = self.idle_closed_total
 
     async def close(self) -> None:
         if self._server is not None:
@@ -253,3 +356,11 @@ class KafkaServer:
             await asyncio.gather(*self._connections, return_exceptions=True)
             await self._server.wait_closed()
             self._server = None
+
+
+def connection_limits(cfg) -> dict:
+    """KafkaServer keyword arguments from a NodeConfig's connection settings."""
+    return dict(connections_max_idle_ms=cfg.int("connections.max.idle.ms"),
+                max_connections_per_ip=cfg.int("max.connections.per.ip"),
+                max_connections_per_ip_overrides=parse_connection_overrides(
+                    "max.connections.per.ip.overrides", cfg.values["max.connections.per.ip.overrides"]))

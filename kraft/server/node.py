@@ -24,7 +24,7 @@ from kraft.raft import RaftConfig, RaftCore
 from kraft.server.controller_handlers import ControllerHandlers
 from kraft.server.metadata_log import MetadataLog
 from kraft.server.metrics import MetricsServer, NodeMetrics
-from kraft.server.network import KafkaServer
+from kraft.server.network import KafkaServer, connection_limits
 from kraft.server.raft_driver import RaftDriver, election_from_file, wall_ms
 from kraft.server.state_machine import CommittedRecordsListener, SnapshotPolicy
 
@@ -120,12 +120,11 @@ class KraftNode:
         ctl = cfg.controller_listener
         handlers = ControllerHandlers(self.driver, endpoints, listener_name=ctl.name, metrics=self.metrics)
         self.server = KafkaServer(handlers, ctl.host, ctl.port, listener_name=ctl.name,
-                                  max_frame_bytes=cfg.int("socket.request.max.bytes"))
+                                  max_frame_bytes=cfg.int("socket.request.max.bytes"), **connection_limits(cfg))
         await self.server.start()
         self.log.on_append = self.metrics.append_latency.observe
         server = self.server
-        self.metrics.before_render = lambda: setattr(self.metrics.rejected_connections, "value",
-                                                     server.rejected_total)
+        self.metrics.before_render = lambda: server.export_counters(self.metrics)
         self.driver.start()
         if self.log.flushed_offset() < self.log.end_offset():
             self.log.request_flush()

@@ -29,6 +29,7 @@ from kraft.raft.voters import ReplicaKey
 from kraft.server import raft_wire
 from kraft.server.client import NodeClient
 from kraft.server.commit_waiters import CommitWaiters
+from kraft.server.log_throttle import LogThrottle, held_note
 
 log = logging.getLogger("kraft.raft")
 
@@ -77,6 +78,8 @@ class RaftDriver:
         self._propose_times: collections.deque = collections.deque()
         self._last_leader = None
         self.snapshot_policy = None  # set by the node: called after each Commit
+        self.peer_log_throttle = LogThrottle()
+        self._seen_problems = (0, 0)  # the core's (corrupt_fetches, storage_read_errors) last reported
         self.closed = False
 
     # --- inputs -------------------------------------------------------------------------
@@ -204,6 +207,13 @@ class RaftDriver:
                         type(e.request).__name__, e.destination, exc)
             self._step_failed(e.destination, e.correlation_id)
             return
+        if body.error_code == ErrorCode.INCONSISTENT_CLUSTER_ID:
+            held = self.peer_log_throttle.allow(("cluster id", e.destination))
+            if held is not None:
+                log.error("node %d: node %d rejected our %s with INCONSISTENT_CLUSTER_ID: this node's cluster id "
+                          "%r does not match the quorum's (was this node formatted for another cluster?)%s",
+                          self.core.node_id, e.destination, type(e.request).__name__, self.cluster_id,
+                          held_note(held))
         self.core.step(InboundResponse(e.destination, e.correlation_id, body), wall_ms())
         self._drain()
 
@@ -233,6 +243,8 @@ class RaftDriver:
     # --- metrics ------------------------------------------------------------------------
     def _observe(self) -> None:
         core, m = self.core, self.metrics
+        if (core.corrupt_fetches, core.storage_read_errors) != self._seen_problems:
+            self._report_log_problems()
         leader = (core.leader_id, core.epoch)
         if leader != self._last_leader:
             if self._last_leader is not None and not core.is_leader():
@@ -252,6 +264,30 @@ class RaftDriver:
             m.is_leader.set(1 if core.is_leader() else 0)
             m.high_watermark.set(core.high_watermark)
             m.log_end_offset.set(self.log.end_offset())
+
+    def _report_log_problems(self) -> None:
+        """Log (at a bounded rate) and count what the core met and could not log: records
+        from the leader that failed validation, and our own log failing a read it serves."""
+        core, m = self.core, self.metrics
+        corrupt = core.corrupt_fetches - self._seen_problems[0]
+        read_errors = core.storage_read_errors - self._seen_problems[1]
+        self._seen_problems = (core.corrupt_fetches, core.storage_read_errors)
+        if corrupt:
+            leader, offset, reason = core.last_corrupt_fetch
+            if m is not None:
+                m.fetch_corrupt_records.inc(corrupt)
+            held = self.peer_log_throttle.allow(("corrupt fetch", leader))
+            if held is not None:
+                log.error("node %d: records fetched from leader %d at offset %d failed validation, not appended "
+                          "(will retry): %s%s", core.node_id, leader, offset, reason, held_note(held))
+        if read_errors:
+            offset, reason = core.last_storage_read_error
+            if m is not None:
+                m.log_read_errors.inc(read_errors)
+            held = self.peer_log_throttle.allow(("read error",))
+            if held is not None:
+                log.error("node %d: storage error reading the metadata log at offset %d for a Fetch, answered "
+                          "KAFKA_STORAGE_ERROR: %s%s", core.node_id, offset, reason, held_note(held))
 
     def _observe_commit(self, up_to: int) -> None:
         m = self.metrics

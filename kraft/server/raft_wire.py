@@ -170,20 +170,7 @@ def response_to_wire(resp, version: int, endpoints=()):
     sent in the node_endpoints field where the version has it so clients can find the leader."""
     top, part = _split(resp.error_code)
     if isinstance(resp, rm.FetchResponse):
-        W = FetchResponse
-        P = W.Topic.Partition
-        p = P(partition_index=PARTITION, error_code=part, high_watermark=resp.high_watermark,
-              log_start_offset=resp.log_start_offset,
-              current_leader=W.LeaderIdAndEpoch(leader_id=resp.leader_id, leader_epoch=resp.leader_epoch),
-              records=resp.records)
-        if resp.diverging_epoch is not None:
-            p.diverging_epoch = W.EpochEndOffset(epoch=resp.diverging_epoch.epoch,
-                                                 end_offset=resp.diverging_epoch.end_offset)
-        if resp.snapshot_id is not None:
-            p.snapshot_id = W.SnapshotId(end_offset=resp.snapshot_id.offset, epoch=resp.snapshot_id.epoch)
-        t = W.Topic(topic=TOPIC, topic_id=METADATA_TOPIC_ID, partitions=[p])
-        return W(error_code=top, responses=[t], node_endpoints=[
-            W.NodeEndpoint(node_id=i, host=h, port=pt) for i, h, pt in endpoints] if version >= 16 else [])
+        return _fetch_response_to_wire(resp, version, endpoints, top, part)
     if isinstance(resp, (rm.VoteResponse, rm.BeginQuorumEpochResponse, rm.EndQuorumEpochResponse)):
         W = {rm.VoteResponse: VoteResponse, rm.BeginQuorumEpochResponse: BeginQuorumEpochResponse,
              rm.EndQuorumEpochResponse: EndQuorumEpochResponse}[type(resp)]
@@ -210,12 +197,41 @@ def response_to_wire(resp, version: int, endpoints=()):
     raise TypeError(f"no wire form for {type(resp).__name__}")
 
 
+def _fetch_response_to_wire(resp, version: int, endpoints, top: int, part: int):
+    """Fetch is advertised from v4, but KIP-595's fields only exist from v12: below that the
+    answer degrades instead of failing to encode. CurrentLeader is left out (old clients
+    rediscover the leader through metadata); a diverging log or a needed snapshot, which an
+    old version cannot express, becomes OFFSET_OUT_OF_RANGE as a pre-KIP-595 leader answered
+    a follower whose offset it could not serve (unreachable from the core, which refuses a
+    Fetch without LastFetchedEpoch, but the wire form must stay total); v4-6 have no
+    top-level ErrorCode, so a request-level error moves onto the partition."""
+    W = FetchResponse
+    p = W.Topic.Partition(partition_index=PARTITION, error_code=part, high_watermark=resp.high_watermark,
+                          log_start_offset=resp.log_start_offset, records=resp.records)
+    if version >= 12:
+        p.current_leader = W.LeaderIdAndEpoch(leader_id=resp.leader_id, leader_epoch=resp.leader_epoch)
+        if resp.diverging_epoch is not None:
+            p.diverging_epoch = W.EpochEndOffset(epoch=resp.diverging_epoch.epoch,
+                                                 end_offset=resp.diverging_epoch.end_offset)
+        if resp.snapshot_id is not None:
+            p.snapshot_id = W.SnapshotId(end_offset=resp.snapshot_id.offset, epoch=resp.snapshot_id.epoch)
+    elif (resp.diverging_epoch is not None or resp.snapshot_id is not None) and not part:
+        p.error_code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+        p.records = b""
+    if top and version < 7:
+        top, p.error_code = 0, top
+    t = W.Topic(topic=TOPIC, topic_id=METADATA_TOPIC_ID, partitions=[p])
+    return W(error_code=top, responses=[t], node_endpoints=[
+        W.NodeEndpoint(node_id=i, host=h, port=pt) for i, h, pt in endpoints] if version >= 16 else [])
+
+
 def describe_quorum_to_wire(resp, version: int, endpoints=(), listener: str = "CONTROLLER"):
     W = DescribeQuorumResponse
     RS = W.ReplicaState
 
     def rs(r):
-        return RS(replica_id=r.replica_id, replica_directory_id=_uuid(r.replica_directory_id),
+        # ReplicaDirectoryId exists from v2; older versions leave it out, as Kafka's RaftUtil does.
+        return RS(replica_id=r.replica_id, replica_directory_id=_uuid(r.replica_directory_id if version >= 2 else None),
                   log_end_offset=r.log_end_offset, last_fetch_timestamp=r.last_fetch_timestamp,
                   last_caught_up_timestamp=r.last_caught_up_timestamp)
 

@@ -70,10 +70,10 @@ class RawConnection:
         """True if the peer closes the connection (EOF or reset) within ``timeout``."""
         try:
             data = await asyncio.wait_for(self.reader.read(1 << 16), timeout)
+        except asyncio.TimeoutError:  # first: since 3.11 it is the builtin, an OSError
+            return False
         except (ConnectionError, OSError):
             return True
-        except asyncio.TimeoutError:
-            return False
         return data == b""
 
     async def close(self) -> None:

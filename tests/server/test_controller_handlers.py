@@ -319,6 +319,37 @@ def test_produce_on_a_follower_names_the_current_leader(version):
     _follower_test(body)
 
 
+def _zstd_batch_that_does_not_decompress():
+    """A zstd batch with a valid CRC whose payload is not zstd: only decompressing finds out."""
+    from kraft.records import Compression, crc32c
+    batch = bytearray(build_batch([b"v" * 100], compression=Compression.ZSTD))
+    batch[61:] = b"\x5a" * (len(batch) - 61)  # the compressed records (header is 61 bytes)
+    batch[17:21] = crc32c(bytes(batch[21:])).to_bytes(4, "big")
+    return bytes(batch)
+
+
+FOLLOWER_PAYLOADS = {
+    "flipped byte": lambda: values(3)[:-1] + b"\xff",
+    "undecompressable zstd": _zstd_batch_that_does_not_decompress,
+    "control batch": lambda: build_control_record_batch(SnapshotFooterRecord()),
+}
+
+
+@pytest.mark.parametrize("make_records", FOLLOWER_PAYLOADS.values(), ids=list(FOLLOWER_PAYLOADS))
+@pytest.mark.parametrize("version", [3, 11])
+def test_produce_on_a_follower_is_not_leader_before_the_payload_is_looked_at(make_records, version):
+    """Kafka checks leadership before validating records (ReplicaManager.appendRecords ->
+    Partition.appendRecordsToLeader): a follower answers 6 whatever the batches hold, so a
+    client retries at the leader instead of failing on a decompression error the leader
+    would not have."""
+    async def body(node):
+        end = node.log.end_offset()
+        resp = await node.call(produce(make_records()), version)
+        assert _partition(resp)[1].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert node.log.end_offset() == end
+    _follower_test(body)
+
+
 # --- DescribeQuorum ------------------------------------------------------------------------------
 
 

@@ -371,3 +371,91 @@ def test_close_returns_while_a_handler_is_still_pending():
                 toy.resolve(1)  # let the test end either way
             await conn.close()
     run(main())
+
+
+# --- connection limits (Kafka's max.connections.per.ip and connections.max.idle.ms) ----------------
+
+
+async def _open(port, n):
+    return [await RawConnection.open(port) for _ in range(n)]
+
+
+async def _answers(conn, cid) -> bool:
+    await conn.send(api_versions_frame(cid))
+    frame = await conn.read_frame()
+    return frame is not None and decode_api_versions(frame)[0] == cid
+
+
+def test_a_connection_over_the_per_ip_cap_is_closed_at_once_and_the_others_keep_serving():
+    async def main():
+        server, _ = await _serve(max_connections_per_ip=2)
+        first = await _open(server.port, 2)
+        extra = await RawConnection.open(server.port)
+        assert await extra.is_closed_by_peer()
+        assert server.refused_total == 1
+        for i, conn in enumerate(first):
+            assert await _answers(conn, i + 1)
+        await first[0].close()
+        # The slot is free again once a connection ends.
+        assert await settle(lambda: server._open_by_address.get("127.0.0.1") == 1)
+        again = await RawConnection.open(server.port)
+        assert await _answers(again, 9)
+        for conn in (first[1], extra, again):
+            await conn.close()
+        await server.close()
+    run(main())
+
+
+def test_a_per_ip_override_replaces_the_cap_for_that_host_name():
+    async def main():
+        # "localhost" is resolved at start, as Kafka resolves override host names.
+        server, _ = await _serve(max_connections_per_ip=0, max_connections_per_ip_overrides={"localhost": 1})
+        ok = await RawConnection.open(server.port)
+        assert await _answers(ok, 1)
+        refused = await RawConnection.open(server.port)
+        assert await refused.is_closed_by_peer()
+        assert server.refused_total == 1
+        await ok.close()
+        await refused.close()
+        await server.close()
+    run(main())
+
+
+def test_an_idle_connection_is_closed_after_connections_max_idle_ms():
+    async def main():
+        server, _ = await _serve(connections_max_idle_ms=50)
+        conn = await RawConnection.open(server.port)
+        assert await _answers(conn, 1)
+        assert await conn.is_closed_by_peer()
+        assert server.idle_closed_total == 1
+        await conn.close()
+        await server.close()
+    run(main())
+
+
+def test_a_connection_with_a_request_in_flight_is_not_idle():
+    async def main():
+        server, toy = await _serve(connections_max_idle_ms=30)
+        conn = await RawConnection.open(server.port)
+        await conn.send(api_versions_frame(1, "defer"))
+        await settle(lambda: 1 in toy.deferred)
+        # Many idle periods pass while the handler works; the connection must survive them.
+        assert not await conn.is_closed_by_peer(timeout=0.3)
+        toy.resolve(1)
+        await _expect_answer(conn, 1)
+        assert server.idle_closed_total == 0
+        assert await conn.is_closed_by_peer()  # idle once answered
+        await conn.close()
+        await server.close()
+    run(main())
+
+
+def test_idle_expiry_is_off_when_connections_max_idle_ms_is_negative():
+    async def main():
+        server, _ = await _serve(connections_max_idle_ms=-1)
+        conn = await RawConnection.open(server.port)
+        assert not await conn.is_closed_by_peer(timeout=0.2)
+        assert await _answers(conn, 1)
+        await conn.close()
+        await server.close()
+    run(main())

@@ -110,6 +110,8 @@ class FakeCore:
         self.leader_id, self.epoch, self.role, self.high_watermark = -1, 0, "follower", 0
         self.next_last_offset = 0
         self.deadline = 10 ** 15
+        self.corrupt_fetches = self.storage_read_errors = 0  # RaftCore's problem counters
+        self.last_corrupt_fetch = self.last_storage_read_error = None
 
     def queue(self, *effects):
         self.readies.append(list(effects))
