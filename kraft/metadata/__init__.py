@@ -10,3 +10,15 @@ Layout:
 
 This package must not import asyncio or sockets, nor any kraft layer above protocol.
 """
+
+from kraft.metadata.delta import MetadataDelta
+from kraft.metadata.image import EMPTY_IMAGE, MetadataImage
+from kraft.metadata.json_form import record_from_json, record_json, record_to_json
+from kraft.metadata.partition import PartitionRegistration
+from kraft.metadata.records import *  # noqa: F401,F403
+from kraft.metadata.records import __all__ as _record_names
+from kraft.metadata.serde import RecordAndVersion, decode_record, encode_record, encode_record_into
+
+__all__ = ["EMPTY_IMAGE", "MetadataDelta", "MetadataImage", "PartitionRegistration", "RecordAndVersion",
+           "decode_record", "encode_record", "encode_record_into", "record_from_json", "record_json",
+           "record_to_json"] + list(_record_names)
