@@ -99,7 +99,10 @@ class TopicsDelta:
 
     def replay_topic(self, record) -> None:
         topic_id, name = record.topic_id, record.name
-        if topic_id in self.changed_topics or topic_id in self.image.by_id:
+        # The id of a topic removed earlier in this delta may come back: whether the removal and
+        # the re-creation land in one delta or two must not change the outcome.
+        if topic_id in self.changed_topics or (topic_id in self.image.by_id
+                                               and topic_id not in self.deleted_topic_ids):
             raise MetadataReplayError(f"topic id {topic_id} of new topic {name!r} is already in use")
         owner = self._name_owner(name)
         if owner is not None:
