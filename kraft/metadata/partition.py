@@ -25,6 +25,7 @@ NO_LEADER_CHANGE = -2
 RECOVERED, RECOVERING = 0, 1  # LeaderRecoveryState
 _NO_RECOVERY_CHANGE = -1
 
+_new_tuple = tuple.__new__  # builds a named tuple without its Python-level __new__
 _TUPLES: dict[tuple, tuple] = {}
 _TUPLES_LIMIT = 1 << 16  # bound the cache; clearing it only costs sharing, never correctness
 
@@ -44,11 +45,26 @@ def _migrating(n: int) -> tuple:
     return intern_tuple((MIGRATING_DIR,) * n)
 
 
+# Directory lists, keyed by the identities of their uuids: the record decoder hands out one
+# uuid object per distinct value, and uuid's __eq__/__hash__ are Python code, far slower than
+# hashing ids. Each entry keeps its uuids alive, so their ids cannot be reused while it exists.
+_DIRECTORIES: dict[tuple, tuple] = {}
+
+
 def _directories(dirs, n_replicas: int) -> tuple:
     """Kafka's ``defaultToMigrating``: no directories, or all MIGRATING, means MIGRATING each."""
-    if not dirs or all(d == MIGRATING_DIR for d in dirs):
+    if not dirs:
         return _migrating(n_replicas)
-    return intern_tuple(dirs)
+    key = tuple(map(id, dirs))
+    entry = _DIRECTORIES.get(key)
+    if entry is None:
+        kept = tuple(dirs)
+        # None stands for "all MIGRATING", whose answer depends on the number of replicas.
+        resolved = None if all(d == MIGRATING_DIR for d in kept) else intern_tuple(kept)
+        if len(_DIRECTORIES) >= _TUPLES_LIMIT:
+            _DIRECTORIES.clear()
+        entry = _DIRECTORIES[key] = (resolved, kept)
+    return _migrating(n_replicas) if entry[0] is None else entry[0]
 
 
 class PartitionRegistration(NamedTuple):
@@ -81,10 +97,10 @@ class PartitionRegistration(NamedTuple):
             raise MetadataReplayError(f"partition {record.topic_id}:{record.partition_id}: "
                                       f"unknown leader recovery state {lrs}")
         intern = intern_tuple
-        return cls(intern(replicas), _directories(dirs, len(replicas)), intern(record.isr),
-                   intern(record.removing_replicas), intern(record.adding_replicas), record.leader, lrs,
-                   record.leader_epoch, record.partition_epoch, intern(record.eligible_leader_replicas or ()),
-                   intern(record.last_known_elr or ()))
+        return _new_tuple(cls, (intern(replicas), _directories(dirs, len(replicas)), intern(record.isr),
+                                intern(record.removing_replicas), intern(record.adding_replicas), record.leader,
+                                lrs, record.leader_epoch, record.partition_epoch,
+                                intern(record.eligible_leader_replicas or ()), intern(record.last_known_elr or ())))
 
     def merge(self, record) -> "PartitionRegistration":
         """The registration after a ``PartitionChangeRecord`` (Kafka's ``merge``)."""

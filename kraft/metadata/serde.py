@@ -60,10 +60,7 @@ def _read_short(view, pos: int, entity: str) -> tuple[int, int]:
     return value, pos
 
 
-def decode_record(buf) -> RecordAndVersion:
-    """Decode one framed record value (bytes, bytearray or memoryview); the whole buffer must
-    be the record. Raises :class:`MetadataParseError` for anything that is not one."""
-    view = as_view(buf)
+def _read_header(view) -> tuple[int, int, int]:
     frame, pos = _read_short(view, 0, "frame version")
     if frame != FRAME_VERSION:
         if frame == 0:
@@ -71,6 +68,17 @@ def decode_record(buf) -> RecordAndVersion:
         raise MetadataParseError(f"unknown metadata record frame version {frame} (only {FRAME_VERSION} is supported)")
     api_key, pos = _read_short(view, pos, "type")
     version, pos = _read_short(view, pos, "version")
+    return api_key, version, pos
+
+
+def decode_record(buf) -> RecordAndVersion:
+    """Decode one framed record value (bytes, bytearray or memoryview); the whole buffer must
+    be the record. Raises :class:`MetadataParseError` for anything that is not one."""
+    view = as_view(buf)
+    if len(view) > 3 and view[0] == FRAME_VERSION and view[1] < 0x80 and view[2] < 0x80:
+        api_key, version, pos = view[1], view[2], 3  # the usual one-byte header
+    else:
+        api_key, version, pos = _read_header(view)
     cls = METADATA_RECORDS.get(api_key)
     if cls is None:
         raise MetadataParseError(f"unknown metadata record type {api_key}")

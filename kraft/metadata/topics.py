@@ -79,7 +79,8 @@ class TopicsDelta:
     every topic created or changed to its :class:`TopicDelta`; ``deleted_topic_ids`` holds the
     ids of image topics removed; ``created_topic_ids`` the topics new in this delta."""
 
-    __slots__ = ("image", "changed_topics", "deleted_topic_ids", "created_topic_ids", "_created_names")
+    __slots__ = ("image", "changed_topics", "deleted_topic_ids", "created_topic_ids", "_created_names",
+                 "_last_id", "_last_delta")
 
     def __init__(self, image: TopicsImage):
         self.image = image
@@ -87,6 +88,9 @@ class TopicsDelta:
         self.deleted_topic_ids: set[uuid.UUID] = set()
         self.created_topic_ids: set[uuid.UUID] = set()
         self._created_names: dict[str, uuid.UUID] = {}
+        # Partition records come grouped by topic, and the decoder hands out one uuid object per
+        # id: an identity check skips uuid's Python-level __hash__ for all but the first.
+        self._last_id = self._last_delta = None
 
     def _name_owner(self, name: str) -> uuid.UUID | None:
         owner = self._created_names.get(name)
@@ -112,12 +116,15 @@ class TopicsDelta:
         self._created_names[name] = topic_id
 
     def _topic_delta(self, topic_id: uuid.UUID, what: str) -> TopicDelta:
+        if topic_id is self._last_id:
+            return self._last_delta
         delta = self.changed_topics.get(topic_id)
         if delta is None:
             topic = self.image.by_id.get(topic_id)
             if topic is None or topic_id in self.deleted_topic_ids:
                 raise MetadataReplayError(f"{what} for unknown topic id {topic_id}")
             delta = self.changed_topics[topic_id] = TopicDelta(topic)
+        self._last_id, self._last_delta = topic_id, delta
         return delta
 
     def replay_partition(self, record) -> None:
@@ -131,6 +138,7 @@ class TopicsDelta:
     def replay_remove_topic(self, record) -> str:
         """Remove the topic; returns its name (its configs go too, see MetadataDelta)."""
         topic_id = record.topic_id
+        self._last_id = self._last_delta = None
         delta = self.changed_topics.pop(topic_id, None)
         if delta is not None:
             name = delta.image.name

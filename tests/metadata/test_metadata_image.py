@@ -279,3 +279,18 @@ def test_a_bad_record_inside_a_transaction_fails_at_commit_and_poisons_the_delta
         delta.apply()
     with pytest.raises(MetadataReplayError, match="failed transaction"):
         delta.replay(NoOpRecord())
+
+
+def test_directories_compare_by_value_whatever_the_uuid_objects():
+    d1, d2 = uuid.UUID(int=0xD1), uuid.UUID(int=0xD2)
+    image = replay([TopicRecord(name="foo", topic_id=FOO)] + [
+        PartitionRecord(partition_id=p, topic_id=FOO, replicas=[1, 2], isr=[1], leader=1,
+                        directories=[uuid.UUID(int=d1.int), uuid.UUID(int=d2.int)]) for p in (0, 1)])
+    p0, p1 = image.topics.get_partition(FOO, 0), image.topics.get_partition(FOO, 1)
+    assert p0.directories == p1.directories == (d1, d2)
+    # Assigned directories must follow a replica change; all-MIGRATING ones are re-sized.
+    with pytest.raises(MetadataReplayError, match="directories"):
+        replay([PartitionChangeRecord(partition_id=0, topic_id=FOO, replicas=[1, 2, 3])], image)
+    image = replay([PartitionChangeRecord(partition_id=0, topic_id=FOO, replicas=[1, 2, 3],
+                                          directories=[MIGRATING_DIR] * 3)], image)
+    assert image.topics.get_partition(FOO, 0).directories == (MIGRATING_DIR,) * 3
