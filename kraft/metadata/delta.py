@@ -121,12 +121,12 @@ class MetadataDelta:
         if self._broken is not None:
             raise MetadataReplayError(f"delta unusable after a failed transaction: {self._broken}")
         kind = type(record)
-        if self._transaction is not None and kind not in _TRANSACTION_MARKERS:
-            self._transaction.append(record)
-            return
         handler = _HANDLERS.get(kind)
         if handler is None:
             raise MetadataReplayError(f"cannot replay {kind.__name__}: not a metadata record")
+        if self._transaction is not None and kind not in _TRANSACTION_MARKERS:
+            self._transaction.append(record)
+            return
         handler(self, record)
 
     def replay_all(self, records) -> None:
@@ -145,9 +145,7 @@ class MetadataDelta:
         held, self._transaction = self._transaction, None
         for i, rec in enumerate(held):
             try:
-                _HANDLERS[type(rec)](self, rec)
-            except KeyError:
-                error = MetadataReplayError(f"cannot replay {type(rec).__name__}: not a metadata record")
+                _HANDLERS[type(rec)](self, rec)  # only known record types are ever held
             except MetadataReplayError as e:
                 error = e
             else:

@@ -294,3 +294,13 @@ def test_directories_compare_by_value_whatever_the_uuid_objects():
     image = replay([PartitionChangeRecord(partition_id=0, topic_id=FOO, replicas=[1, 2, 3],
                                           directories=[MIGRATING_DIR] * 3)], image)
     assert image.topics.get_partition(FOO, 0).directories == (MIGRATING_DIR,) * 3
+
+
+def test_replaying_something_that_is_not_a_metadata_record_is_refused_even_in_a_transaction():
+    from kraft.protocol import ApiVersionsRequest
+    delta = MetadataDelta(EMPTY_IMAGE)
+    delta.replay(BeginTransactionRecord())
+    with pytest.raises(MetadataReplayError, match="not a metadata record"):
+        delta.replay(ApiVersionsRequest())
+    delta.replay(EndTransactionRecord())
+    assert delta.apply() == EMPTY_IMAGE
