@@ -277,6 +277,19 @@ class EncodeError(KraftError, ValueError):
     code = ErrorCode.UNKNOWN_SERVER_ERROR
 
 
+# --- metadata records (appended by kraft/metadata) ------------------------------
+
+
+class MetadataParseError(CorruptRecordError):
+    """Bytes that are not a metadata record in Kafka's framing (unknown frame version, record
+    type or version, truncated or garbage body, trailing bytes): Kafka's MetadataParseException."""
+
+
+class MetadataReplayError(InvalidRecordError):
+    """A well-formed metadata record that does not fit the image it is replayed on (a partition
+    of an unknown topic, fencing an unregistered broker, EndTransaction with none open...)."""
+
+
 # --- network -----------------------------------------------------------------
 
 

@@ -25,6 +25,7 @@ RULES = {
     "protocol": ({"records"}, {"asyncio", "socket", "selectors"}),
     "log": ({"records", "_native"}, {"asyncio", "socket", "selectors"}),
     "raft": ({"records", "protocol"}, {"asyncio", "socket", "selectors", "threading", "time", "os", "random"}),
+    "metadata": ({"records", "protocol", "types"}, {"asyncio", "socket", "selectors"}),
     "testing": ({"raft", "log", "records"}, {"asyncio", "socket", "selectors", "time"}),
     "server": ({"raft", "log", "records", "protocol", "testing"}, set()),
     "cli": ({"server", "log", "protocol", "records", "raft", "spark"}, set()),

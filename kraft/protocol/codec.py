@@ -64,8 +64,14 @@ def _fixed_array_packer(fmt: str):
 
 
 def _fixed_array_reader(fmt: str, size: int):
+    # Short arrays (replica lists, ISRs) dominate: keep a compiled Struct per small length.
+    cache = {n: struct.Struct(">%d%s" % (n, fmt)).unpack_from for n in range(17)}
+
     def read(buf, pos: int, n: int):
-        return list(struct.unpack_from(">%d%s" % (n, fmt), buf, pos)), pos + n * size
+        unpack = cache.get(n)
+        if unpack is None:
+            return list(struct.unpack_from(">%d%s" % (n, fmt), buf, pos)), pos + n * size
+        return list(unpack(buf, pos)), pos + n * size
     return read
 
 
@@ -74,6 +80,15 @@ def _read_uuid(buf, pos: int):
     if len(raw) != 16:
         raise ProtocolError("uuid runs past the end of the buffer")
     return P.uuid_from_wire(raw), pos + 16
+
+
+def _read_uuid_array(buf, pos: int, n: int):
+    end = pos + 16 * n
+    raw = bytes(buf[pos:end])
+    if len(raw) != 16 * n:
+        raise ProtocolError("uuid array runs past the end of the buffer")
+    wire = P.uuid_from_wire
+    return [wire(raw[i:i + 16]) for i in range(0, len(raw), 16)], end
 
 
 def _write_uuid(out: bytearray, u) -> None:
@@ -204,6 +219,8 @@ class _Builder:
         elif elem.fmt is not None and elem.name != "uuid":
             read = self.bind(_fixed_array_reader(elem.fmt, elem.size))
             lines.append(f"{body_ind}{target}, {pos} = {read}(buf, {pos}, _n)")
+        elif elem.name == "uuid":
+            lines.append(f"{body_ind}{target}, {pos} = {self.bind(_read_uuid_array)}(buf, {pos}, _n)")
         else:
             lines += [f"{body_ind}_l = []", f"{body_ind}for _ in range(_n):"]
             lines += self.decode_value(Field("element", elem), elem, "_e", pos, body_ind + "    ")

@@ -41,6 +41,9 @@ class Message(Struct):
     FLEXIBLE: str = "none"
     MIN_VERSION: int
     MAX_VERSION: int
+    # Where concrete subclasses register by API key; bases of other message families (such as
+    # the metadata records of kraft.metadata) set their own dict so their keys never collide.
+    REGISTRY: dict | None = None
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -53,7 +56,9 @@ class Message(Struct):
         cls._FLEXIBLE_VERSIONS = Versions.parse(cls.FLEXIBLE)
         cls._ENCODERS = {}
         cls._DECODERS = {}
-        registry = REQUESTS if issubclass(cls, Request) else RESPONSES
+        registry = cls.REGISTRY
+        if registry is None:
+            raise TypeError(f"{cls.__name__}: no registry (derive from Request, Response or a family base)")
         if cls.API_KEY in registry:
             raise TypeError(f"{cls.__name__}: API key {cls.API_KEY} is already {registry[cls.API_KEY].__name__}")
         registry[cls.API_KEY] = cls
@@ -129,12 +134,14 @@ class Request(Message):
 
     __slots__ = ()
     LISTENERS: tuple = ("broker", "controller")
+    REGISTRY = REQUESTS
 
 
 class Response(Message):
     """A response body."""
 
     __slots__ = ()
+    REGISTRY = RESPONSES
 
 
 class EncodedBody(bytes):
