@@ -330,8 +330,9 @@ class RaftCore(ElectionRpcs, ReplicationRpcs):
         deadline = min(deadline, s.begin_epoch_due)
         if s.parked:
             self._complete_parked(s, now)
+            hw_due = s.hw_changed_ms + self.config.hw_notify_delay_ms
             for p in s.parked:
-                deadline = min(deadline, p.deadline)
+                deadline = min(deadline, p.deadline if p.hw_seen == s.high_watermark else min(p.deadline, hw_due))
         if s.check_quorum_deadline is not None:
             deadline = min(deadline, s.check_quorum_deadline)
         return deadline
@@ -571,6 +572,7 @@ class RaftCore(ElectionRpcs, ReplicationRpcs):
 
     def _on_leader_high_watermark(self, s: LeaderState, now: int) -> None:
         self._set_high_watermark(s.high_watermark)
+        s.hw_changed_ms = now
         self._complete_parked(s, now)
 
     def _update_follower_high_watermark(self, s: FollowerState) -> None:

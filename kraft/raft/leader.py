@@ -56,6 +56,7 @@ class LeaderState(EpochState):
         self.begin_epoch_due = now_ms
         self.accumulator = accumulator
         self.parked: list[ParkedFetch] = []
+        self.hw_changed_ms = -1  # when the high watermark last moved (parked fetches learn it)
         self.resign_requested = False
 
     def can_grant_vote(self, candidate, log_up_to_date, pre_vote, now_ms):

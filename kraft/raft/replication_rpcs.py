@@ -118,9 +118,10 @@ class ReplicationRpcs:
             return
         end = self.log.end_offset()
         hw = s.high_watermark
+        hw_due = now >= s.hw_changed_ms + self.config.hw_notify_delay_ms
         keep = []
         for p in s.parked:
-            if force or now >= p.deadline or end > p.request.fetch_offset or hw != p.hw_seen:
+            if force or now >= p.deadline or end > p.request.fetch_offset or (hw != p.hw_seen and hw_due):
                 self._effects.append(Respond(p.handle, self._try_complete_fetch(p.source, p.request, now)))
             else:
                 keep.append(p)

@@ -312,3 +312,40 @@ def test_records_in_fetch_responses_are_whole_record_batches():
     r.advance(25)
     resp = r.request(2, fetch(2, 1, 0, 0))
     assert [b.base_offset for b in iter_batches(resp.records)] == [0, 1]
+
+
+def _parked_follower_after_a_commit():
+    """Leader 1 of (1, 2, 3) with follower 3's Fetch parked at the end of the log, then a
+    write that follower 3 already holds: the leader's flush moves the HW while 3 is parked."""
+    r = leader()
+    r.flush_all()
+    r.core.propose([b"x"], r.now)
+    r.advance(r.core.config.append_linger_ms)
+    end = r.log.end_offset()
+    hw_before = r.core.high_watermark
+    assert r.request(3, fetch(3, 1, end, 1, max_wait=500)) is None  # 3 has it all: parked
+    r.flush_all()  # the leader's own flush: majority (1, 3) holds `end`
+    assert r.core.high_watermark == end > hw_before
+    return r, end
+
+
+def test_a_parked_fetch_learns_a_new_high_watermark_after_the_notify_delay():
+    r, end = _parked_follower_after_a_commit()
+    delay = r.core.config.hw_notify_delay_ms
+    assert delay > 0 and r.take(Respond) == []  # not at once: new data may carry it
+    r.advance(delay - 1)
+    assert r.take(Respond) == []
+    r.advance(1)
+    [answer] = r.take(Respond)
+    assert answer.response.high_watermark == end and answer.response.records == b""
+
+
+def test_new_data_within_the_notify_delay_carries_the_high_watermark():
+    """One Fetch round trip per write and follower instead of two: the data answer brings
+    the HW the follower was not told about yet."""
+    r, end = _parked_follower_after_a_commit()
+    r.core.propose([b"y"], r.now)
+    r.advance(r.core.config.append_linger_ms)
+    answers = r.take(Respond)
+    assert len(answers) == 1 and answers[0].response.records
+    assert answers[0].response.high_watermark == end
