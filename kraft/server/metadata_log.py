@@ -162,11 +162,6 @@ class MetadataLog:
         """Ask the flusher thread to fsync now; completion arrives through ``on_flushed``."""
         self.log.request_flush()
 
-    def flush_now(self) -> int:
-        """fdatasync in the calling thread (GIL released); returns the flushed offset."""
-        self.log.wait_for_flush()
-        return self.log.flushed_offset
-
     def flush(self, up_to: int) -> None:
         self.log.flush()
 

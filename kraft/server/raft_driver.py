@@ -154,15 +154,10 @@ class RaftDriver:
             if fut is not None and not fut.done():
                 fut.set_result(e.response)
         elif isinstance(e, Flush):
-            if self.core.is_leader():
-                # The leader keeps serving while the flusher thread fsyncs (group commit).
-                self.log.request_flush()
-            else:
-                # A follower has nothing to do until its data is durable (its next fetch waits
-                # for it), so it fsyncs here, as Kafka's raft thread does, saving a thread hand-off
-                # each way. on_flushed runs on the next loop turn so effects stay in order.
-                flushed = self.log.flush_now()
-                self.loop.call_soon(self._on_flushed, flushed)
+            # Leader and follower alike: the flusher thread fsyncs (group commit) and reports
+            # back through on_flushed, so the loop never blocks on the disk (a Vote or a
+            # Fetch is answered while an fsync runs).
+            self.log.request_flush()
         elif isinstance(e, PersistElection):
             self.state_file.write(election_to_file(e.state, self.cluster_id, self.voters))
         elif isinstance(e, Commit):
