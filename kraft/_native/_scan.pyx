@@ -5,7 +5,7 @@ leader offset assignment. Both loops run without the GIL.
 Must not import kraft Python modules.
 """
 
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
 
 import numpy as np
@@ -158,3 +158,146 @@ def assign_offsets(buffer, int64_t base_offset, int32_t partition_leader_epoch):
             next_offset = kc_wrap_add(next_offset, <int64_t><int32_t>kc_load_be32(p + OFF_LAST_OFFSET_DELTA) + 1)
             pos += <Py_ssize_t>length + LOG_OVERHEAD
     return next_offset
+
+
+# --- a writer's batches, checked in one pass ---------------------------------------------
+# Outcome codes of check_writer_batches (kraft.records.validation maps them to error types).
+cdef enum Check:
+    CHECK_OK = 0
+    CHECK_CORRUPT = 1
+    CHECK_INVALID_RECORD = 2
+    CHECK_TOO_LARGE = 3
+
+
+cdef int walk_records(const uint8_t *p, const uint8_t *end, int32_t count, bint allow_null_values,
+                      const char **why) noexcept nogil:
+    """Every record of an uncompressed block: lengths, offset deltas 0..count-1, a value
+    unless nulls are allowed, well-formed headers, and nothing left over."""
+    cdef int32_t i, length, offset_delta, klen, vlen, nheaders, j, hk, hv
+    cdef int64_t ts_delta
+    cdef int n
+    cdef const uint8_t *rec_end
+    for i in range(count):
+        n = kc_read_varint32(p, end, &length)
+        if n == 0 or length < MIN_RECORD_SIZE - 1 or length > end - p - n:
+            why[0] = b"invalid record length"
+            return CHECK_CORRUPT
+        p += n
+        rec_end = p + length
+        p += 1  # attributes
+        n = kc_read_varint64(p, rec_end, &ts_delta)
+        if n == 0:
+            why[0] = b"invalid timestamp delta"
+            return CHECK_CORRUPT
+        p += n
+        n = kc_read_varint32(p, rec_end, &offset_delta)
+        if n == 0:
+            why[0] = b"invalid offset delta"
+            return CHECK_CORRUPT
+        if offset_delta != i:
+            why[0] = b"record offset deltas must run 0, 1, 2, ... within a batch"
+            return CHECK_INVALID_RECORD
+        p += n
+        n = kc_read_varint32(p, rec_end, &klen)
+        if n == 0 or klen < -1 or klen > rec_end - p - n:
+            why[0] = b"invalid key length"
+            return CHECK_CORRUPT
+        p += n + (klen if klen > 0 else 0)
+        n = kc_read_varint32(p, rec_end, &vlen)
+        if n == 0 or vlen < -1 or vlen > rec_end - p - n:
+            why[0] = b"invalid value length"
+            return CHECK_CORRUPT
+        if vlen == -1 and not allow_null_values:
+            why[0] = b"records need a value (null values are not accepted)"
+            return CHECK_INVALID_RECORD
+        p += n + (vlen if vlen > 0 else 0)
+        n = kc_read_varint32(p, rec_end, &nheaders)
+        if n == 0 or nheaders < 0:
+            why[0] = b"invalid header count"
+            return CHECK_CORRUPT
+        p += n
+        for j in range(nheaders):
+            n = kc_read_varint32(p, rec_end, &hk)
+            if n == 0 or hk < 0 or hk > rec_end - p - n:
+                why[0] = b"invalid header key length"
+                return CHECK_CORRUPT
+            p += n + hk
+            n = kc_read_varint32(p, rec_end, &hv)
+            if n == 0 or hv < -1 or hv > rec_end - p - n:
+                why[0] = b"invalid header value length"
+                return CHECK_CORRUPT
+            p += n + (hv if hv > 0 else 0)
+        if p != rec_end:
+            why[0] = b"record length does not match its fields"
+            return CHECK_CORRUPT
+    if p != end:
+        why[0] = b"bytes left after the last record"
+        return CHECK_CORRUPT
+    return CHECK_OK
+
+
+def check_writer_batches(buffer, int64_t max_batch_bytes, int64_t max_batch_records, bint allow_control,
+                         bint allow_null_values):
+    """One pass over the batches a writer sent: ``(outcome, records, compressed, whole_end,
+    message)``. Whole batches only (``whole_end`` is where the last whole one ends; a
+    trailing partial batch is left out, as Kafka ignores it). Per batch: length, magic, CRC,
+    control bit, RecordsCount = LastOffsetDelta + 1, the size and count limits, and for an
+    uncompressed batch every record (see walk_records). Compressed records are left to the
+    caller (``compressed`` is true). Base offsets are not looked at: writers send 0."""
+    cdef Buffer b = acquire(buffer)
+    cdef Py_ssize_t pos = 0, end = b.size, size
+    cdef const uint8_t *p
+    cdef int32_t length, lod, count
+    cdef int16_t attributes
+    cdef int64_t records = 0
+    cdef bint compressed = False
+    cdef int outcome = CHECK_OK
+    cdef const char *why = NULL
+    cdef Py_ssize_t batch_at = 0
+    with nogil:
+        while end - pos >= HEADER_SIZE:
+            p = b.ptr + pos
+            length = <int32_t>kc_load_be32(p + OFF_LENGTH)
+            if length < MIN_LENGTH:
+                outcome, why = CHECK_CORRUPT, b"invalid batch length"
+                break
+            size = <Py_ssize_t>length + LOG_OVERHEAD
+            if size > end - pos:
+                break  # a trailing partial batch
+            batch_at = pos
+            if p[OFF_MAGIC] != 2:
+                outcome, why = CHECK_CORRUPT, b"unsupported magic (only RecordBatch v2)"
+                break
+            if kraft_crc32c(0, p + OFF_ATTRIBUTES, size - OFF_ATTRIBUTES) != kc_load_be32(p + OFF_CRC):
+                outcome, why = CHECK_CORRUPT, b"CRC mismatch"
+                break
+            attributes = <int16_t>kc_load_be16(p + OFF_ATTRIBUTES)
+            if attributes & ATTR_CONTROL and not allow_control:
+                outcome, why = CHECK_CORRUPT, b"control batches cannot be produced"
+                break
+            lod = <int32_t>kc_load_be32(p + OFF_LAST_OFFSET_DELTA)
+            count = <int32_t>kc_load_be32(p + OFF_RECORDS_COUNT)
+            if count <= 0 or lod < 0 or <int64_t>count != <int64_t>lod + 1:
+                outcome, why = CHECK_INVALID_RECORD, b"RecordsCount does not match LastOffsetDelta + 1"
+                break
+            if size > max_batch_bytes:
+                outcome, why = CHECK_TOO_LARGE, b"record batch is over the size limit"
+                break
+            if count > max_batch_records:
+                outcome, why = CHECK_TOO_LARGE, b"record batch holds more records than the limit"
+                break
+            if attributes & ATTR_COMPRESSION:
+                compressed = True
+            else:
+                if count > (size - HEADER_SIZE) // MIN_RECORD_SIZE:
+                    outcome, why = CHECK_CORRUPT, b"record count impossible in the batch size"
+                    break
+                outcome = walk_records(p + HEADER_SIZE, p + size, count, allow_null_values, &why)
+                if outcome != CHECK_OK:
+                    break
+            records += count
+            pos += size
+    if outcome != CHECK_OK:
+        message = f"batch at byte {batch_at}: {why.decode()}"
+        return outcome, 0, compressed, pos, message
+    return outcome, records, compressed, pos, None

@@ -347,4 +347,7 @@ class _Builder:
             dec += ["            " + line for line in unknown]
         dec += ["            if _p != _end:",
                 "                raise _perr('tagged field %d: declared %d bytes, decoded %d' % (_tag, _size, _p - pos))",
-                "            pos = _end"]
+                "            pos = _end",
+                # Kept in tag order whatever order they came in (they are written back sorted).
+                "        if o.unknown_tagged_fields is not None and len(o.unknown_tagged_fields) > 1:",
+                "            o.unknown_tagged_fields.sort(key=lambda t: t[0])"]

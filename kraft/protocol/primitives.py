@@ -402,4 +402,5 @@ def skip_tagged_fields(buf, pos: int) -> tuple[list | None, int]:
             raise ProtocolError(f"tagged field {tag} of {size} bytes runs past the end")
         unknown.append((tag, bytes(buf[pos:pos + size])))
         pos += size
+    unknown.sort(key=lambda t: t[0])  # kept in tag order, as they are written back
     return unknown, pos

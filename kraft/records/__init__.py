@@ -15,6 +15,7 @@ Main entry points::
     iter_batches(buffer, position=0, *, validate=False)
     scan_batches(buffer, position=0) -> BatchScan
     assign_offsets(writable_buffer, base_offset, partition_leader_epoch) -> next_offset
+    check_writer_batches(buffer, max_batch_bytes, max_batch_records, allow_control, allow_null_values)
     crc32c(data, value=0)
 """
 
@@ -58,7 +59,7 @@ def _load_native():
         RecordBatchBuilder=_builder.RecordBatchBuilder, build_batch=_builder.build_batch,
         build_control_batch=_builder.build_control_batch, RecordBatch=_reader.RecordBatch,
         Record=_reader.Record, iter_batches=_reader.iter_batches, scan_batches=_scan.scan_batches,
-        assign_offsets=_scan.assign_offsets, crc32c=_crc.crc32c,
+        assign_offsets=_scan.assign_offsets, check_writer_batches=_scan.check_writer_batches, crc32c=_crc.crc32c,
         crc32c_implementation=_crc.crc32c_implementation, encode_varint=_crc.encode_varint,
         decode_varint=_crc.decode_varint, encode_unsigned_varint=_crc.encode_unsigned_varint,
         decode_unsigned_varint=_crc.decode_unsigned_varint, size_of_varint=_crc.size_of_varint,
@@ -69,6 +70,7 @@ def _load_pure():
     from types import SimpleNamespace
 
     from kraft.records import _pure_builder as b
+    from kraft.records import _pure_check as k
     from kraft.records import _pure_crc as c
     from kraft.records import _pure_reader as r
     from kraft.records import _pure_varint as v
@@ -77,6 +79,7 @@ def _load_pure():
         RecordBatchBuilder=b.RecordBatchBuilder, build_batch=b.build_batch,
         build_control_batch=b.build_control_batch, RecordBatch=r.RecordBatch, Record=r.Record,
         iter_batches=r.iter_batches, scan_batches=r.scan_batches, assign_offsets=r.assign_offsets,
+        check_writer_batches=k.check_writer_batches,
         crc32c=c.crc32c, crc32c_implementation=lambda: "python",
         encode_varint=v.encode_varint, decode_varint=v.decode_varint,
         encode_unsigned_varint=v.encode_unsigned_varint,
@@ -105,6 +108,7 @@ Record = _impl.Record
 iter_batches = _impl.iter_batches
 scan_batches = _impl.scan_batches
 assign_offsets = _impl.assign_offsets
+check_writer_batches = _impl.check_writer_batches
 crc32c = _impl.crc32c
 crc32c_implementation = _impl.crc32c_implementation
 encode_varint = _impl.encode_varint
@@ -130,7 +134,7 @@ __all__ = [
     "IMPLEMENTATION", "BatchScan", "Compression", "ControlType", "CorruptRecordError",
     "DecodedBatch", "Endpoint", "InvalidRecordError", "KRaftVersionRecord", "LeaderChangeMessage",
     "Record", "RecordBatch", "RecordBatchBuilder", "SnapshotFooterRecord", "SnapshotHeaderRecord",
-    "TimestampType", "UnsupportedCodecError", "Voter", "VotersRecord", "assign_offsets",
+    "TimestampType", "UnsupportedCodecError", "Voter", "VotersRecord", "assign_offsets", "check_writer_batches",
     "build_batch", "build_control_batch", "build_control_record_batch", "control_key",
     "crc32c", "crc32c_implementation", "decode_control_key", "decode_control_record",
     "decode_unsigned_varint", "decode_varint", "encode_control_value", "encode_unsigned_varint",

@@ -1,8 +1,8 @@
 """ProduceWriter: Kafka's Produce API on the controller listener as the writer of
 ``__cluster_metadata``-0 (a demo and benchmark writer until the controller owns the log).
 
-The lean write path: the batches of a request are checked once (header, CRC, counts,
-natively; then every record decoded, natively) and proposed as the bytes that arrived, so
+The lean write path: the batches of a request are checked once, in one native pass (header,
+CRC, counts, every record of uncompressed batches), and proposed as the bytes that arrived, so
 the log patches offsets and epoch in place and nothing is decoded into Python objects or
 re-encoded. Requests proposed in one loop turn share one append and one fsync (the core
 drains on the next tick). The answer is a cached encoding of the success response with the
@@ -25,7 +25,7 @@ import struct
 
 from kraft.errors import ErrorCode, KraftError, NotLeaderError
 from kraft.protocol import METADATA_TOPIC_ID, EncodedBody, ProduceRequest, ProduceResponse
-from kraft.records.validation import inspect_batches, validate_records
+from kraft.records.validation import inspect_batches, validate_compressed
 
 TOPIC = "__cluster_metadata"
 # Above any offset a real log reaches, and a byte pattern a response cannot otherwise hold.
@@ -72,15 +72,12 @@ class ProduceWriter:
         except KraftError as exc:
             return self.error(version, exc.code, message=str(exc))
         if not info.compressed and not self._waiting:
-            try:
-                validate_records(data, max_decompressed_bytes=self.max_decompressed_bytes)  # uncompressed: cheap
-            except KraftError as exc:
-                return self.error(version, exc.code, message=str(exc))
             return self._propose(data, info.records, wire, version)
-        # Compressed (or queued behind a compressed one, to keep arrival order): check on the
-        # worker thread, propose when every earlier request has been proposed.
-        checked = self._executor.submit(validate_records, data, max_decompressed_bytes=self.max_decompressed_bytes,
-                                        max_batch_decompressed_bytes=self.max_batch_bytes)
+        # Compressed (or queued behind a compressed one, to keep arrival order): inflate and
+        # check on the worker thread, propose once every earlier request has been proposed.
+        checked = (self._executor.submit(validate_compressed, data, max_decompressed_bytes=self.max_decompressed_bytes,
+                                         max_batch_decompressed_bytes=self.max_batch_bytes)
+                   if info.compressed else _done_future())
         out = asyncio.get_running_loop().create_future()
         self._waiting.append((checked, data, info.records, wire, version, out))
         checked.add_done_callback(lambda _: self.driver.loop.call_soon_threadsafe(self._propose_checked))
@@ -175,3 +172,9 @@ class _Answer:
         if code == ErrorCode.NONE:
             return self.writer.success(self.version, self.base_offset)
         return self.writer.error(self.version, code, self.base_offset)
+
+
+def _done_future() -> concurrent.futures.Future:
+    f = concurrent.futures.Future()
+    f.set_result(None)
+    return f
