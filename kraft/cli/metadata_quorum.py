@@ -48,7 +48,7 @@ def _replication(d) -> list[dict]:
 
 
 async def describe(bootstrap: str, timeout_s: float, with_cluster_id: bool = False):
-    client = QuorumClient([parse_address(s) for s in bootstrap.split(",")])
+    client = QuorumClient([parse_address(s) for s in bootstrap.split(",")], refused_is_final=True)
     try:
         d = await client.describe(timeout_s)
         return d, (await client.cluster_id() if with_cluster_id else None)

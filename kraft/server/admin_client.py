@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from kraft.errors import ErrorCode, KraftError, NetworkError, NotLeaderError
 from kraft.protocol import DescribeQuorumRequest, ProduceRequest
-from kraft.server.client import NodeClient
+from kraft.server.client import ConnectionRefused, NodeClient
 
 METADATA_TOPIC = "__cluster_metadata"
 DESCRIBE_QUORUM_VERSION = 2
@@ -42,11 +42,24 @@ def parse_address(s: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-class QuorumClient:
-    """Talks to the nodes of one quorum, starting from bootstrap addresses."""
+class NoNodeReachable(KraftError):
+    """Every address refused the connection (nothing listens there): a command-line tool
+    reports this at once instead of retrying until its timeout."""
 
-    def __init__(self, bootstrap: list[tuple[str, int]], *, request_timeout_ms: int = 5000):
+    code = ErrorCode.NETWORK_EXCEPTION
+
+
+class QuorumClient:
+    """Talks to the nodes of one quorum, starting from bootstrap addresses.
+
+    ``refused_is_final``: when every known address refuses the connection, :meth:`describe`
+    raises :class:`NoNodeReachable` at once (what an operator's command wants). Off by
+    default, because a cluster that is starting up refuses connections for a moment."""
+
+    def __init__(self, bootstrap: list[tuple[str, int]], *, request_timeout_ms: int = 5000,
+                 refused_is_final: bool = False):
         self.bootstrap = list(bootstrap)
+        self.refused_is_final = refused_is_final
         self.request_timeout_ms = request_timeout_ms
         self.nodes: dict[int, tuple[str, int]] = {}
         self._clients: dict[tuple[str, int], NodeClient] = {}
@@ -83,12 +96,15 @@ class QuorumClient:
         last: Exception | None = None
         while time.monotonic() < end:
             budget = max(0.05, min(2.0, end - time.monotonic()))
-            tasks = [asyncio.ensure_future(self._describe_quietly(a, budget)) for a in self._candidates()]
+            candidates = self._candidates()
+            tasks = [asyncio.ensure_future(self._describe_quietly(a, budget)) for a in candidates]
+            refused = 0
             try:
                 for next_done in asyncio.as_completed(tasks):
                     d = await next_done
                     if isinstance(d, Exception):
                         last = d
+                        refused += isinstance(d, ConnectionRefused)
                     elif d.error_code == 0:
                         return d
                     else:
@@ -96,8 +112,10 @@ class QuorumClient:
             finally:
                 for t in tasks:
                     t.cancel()
+            if self.refused_is_final and refused == len(candidates):
+                raise NoNodeReachable("connection refused to " + ", ".join(f"{h}:{p}" for h, p in candidates))
             await asyncio.sleep(0.02)
-        raise KraftError(f"no leader found within {deadline_s:.0f} s: {last}")
+        raise KraftError(f"no leader found within {deadline_s:g} s: {last}")
 
     async def _describe_quietly(self, addr, budget_s: float):
         try:
