@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kraft.errors import ErrorCode, KraftError, NetworkError, NotLeaderError
 from kraft.protocol import DescribeQuorumRequest, ProduceRequest
@@ -33,6 +33,7 @@ class QuorumDescription:
     observers: list
     nodes: dict  # node id -> (host, port) of its controller listener
     error_code: int = 0
+    endpoints: dict = field(default_factory=dict)  # node id -> ["NAME://host:port", ...]
 
 
 def parse_address(s: str) -> tuple[str, int]:
@@ -80,14 +81,17 @@ class QuorumClient:
         req = DescribeQuorumRequest(topics=[DescribeQuorumRequest.Topic(
             topic_name=METADATA_TOPIC, partitions=[DescribeQuorumRequest.Topic.Partition(partition_index=0)])])
         resp = await self.client(addr).request(req, DESCRIBE_QUORUM_VERSION)
+        endpoints = {}
         for node in resp.nodes:
             for lst in node.listeners:
                 self.nodes[node.node_id] = (lst.host, lst.port)
+                host = f"[{lst.host}]" if ":" in lst.host else lst.host
+                endpoints.setdefault(node.node_id, []).append(f"{lst.name}://{host}:{lst.port}")
         if resp.error_code:
             return QuorumDescription(-1, -1, -1, [], [], dict(self.nodes), resp.error_code)
         p = resp.topics[0].partitions[0]
         return QuorumDescription(p.leader_id, p.leader_epoch, p.high_watermark, list(p.current_voters),
-                                 list(p.observers), dict(self.nodes), p.error_code)
+                                 list(p.observers), dict(self.nodes), p.error_code, endpoints)
 
     async def describe(self, deadline_s: float = 10.0) -> QuorumDescription:
         """Ask every known node at once and return the leader's answer; raises KraftError at
