@@ -23,6 +23,7 @@ from kraft.config import NodeConfig
 from kraft.errors import ConfigError, StorageError
 from kraft.log import LogConfig
 from kraft.log.dir_lock import lock_directories
+from kraft.log.retention import CLEAN_INTERVAL_MS, MetadataRetention
 from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties, QuorumStateFile
 from kraft.raft import RaftConfig, RaftCore
 from kraft.server.controller_handlers import ControllerHandlers
@@ -110,6 +111,7 @@ class KraftNode:
         #: The storage error that stopped the node (the process must then exit non-zero).
         self.fatal: BaseException | None = None
         self._locks = None
+        self._cleaner: asyncio.TimerHandle | None = None
 
     @property
     def port(self) -> int:
@@ -143,8 +145,10 @@ class KraftNode:
 
         log_cfg = LogConfig.metadata(segment_bytes=cfg.int("metadata.log.segment.bytes"),
                                      segment_ms=cfg.int("metadata.log.segment.ms"))
+        retention = MetadataRetention(max_bytes=cfg.int("metadata.max.retention.bytes"),
+                                      max_ms=cfg.int("metadata.max.retention.ms"))
         self.log = MetadataLog(cfg.metadata_log_dir, log_cfg, on_flushed=on_flushed, on_fatal=on_fatal,
-                               on_flush_stats=on_flush_stats)
+                               on_flush_stats=on_flush_stats, retention=retention)
         rep = self.log.log.recovery
         log.info("node %d: metadata log %s..%s recovered (%s)", cfg.node_id, self.log.start_offset(),
                  self.log.end_offset(), rep)
@@ -174,6 +178,7 @@ class KraftNode:
         self.metrics.before_render = lambda: setattr(self.metrics.rejected_connections, "value",
                                                      server.rejected_total)
         self.driver.start()
+        self._cleaner = loop.call_later(CLEAN_INTERVAL_MS / 1000, self._clean_periodically)
         if self.log.flushed_offset() < self.log.end_offset():
             self.log.request_flush()
         port = cfg.int("kraft.metrics.port")
@@ -186,8 +191,19 @@ class KraftNode:
         log.info("node %d: serving %s on %s:%d (cluster %s, voters %s)", cfg.node_id, ctl.name, ctl.host,
                  self.server.port, meta.cluster_id, voters)
 
+    def _clean_periodically(self) -> None:
+        """Time-based retention needs no new snapshot to act (Kafka runs its cleaner every minute)."""
+        try:
+            if self.log is not None and self.fatal is None:
+                self.log.maybe_clean()
+        except StorageError as exc:
+            log.error("node %d: metadata log retention: %s", self.cfg.node_id, exc)
+        self._cleaner = asyncio.get_running_loop().call_later(CLEAN_INTERVAL_MS / 1000, self._clean_periodically)
+
     async def shutdown(self, resign_wait_s: float = 0.5) -> None:
         """Graceful: resign leadership so followers elect at once, then close everything."""
+        if self._cleaner is not None:
+            self._cleaner.cancel()
         if self.driver is not None and self.driver.core.is_leader():
             self.driver.resign()
             await asyncio.sleep(resign_wait_s)  # let EndQuorumEpoch reach the voters
