@@ -122,8 +122,12 @@ class QuorumClient:
         raise KraftError(f"no leader found within {deadline_s:g} s: {last}")
 
     async def _describe_quietly(self, addr, budget_s: float):
+        inner = asyncio.ensure_future(self.describe_at(addr))
+        # If this task is cancelled just as the attempt fails (connection refused), nobody
+        # awaits it: retrieve the exception so asyncio does not log it as never retrieved.
+        inner.add_done_callback(lambda t: t.cancelled() or t.exception())
         try:
-            return await asyncio.wait_for(self.describe_at(addr), budget_s)
+            return await asyncio.wait_for(inner, budget_s)
         except (NetworkError, asyncio.TimeoutError) as exc:
             return exc if isinstance(exc, NetworkError) else NetworkError(f"{addr} did not answer in time")
 
