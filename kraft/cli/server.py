@@ -17,7 +17,7 @@ import sys
 from kraft.cli import describe_failure
 from kraft.cli.log_output import FORMATS, configure_logging, log_level
 from kraft.config import NodeConfig
-from kraft.errors import ConfigError, KraftError
+from kraft.errors import ConfigError, FatalLogError, KraftError
 from kraft.server import eventloop
 
 
@@ -83,8 +83,12 @@ def _start(args) -> int:
     try:
         return eventloop.run(_serve(cfg))
     except (KraftError, OSError) as exc:  # at startup: storage, ports, permissions
-        logging.getLogger("kraft").error("%s", describe_failure(exc),
-                                         exc_info=exc if getattr(args, "verbose", False) else None)
+        from kraft.server.node import fatal_advice
+
+        message = describe_failure(exc)
+        if isinstance(exc, FatalLogError):
+            message += f". To recover: {fatal_advice(exc, cfg.metadata_log_dir)}"
+        logging.getLogger("kraft").error("%s", message, exc_info=exc if getattr(args, "verbose", False) else None)
         return 1
     finally:
         if profiler is not None:

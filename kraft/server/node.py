@@ -20,7 +20,7 @@ import os
 import random
 
 from kraft.config import NodeConfig
-from kraft.errors import ConfigError, StorageError
+from kraft.errors import ConfigError, FatalLogError, StorageError
 from kraft.log import LogConfig
 from kraft.log.dir_lock import lock_directories
 from kraft.log.retention import CLEAN_INTERVAL_MS, MetadataRetention
@@ -134,11 +134,23 @@ class KraftNode:
                 fn(offset)
 
         def on_fatal(exc):  # any thread
-            if self.fatal is None:
-                self.fatal = exc
+            if self.fatal is not None:
+                return
+            self.fatal = exc
             log.critical("node %d: metadata log failed, stopping: %s. To recover: %s", cfg.node_id, exc,
                          fatal_advice(exc, cfg.metadata_log_dir))
             loop.call_soon_threadsafe(self.stopped.set)
+
+        def on_loop_error(loop_, context):
+            # A storage failure raised on the loop thread (a quorum-state write, an append) is
+            # as fatal as one the flusher reports: stop, exit non-zero, say what to do.
+            exc = context.get("exception")
+            if isinstance(exc, FatalLogError):
+                on_fatal(exc)
+            else:
+                loop_.default_exception_handler(context)
+
+        loop.set_exception_handler(on_loop_error)
 
         def on_flush_stats(stats):
             self.metrics.fsync_latency.observe(stats.fsync_seconds)

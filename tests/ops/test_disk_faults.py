@@ -164,3 +164,47 @@ def test_a_real_full_filesystem_makes_the_process_exit_non_zero(tmp_path, tiny_f
     err = node.stderr.read()
     assert node.returncode == 2, err
     assert "No space left on device" in err and str(tiny_filesystem / "data") in err and "free space" in err
+
+
+def test_a_failed_quorum_state_write_on_the_loop_thread_is_fatal_too(tmp_path, monkeypatch, capsys):
+    """The election state is written on the loop thread; ENOSPC there must stop the node with
+    exit code 2 like a failed append, not leave an exception in an asyncio callback log."""
+    cfg = write_config(tmp_path, port=_free_port())
+    assert main(["storage", "format", "-t", CLUSTER, "-c", cfg]) == 0
+    capsys.readouterr()
+    real = os.pwrite
+    writes = []
+
+    def pwrite(fd, data, pos):
+        if "quorum-state" in os.readlink(f"/proc/self/fd/{fd}"):
+            writes.append(pos)
+            if len(writes) > 1:  # the first is at startup (exit 1 there); later ones run on the loop
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, data, pos)
+
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    code = main(["server", "start", cfg])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    critical = [line for line in err.splitlines() if "CRITICAL" in line]
+    assert critical and "quorum-state" in critical[0] and "free space" in critical[0], err
+
+
+def test_a_full_disk_at_startup_exits_1_with_the_file_and_the_remedy(tmp_path, monkeypatch, capsys):
+    cfg = write_config(tmp_path, port=_free_port())
+    assert main(["storage", "format", "-t", CLUSTER, "-c", cfg]) == 0
+    capsys.readouterr()
+    real = os.pwrite
+
+    def pwrite(fd, data, pos):
+        if "quorum-state" in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, data, pos)
+
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    code = main(["server", "start", cfg])
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if "ERROR" in line]
+    assert code == 1 and len(errors) == 1, err
+    assert "quorum-state.tmp" in errors[0] and "No space left on device" in errors[0]
+    assert "free space" in errors[0] and "Traceback" not in err
