@@ -2,7 +2,8 @@
 ``kraft server start`` processes on loopback in a temporary directory, writes records
 through the leader, shows ``describe --status``, kills the leader with SIGKILL, shows the
 new leader and that writes continue, then stops everything (SIGTERM) and prints where the
-files are. Exits non-zero if any step fails, so it doubles as a smoke test.
+files are. Exits non-zero if any step fails, so it doubles as a smoke test. A node that dies
+on its own stops the demo at once with its exit code and the last lines of its log.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 import tempfile
 import time
 
-from kraft.cli.metadata_quorum import _status
+from kraft.cli.metadata_quorum import _replica_list_text, _status
 from kraft.errors import KraftError
 from kraft.records import build_batch
 from kraft.server.admin_client import QuorumClient, QuorumWriter
@@ -27,7 +28,7 @@ def _say(msg: str = "") -> None:
 
 def _show_status(d, cluster_id: str) -> None:
     for k, v in _status(d, cluster_id).items():
-        _say(f"    {k + ':':<24}{v}")
+        _say(f"    {k + ':':<24}{_replica_list_text(v) if isinstance(v, list) else v}")
 
 
 async def _write(writer: QuorumWriter, n: int, tag: str, deadline_s: float = 20.0) -> tuple[int, float]:
@@ -82,6 +83,34 @@ async def _scenario(cluster: LocalCluster) -> None:
         await client.close()
 
 
+class NodeDied(KraftError):
+    """A node process exited without being told to."""
+
+
+def death_report(cluster: LocalCluster, exits: dict[int, int]) -> str:
+    parts = []
+    for i, code in sorted(exits.items()):
+        tail = "\n".join(f"      {line}" for line in cluster.log_tail(i)) or "      (its log is empty)"
+        parts.append(f"node {i} exited with code {code}; the last lines of {cluster.log_path(i)}:\n{tail}")
+    return "\n".join(parts)
+
+
+async def watch(cluster: LocalCluster, scenario, interval_s: float = 0.1):
+    """Run ``scenario`` but stop it as soon as a node dies that nobody killed."""
+    task = asyncio.ensure_future(scenario)
+    try:
+        while not task.done():
+            exits = cluster.unexpected_exits()
+            if exits:
+                task.cancel()
+                raise NodeDied(death_report(cluster, exits))
+            await asyncio.wait([task], timeout=interval_s)
+        return task.result()
+    finally:
+        if not task.done():
+            task.cancel()
+
+
 def _run(args) -> int:
     directory = args.dir or tempfile.mkdtemp(prefix="kraft-demo-")
     _say(f"kraft demo: a 3-node KRaft quorum on 127.0.0.1 in {directory}")
@@ -91,7 +120,7 @@ def _run(args) -> int:
     cluster.start()
     code = 0
     try:
-        asyncio.run(_scenario(cluster))
+        asyncio.run(watch(cluster, _scenario(cluster)))
     except (KraftError, OSError) as exc:
         _say(f"\ndemo failed: {exc}")
         code = 1
@@ -112,7 +141,7 @@ def _run(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser("demo", help="run a 3-node quorum, write, kill the leader, keep writing")
     p.add_argument("--dir", help="directory to use (default: a new temporary one)")
-    p.add_argument("--keep", action="store_true", help="keep the directory afterwards")
+    p.add_argument("--keep", action="store_true", help="keep the directory afterwards (always kept on failure)")
     p.set_defaults(func=_run)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -37,20 +38,37 @@ _METADATA_RECORDS = {
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("dump-log", help="print the batches and records of log segments and snapshots",
-                              description=__doc__.split("\n\n")[0])
-    p.add_argument("paths", nargs="+", metavar="PATH",
+                              description=__doc__.split("\n\n")[0] + " Kafka's kafka-dump-log options "
+                              "(--files, --print-data-log, --deep-iteration) are accepted too.")
+    p.add_argument("paths", nargs="*", metavar="PATH",
                    help=".log, .checkpoint, .index or .timeindex file")
+    p.add_argument("--files", action="append", metavar="FILE[,FILE]",
+                   help="Kafka's spelling: comma-separated files to dump (repeatable; adds to PATH)")
     p.add_argument("--json", action="store_true", help="one JSON document per file")
     p.add_argument("--batches-only", action="store_true", help="do not print records")
-    p.add_argument("--print-values", action="store_true",
+    p.add_argument("--print-values", "--print-data-log", dest="print_values", action="store_true",
                    help="print record keys and values (UTF-8 when printable, else hex)")
-    p.add_argument("--max-batches", type=int, default=None, help="stop after this many batches")
+    p.add_argument("--deep-iteration", action="store_true",
+                   help="accepted for Kafka compatibility: records are always listed unless --batches-only")
+    p.add_argument("--cluster-metadata-decoder", action="store_true",
+                   help="reserved: full metadata record decoding is not available yet (records are labelled "
+                        "by type, api key and version)")
+    p.add_argument("--max-batches", type=int, default=None, help="stop after this many batches (default: all)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     status = 0
-    for path in args.paths:
+    paths = list(args.paths or [])
+    for item in getattr(args, "files", None) or []:
+        paths += [f.strip() for f in item.split(",") if f.strip()]
+    if not paths:
+        print("kraft dump-log: give the files to dump (PATH... or --files FILE[,FILE])", file=sys.stderr)
+        return 2
+    if getattr(args, "cluster_metadata_decoder", False):
+        print("kraft dump-log: --cluster-metadata-decoder is not available yet; metadata records are shown "
+              "by type, api key and version", file=sys.stderr)
+    for path in paths:
         try:
             doc = dump_file(path, records_too=not args.batches_only, values=args.print_values,
                             max_batches=args.max_batches)
@@ -236,4 +254,5 @@ def print_text(doc: dict, out=None) -> None:
         w(f"Found a torn batch at position {doc['validBytes']}: "
           f"{doc['sizeBytes'] - doc['validBytes']} bytes after the last complete batch\n")
     elif doc["error"]:
-        w(f"Found invalid data at position {doc['validBytes']}: {doc['error']}\n")
+        reason = re.sub(r"\s+at position \d+$", "", doc["error"])
+        w(f"Found invalid data at position {doc['validBytes']}: {reason}\n")

@@ -1,14 +1,38 @@
 """``kraft metadata-quorum --bootstrap-controller HOST:PORT describe --status|--replication``,
-with the output layout of ``kafka-metadata-quorum.sh`` (``--json`` for machines)."""
+with the output layout of Kafka's ``kafka-metadata-quorum.sh`` (MetadataQuorumCommand, 3.9+:
+voters as ``{"id": N, "directoryId": "...", "endpoints": ["NAME://host:port"]}``, directoryId
+left out when it is zero, and a DirectoryId column in ``--replication``); ``--json`` for machines."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sys
+import time
 
-from kraft.errors import KraftError
+from kraft.protocol.primitives import ZERO_UUID, uuid_to_base64
 from kraft.server.admin_client import QuorumClient, parse_address
+
+
+def _directory_id(r) -> str:
+    u = getattr(r, "replica_directory_id", None)
+    return uuid_to_base64(u if u is not None else ZERO_UUID)
+
+
+def _replica_node(d, r) -> dict:
+    """Kafka's MetadataQuorumCommand.Node: id, directoryId unless zero, endpoints if known."""
+    out = {"id": r.replica_id}
+    u = getattr(r, "replica_directory_id", None)
+    if u is not None and u != ZERO_UUID:
+        out["directoryId"] = uuid_to_base64(u)
+    endpoints = d.endpoints.get(r.replica_id) or []
+    if endpoints:
+        out["endpoints"] = list(endpoints)
+    return out
+
+
+def _replica_list_text(nodes: list[dict]) -> str:
+    """Kafka's layout: ``[{"id": 1, "endpoints": ["CONTROLLER://h:p"]}, {...}]`` (also valid JSON)."""
+    return "[" + ", ".join(json.dumps(n, separators=(", ", ": ")) for n in nodes) + "]"
 
 
 def _status(d, cluster_id: str | None = None) -> dict:
@@ -29,26 +53,36 @@ def _status(d, cluster_id: str | None = None) -> dict:
     out = {} if cluster_id is None else {"ClusterId": cluster_id}
     out.update({"LeaderId": d.leader_id, "LeaderEpoch": d.leader_epoch, "HighWatermark": d.high_watermark,
                 "MaxFollowerLag": max_lag, "MaxFollowerLagTimeMs": max_lag_ms,
-                "CurrentVoters": sorted(v.replica_id for v in d.voters),
-                "CurrentObservers": sorted(o.replica_id for o in d.observers)})
+                "CurrentVoters": [_replica_node(d, v) for v in d.voters],
+                "CurrentObservers": [_replica_node(d, o) for o in d.observers]})
     return out
 
 
-def _replication(d) -> list[dict]:
+def _ago(ts: int, now_ms: int) -> str:
+    return "-1" if ts < 0 else f"{max(0, now_ms - ts)} ms ago"
+
+
+def _replication(d, human_readable: bool = False) -> list[dict]:
+    """Kafka's order: the leader, the other voters, then observers; Lag against the leader's LEO."""
+    leader = next((v for v in d.voters if v.replica_id == d.leader_id), None)
+    leader_end = leader.log_end_offset if leader is not None else d.high_watermark
+    now_ms = int(time.time() * 1000)
     rows = []
-    for kind, group in (("Voter", d.voters), ("Observer", d.observers)):
+    groups = (("Leader", [v for v in d.voters if v.replica_id == d.leader_id]),
+              ("Follower", [v for v in d.voters if v.replica_id != d.leader_id]), ("Observer", d.observers))
+    for status, group in groups:
         for r in group:
-            status = "Leader" if r.replica_id == d.leader_id else "Follower" if kind == "Voter" else "Observer"
-            rows.append({"NodeId": r.replica_id, "LogEndOffset": r.log_end_offset,
-                         "Lag": max(0, d.high_watermark - r.log_end_offset) if r.log_end_offset >= 0 else -1,
-                         "LastFetchTimestamp": r.last_fetch_timestamp,
-                         "LastCaughtUpTimestamp": r.last_caught_up_timestamp, "Status": status})
-    rows.sort(key=lambda r: (r["Status"] != "Leader", r["Status"] == "Observer", r["NodeId"]))
+            fetch, caught_up = r.last_fetch_timestamp, r.last_caught_up_timestamp
+            rows.append({"NodeId": r.replica_id, "DirectoryId": _directory_id(r), "LogEndOffset": r.log_end_offset,
+                         "Lag": leader_end - r.log_end_offset if r.log_end_offset >= 0 else -1,
+                         "LastFetchTimestamp": _ago(fetch, now_ms) if human_readable else fetch,
+                         "LastCaughtUpTimestamp": _ago(caught_up, now_ms) if human_readable else caught_up,
+                         "Status": status})
     return rows
 
 
 async def describe(bootstrap: str, timeout_s: float, with_cluster_id: bool = False):
-    client = QuorumClient([parse_address(s) for s in bootstrap.split(",")])
+    client = QuorumClient([parse_address(s) for s in bootstrap.split(",")], refused_is_final=True)
     try:
         d = await client.describe(timeout_s)
         return d, (await client.cluster_id() if with_cluster_id else None)
@@ -56,41 +90,42 @@ async def describe(bootstrap: str, timeout_s: float, with_cluster_id: bool = Fal
         await client.close()
 
 
+COLUMNS = ["NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status"]
+
+
 def _run(args) -> int:
-    try:
-        d, cluster_id = asyncio.run(describe(args.bootstrap_controller, args.timeout, args.status))
-    except (KraftError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    d, cluster_id = asyncio.run(describe(args.bootstrap_controller, args.timeout, args.status))
     if args.replication:
-        rows = _replication(d)
+        rows = _replication(d, args.human_readable)
         if args.json:
             print(json.dumps(rows))
         else:
-            cols = ["NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status"]
-            widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]
-            print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
+            widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in COLUMNS]
+            print("  ".join(c.ljust(w) for c, w in zip(COLUMNS, widths)).rstrip())
             for r in rows:
-                print("  ".join(str(r[c]).ljust(w) for c, w in zip(cols, widths)))
+                print("  ".join(str(r[c]).ljust(w) for c, w in zip(COLUMNS, widths)).rstrip())
         return 0
     status = _status(d, cluster_id)
     if args.json:
         print(json.dumps(status))
     else:
         for k, v in status.items():
-            print(f"{k + ':':<24}{json.dumps(v) if isinstance(v, list) else v}")
+            print(f"{k + ':':<24}{_replica_list_text(v) if isinstance(v, list) else v}")
     return 0
 
 
 def register(sub) -> None:
     p = sub.add_parser("metadata-quorum", help="describe the metadata quorum (DescribeQuorum)")
     p.add_argument("--bootstrap-controller", "--bootstrap-server", dest="bootstrap_controller", required=True,
-                   metavar="HOST:PORT[,HOST:PORT]")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds to look for the leader")
+                   metavar="HOST:PORT[,HOST:PORT]", help="controller addresses to ask")
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="seconds to look for the leader (connection refused everywhere fails at once)")
     ss = p.add_subparsers(dest="mq_command", metavar="ACTION", required=True)
     d = ss.add_parser("describe", help="show the quorum")
     g = d.add_mutually_exclusive_group(required=True)
-    g.add_argument("--status", action="store_true")
-    g.add_argument("--replication", action="store_true")
-    d.add_argument("--json", action="store_true")
+    g.add_argument("--status", action="store_true", help="leader, epoch, high watermark, lag, voters, observers")
+    g.add_argument("--replication", action="store_true", help="one row per voter and observer")
+    d.add_argument("--human-readable", action="store_true",
+                   help="with --replication: timestamps as 'N ms ago'")
+    d.add_argument("--json", action="store_true", help="print JSON instead of Kafka's text layout")
     d.set_defaults(func=_run)

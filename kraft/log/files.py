@@ -104,7 +104,7 @@ def read_text(path: str, what: str):
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise StateFileError(f"cannot read {what} file {path}: {exc}") from exc
+        raise StateFileError(f"cannot read {what} file {path}: {exc.strerror or exc}") from exc
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

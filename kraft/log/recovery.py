@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -69,6 +70,27 @@ def list_segment_offsets(directory: str, report: RecoveryReport) -> list[int]:
     return sorted(logs)
 
 
+_AT_POSITION = re.compile(r"\s+at position \d+$")
+
+
+def _reason(scan_error: str) -> str:
+    """A scan error without its trailing "at position N" (the caller says where, once)."""
+    return _AT_POSITION.sub("", scan_error)
+
+
+def _next_offset_of(scan, keep: int, base_offset: int) -> int:
+    """The offset the first rejected batch should have had: right after the last kept one."""
+    return int(scan.last_offsets[keep - 1]) + 1 if keep > 0 else base_offset
+
+
+def corruption_message(path: str, reason: str, offset: int, position: int, size: int, why: str) -> str:
+    """Every refusal to open a log is one sentence: file, offset, byte position, what to do."""
+    where = "" if " offset " in f" {reason} " else f" in the batch expected at offset {offset}"
+    return (f"{path}: {reason}{where} (byte {position} of {size}); {why}, so kraft "
+            "will not drop it: restore this log directory from a healthy replica (stop the node, move the "
+            "directory away, format it again and restart so it catches up from the leader)")
+
+
 def ensure_index(segment: LogSegment, upper_offset: int) -> bool:
     """Load a closed segment's index, rebuilding it from a scan if it is missing or fails
     its sanity check. ``upper_offset`` is the next segment's base offset. Returns True if
@@ -80,8 +102,9 @@ def ensure_index(segment: LogSegment, upper_offset: int) -> bool:
         _log.warning("%s: %s; rebuilding it", segment.path, exc)
     scan = segment.scan()
     if scan.error is not None:
-        raise LogCorruptionError(f"{segment.path}: {scan.error} at position {scan.valid_end} "
-                                 "(found while rebuilding its index; this segment is not the tail)")
+        raise LogCorruptionError(corruption_message(
+            segment.path, _reason(scan.error), _next_offset_of(scan, len(scan), segment.base_offset),
+            scan.valid_end, segment.size, "it was found while rebuilding the index of a segment that is not the tail"))
     segment.index.rebuild(scan.positions, scan.last_offsets, scan.max_timestamps, scan.sizes)
     return True
 
@@ -147,12 +170,13 @@ def recover_segments(directory: str, segments: list[LogSegment], scan_from: int,
                 valid_end = int(scan.positions[keep])
         if problem is not None:
             if i < last:
-                raise LogCorruptionError(
-                    f"{seg.path}: {problem} at position {valid_end} of {seg.size}; this "
-                    f"segment is followed by {last - i} more, so the data was complete once: "
-                    "refusing to drop it")
-            _log.warning("%s: %s at position %d; truncating %d bytes of the tail",
-                         seg.path, problem, valid_end, seg.size - valid_end)
+                raise LogCorruptionError(corruption_message(
+                    seg.path, _reason(problem), _next_offset_of(scan, keep, seg.base_offset), valid_end, seg.size,
+                    f"{last - i} later segment{'s' if last - i > 1 else ''} follow{'' if last - i > 1 else 's'} "
+                    "it, so the data was complete once"))
+            _log.warning("%s: %s in the batch expected at offset %d (byte %d); truncating %d bytes of the tail",
+                         seg.path, _reason(problem), _next_offset_of(scan, keep, seg.base_offset), valid_end,
+                         seg.size - valid_end)
             report.truncated_bytes = seg.size - valid_end
             report.truncation_reason = problem
             if keep < len(scan):
@@ -196,8 +220,9 @@ def true_next_offset(seg: LogSegment) -> int:
     start = int(seg.index.pos.data[seg.index.pos.n - 1]) if seg.index.pos.n else 0
     scan = seg.scan(start)
     if scan.error is not None:
-        raise LogCorruptionError(f"{seg.path}: {scan.error} at position {scan.valid_end} "
-                                 "(not the tail segment)")
+        raise LogCorruptionError(corruption_message(
+            seg.path, _reason(scan.error), _next_offset_of(scan, len(scan), seg.base_offset), scan.valid_end,
+            seg.size, "it is not the tail segment"))
     return int(scan.last_offsets[-1]) + 1 if len(scan) else seg.base_offset
 
 

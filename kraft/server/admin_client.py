@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kraft.errors import ErrorCode, KraftError, NetworkError, NotLeaderError
 from kraft.protocol import DescribeQuorumRequest, ProduceRequest
-from kraft.server.client import NodeClient
+from kraft.server.client import ConnectionRefused, NodeClient
 
 METADATA_TOPIC = "__cluster_metadata"
 DESCRIBE_QUORUM_VERSION = 2
@@ -33,6 +33,7 @@ class QuorumDescription:
     observers: list
     nodes: dict  # node id -> (host, port) of its controller listener
     error_code: int = 0
+    endpoints: dict = field(default_factory=dict)  # node id -> ["NAME://host:port", ...]
 
 
 def parse_address(s: str) -> tuple[str, int]:
@@ -42,11 +43,24 @@ def parse_address(s: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-class QuorumClient:
-    """Talks to the nodes of one quorum, starting from bootstrap addresses."""
+class NoNodeReachable(KraftError):
+    """Every address refused the connection (nothing listens there): a command-line tool
+    reports this at once instead of retrying until its timeout."""
 
-    def __init__(self, bootstrap: list[tuple[str, int]], *, request_timeout_ms: int = 5000):
+    code = ErrorCode.NETWORK_EXCEPTION
+
+
+class QuorumClient:
+    """Talks to the nodes of one quorum, starting from bootstrap addresses.
+
+    ``refused_is_final``: when every known address refuses the connection, :meth:`describe`
+    raises :class:`NoNodeReachable` at once (what an operator's command wants). Off by
+    default, because a cluster that is starting up refuses connections for a moment."""
+
+    def __init__(self, bootstrap: list[tuple[str, int]], *, request_timeout_ms: int = 5000,
+                 refused_is_final: bool = False):
         self.bootstrap = list(bootstrap)
+        self.refused_is_final = refused_is_final
         self.request_timeout_ms = request_timeout_ms
         self.nodes: dict[int, tuple[str, int]] = {}
         self._clients: dict[tuple[str, int], NodeClient] = {}
@@ -67,14 +81,17 @@ class QuorumClient:
         req = DescribeQuorumRequest(topics=[DescribeQuorumRequest.Topic(
             topic_name=METADATA_TOPIC, partitions=[DescribeQuorumRequest.Topic.Partition(partition_index=0)])])
         resp = await self.client(addr).request(req, DESCRIBE_QUORUM_VERSION)
+        endpoints = {}
         for node in resp.nodes:
             for lst in node.listeners:
                 self.nodes[node.node_id] = (lst.host, lst.port)
+                host = f"[{lst.host}]" if ":" in lst.host else lst.host
+                endpoints.setdefault(node.node_id, []).append(f"{lst.name}://{host}:{lst.port}")
         if resp.error_code:
             return QuorumDescription(-1, -1, -1, [], [], dict(self.nodes), resp.error_code)
         p = resp.topics[0].partitions[0]
         return QuorumDescription(p.leader_id, p.leader_epoch, p.high_watermark, list(p.current_voters),
-                                 list(p.observers), dict(self.nodes), p.error_code)
+                                 list(p.observers), dict(self.nodes), p.error_code, endpoints)
 
     async def describe(self, deadline_s: float = 10.0) -> QuorumDescription:
         """Ask every known node at once and return the leader's answer; raises KraftError at
@@ -83,12 +100,15 @@ class QuorumClient:
         last: Exception | None = None
         while time.monotonic() < end:
             budget = max(0.05, min(2.0, end - time.monotonic()))
-            tasks = [asyncio.ensure_future(self._describe_quietly(a, budget)) for a in self._candidates()]
+            candidates = self._candidates()
+            tasks = [asyncio.ensure_future(self._describe_quietly(a, budget)) for a in candidates]
+            refused = 0
             try:
                 for next_done in asyncio.as_completed(tasks):
                     d = await next_done
                     if isinstance(d, Exception):
                         last = d
+                        refused += isinstance(d, ConnectionRefused)
                     elif d.error_code == 0:
                         return d
                     else:
@@ -96,12 +116,18 @@ class QuorumClient:
             finally:
                 for t in tasks:
                     t.cancel()
+            if self.refused_is_final and refused == len(candidates):
+                raise NoNodeReachable("connection refused to " + ", ".join(f"{h}:{p}" for h, p in candidates))
             await asyncio.sleep(0.02)
-        raise KraftError(f"no leader found within {deadline_s:.0f} s: {last}")
+        raise KraftError(f"no leader found within {deadline_s:g} s: {last}")
 
     async def _describe_quietly(self, addr, budget_s: float):
+        inner = asyncio.ensure_future(self.describe_at(addr))
+        # If this task is cancelled just as the attempt fails (connection refused), nobody
+        # awaits it: retrieve the exception so asyncio does not log it as never retrieved.
+        inner.add_done_callback(lambda t: t.cancelled() or t.exception())
         try:
-            return await asyncio.wait_for(self.describe_at(addr), budget_s)
+            return await asyncio.wait_for(inner, budget_s)
         except (NetworkError, asyncio.TimeoutError) as exc:
             return exc if isinstance(exc, NetworkError) else NetworkError(f"{addr} did not answer in time")
 

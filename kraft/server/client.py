@@ -25,6 +25,10 @@ from kraft.protocol import FrameDecoder, Request, decode_response, encode_reques
 log = logging.getLogger("kraft.client")
 
 
+class ConnectionRefused(PeerGoneError):
+    """Nothing listens at the address (the connect got RST): known at once, not a timeout."""
+
+
 class NodeClient:
     def __init__(self, host: str, port: int, *, client_id: str = "kraft", request_timeout_ms: int = 2000,
                  connect_timeout_ms: int = 2000, retry_backoff_ms: int = 20,
@@ -45,8 +49,8 @@ class NodeClient:
         self._connecting: asyncio.Future | None = None
         self._waiting: dict[int, tuple[asyncio.Future, int, int]] = {}
         self._failures = 0
-        self._refused = False  # the last connection attempt was refused (nobody listens)
         self._next_attempt = 0.0
+        self._last_connect_error: BaseException | None = None
         self._closed = False
         self._out: list[bytes] = []
         self._flush_scheduled = False
@@ -124,9 +128,9 @@ class NodeClient:
                 raise NetworkError(f"client for {self.address} closed while connecting") from None
             raise
         if self._writer is None:
-            if self._refused:
-                raise PeerGoneError(f"connection refused by {self.address}")
-            raise NetworkError(f"cannot connect to {self.address}")
+            if isinstance(self._last_connect_error, ConnectionRefusedError):
+                raise ConnectionRefused(f"connection refused to {self.address}")
+            raise NetworkError(f"cannot connect to {self.address}: {self._last_connect_error}")
 
     async def _connect(self) -> None:
         try:
@@ -137,8 +141,8 @@ class NodeClient:
                 reader, writer = await asyncio.wait_for(
                     asyncio.open_connection(self.host, self.port, limit=1 << 20), self.connect_timeout)
             except (OSError, asyncio.TimeoutError) as exc:
+                self._last_connect_error = exc
                 self._failures += 1
-                self._refused = isinstance(exc, ConnectionRefusedError)
                 # Jitter first, then the cap, as Kafka's ExponentialBackoff does.
                 backoff = min(self.retry_backoff_max,
                               self.retry_backoff * (2 ** min(self._failures - 1, 20)) * self._rng.uniform(0.8, 1.2))
@@ -149,7 +153,7 @@ class NodeClient:
             if sock is not None:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._failures = 0
-            self._refused = False
+            self._last_connect_error = None
             self._reader, self._writer = reader, writer
             self._read_task = asyncio.ensure_future(self._read_loop(reader, writer))
         finally:

@@ -2,8 +2,12 @@
 
 Used by ``kraft demo``, the integration tests and the quorum benchmarks: it writes each
 node's server.properties, formats storage, starts, kills (SIGKILL), stops (SIGTERM) and
-restarts processes, and wipes a node's disk. Processes run ``sys.executable -m kraft`` so
-they use the same installation as the caller. Nothing here decides anything about Raft.
+restarts processes, and wipes a node's disk. Processes run ``sys.executable -m kraft`` with
+the directory holding the caller's ``kraft`` package first on PYTHONPATH and an empty working
+directory, so they import the same code as the caller wherever it was started from (a
+``kraft`` folder in the caller's directory, e.g. the clone, must not shadow the package). A
+node that exits without being told to is reported by :meth:`unexpected_exits` with the tail
+of its log. Nothing here decides anything about Raft.
 """
 
 from __future__ import annotations
@@ -16,8 +20,12 @@ import subprocess
 import sys
 import time
 
-from kraft.log.formatting import format_storage, random_uuid
+import kraft
 from kraft.config import NodeConfig, load_properties
+from kraft.log.formatting import format_storage, random_uuid
+
+#: The directory that holds the ``kraft`` package this process imported.
+SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(kraft.__file__)))
 
 #: Failover-friendly timeouts (the benchmark's "low-latency profile").
 LOW_LATENCY = {
@@ -67,6 +75,7 @@ class LocalCluster:
         self.cluster_id = random_uuid()
         self.procs: dict[int, subprocess.Popen] = {}
         self._logs: dict[int, object] = {}
+        self._expected_exit: set[int] = set()  # killed or stopped on purpose
 
     # --- layout ---------------------------------------------------------------------------
     def config_path(self, node_id: int) -> str:
@@ -113,18 +122,45 @@ class LocalCluster:
         return self
 
     # --- processes ------------------------------------------------------------------------
+    def command(self, node_id: int) -> list[str]:
+        # -P (3.11+): do not put the working directory on sys.path either.
+        isolate = ["-P"] if sys.version_info >= (3, 11) else []
+        return [sys.executable, *isolate, "-m", "kraft", "server", "start", self.config_path(node_id),
+                "--log-level", self.log_level]
+
+    def environment(self) -> dict:
+        path = os.pathsep.join(filter(None, [SOURCE_ROOT, os.environ.get("PYTHONPATH")]))
+        return dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=path)
+
     def start(self, node_id: int | None = None) -> None:
+        workdir = os.path.join(self.directory, "run")  # empty: nothing in it can shadow kraft
+        os.makedirs(workdir, exist_ok=True)
         for i in ([node_id] if node_id is not None else self.ids):
             if i in self.procs and self.procs[i].poll() is None:
                 continue
+            old = self._logs.pop(i, None)
+            if old is not None:
+                old.close()
             log = open(self.log_path(i), "ab")
             self._logs[i] = log
-            env = dict(os.environ, PYTHONUNBUFFERED="1")
+            self._expected_exit.discard(i)
             self.procs[i] = subprocess.Popen(
-                [sys.executable, "-m", "kraft", "server", "start", self.config_path(i),
-                 "--log-level", self.log_level],
-                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+                self.command(i), stdout=log, stderr=subprocess.STDOUT, env=self.environment(), cwd=workdir,
+                start_new_session=True, preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+
+    def unexpected_exits(self) -> dict[int, int]:
+        """Nodes that exited without kill()/stop(): node id -> exit code."""
+        return {i: p.returncode for i, p in self.procs.items()
+                if i not in self._expected_exit and p.poll() is not None}
+
+    def log_tail(self, node_id: int, lines: int = 15) -> list[str]:
+        try:
+            with open(self.log_path(node_id), "rb") as f:
+                f.seek(max(0, os.fstat(f.fileno()).st_size - 64 * 1024))
+                text = f.read().decode("utf-8", "replace")
+        except OSError:
+            return []
+        return text.splitlines()[-lines:]
 
     def running(self) -> list[int]:
         return [i for i, p in self.procs.items() if p.poll() is None]
@@ -132,6 +168,7 @@ class LocalCluster:
     def kill(self, node_id: int) -> None:
         """SIGKILL: no shutdown, no flush (unflushed page cache survives, the process doesn't)."""
         p = self.procs.get(node_id)
+        self._expected_exit.add(node_id)
         if p is not None and p.poll() is None:
             p.send_signal(signal.SIGKILL)
             p.wait()
@@ -139,6 +176,7 @@ class LocalCluster:
     def stop(self, node_id: int | None = None, timeout: float = 10.0) -> dict[int, int]:
         """SIGTERM and wait: a clean shutdown. Returns exit codes."""
         ids = [node_id] if node_id is not None else list(self.procs)
+        self._expected_exit.update(ids)
         for i in ids:
             p = self.procs.get(i)
             if p is not None and p.poll() is None:

@@ -19,6 +19,7 @@ import time
 from kraft.errors import CorruptRecordError, LogCorruptionError
 from kraft.log import LogConfig, SegmentedLog
 from kraft.log import snapshot as snapshots
+from kraft.log.retention import MetadataRetention
 from kraft.raft.messages import OffsetAndEpoch
 
 METADATA_DIR = "__cluster_metadata-0"
@@ -73,8 +74,15 @@ class _RawSnapshotReader:
 
 
 class MetadataLog:
+    """``retention``: with it, the core's ``delete_before_snapshot`` only cleans what Kafka's
+    retention rules allow (``maybe_clean``; the server also calls that periodically); without
+    it (tests, the simulator's contract) the log below a snapshot is deleted at once."""
+
     def __init__(self, log_dir: str, config: LogConfig | None = None, *, on_flushed=None, on_fatal=None,
-                 on_flush_stats=None):
+                 on_flush_stats=None, retention: MetadataRetention | None = None, clock_ms=None):
+        self.retention = retention
+        self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
+        self._snapshot_timestamps: dict[OffsetAndEpoch, int] = {}
         self.directory = os.path.join(log_dir, METADATA_DIR)
         os.makedirs(self.directory, exist_ok=True)
         snapshots.remove_incomplete_snapshots(self.directory)
@@ -208,8 +216,61 @@ class MetadataLog:
                 reader.close()
             snapshots.delete_snapshot(self.directory, _sid(sid))
             self._snapshots.remove(sid)
+            self._snapshot_timestamps.pop(sid, None)
 
     def delete_before_snapshot(self, snapshot_id: OffsetAndEpoch) -> bool:
+        if self.retention is not None:
+            return self.maybe_clean()
+        return self._delete_before_snapshot(snapshot_id)
+
+    # --- retention (Kafka's KafkaMetadataLog.maybeClean) --------------------------------------------
+    def maybe_clean(self) -> bool:
+        """Delete snapshots and the segments below them while they are beyond retention."""
+        if self.retention is None:
+            return False
+        cleaned = self._clean_while(self._beyond_size_rule())
+        now = self._clock_ms()
+        cleaned |= self._clean_while(lambda sid: self.retention.beyond_time(self._snapshot_timestamp(sid), now))
+        return cleaned
+
+    def _beyond_size_rule(self):
+        sizes = {sid: self._snapshot_size(sid) for sid in self._snapshots}
+        kept = [sum(sizes.values())]
+
+        def beyond(sid: OffsetAndEpoch) -> bool:
+            if self.retention.beyond_size(self.log.size_bytes, kept[0]):
+                kept[0] -= sizes[sid]
+                return True
+            return False
+        return beyond
+
+    def _clean_while(self, beyond) -> bool:
+        cleaned = False
+        while len(self._snapshots) >= 2:
+            oldest, following = self._snapshots[0], self._snapshots[1]
+            if not (beyond(oldest) and self._delete_before_snapshot(following)):
+                break
+            cleaned = True
+        return cleaned
+
+    def _snapshot_size(self, sid: OffsetAndEpoch) -> int:
+        try:
+            return os.path.getsize(snapshots.snapshot_path(self.directory, _sid(sid)))
+        except FileNotFoundError:
+            return 0
+
+    def _snapshot_timestamp(self, sid: OffsetAndEpoch) -> int:
+        ts = self._snapshot_timestamps.get(sid)
+        if ts is None:
+            try:
+                with snapshots.SnapshotReader(self.directory, _sid(sid)) as r:
+                    ts = r.last_contained_log_timestamp
+            except (FileNotFoundError, LogCorruptionError):
+                ts = -1
+            self._snapshot_timestamps[sid] = ts
+        return ts
+
+    def _delete_before_snapshot(self, snapshot_id: OffsetAndEpoch) -> bool:
         if snapshot_id not in self._snapshots or snapshot_id.offset > self._hw:
             return False
         if snapshot_id.offset > self.log.end_offset or snapshot_id.offset <= self.log.start_offset:

@@ -94,7 +94,7 @@ class NodeMetrics:
         self.append_latency = Histogram("kraft_append_latency_seconds", "Time to append one batch to the log")
         self.fsync_latency = Histogram("kraft_fsync_latency_seconds", "fdatasync duration (flusher thread)")
         self.elections = Counter("kraft_elections_total", "Elections started by this node (candidate transitions)")
-        self.leader_changes = Counter("kraft_leader_changes_total", "Leader changes observed")
+        self.leader_changes = Counter("kraft_leader_changes_total", "Leaders this node has learned of (a new leader or a new epoch with a known leader)")
         self.current_epoch = Gauge("kraft_current_epoch", "Current quorum epoch")
         self.current_leader = Gauge("kraft_current_leader", "Current leader id (-1 unknown)")
         self.is_leader = Gauge("kraft_is_leader", "1 when this node is the leader")

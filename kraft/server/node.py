@@ -5,20 +5,25 @@ metadata log (recovery scan), read quorum-state, build the Raft core, start the 
 the metrics endpoint; serve; shutdown: a leader resigns (EndQuorumEpoch names its
 successors), connections close, the log is flushed and closed. Everything blocking that
 must precede an answer (quorum-state writes) happens on the loop thread, which is the
-contract the core relies on. Broker-role serving arrives with the broker issue: a node
-whose roles include broker but not controller is refused with a clear error for now.
+contract the core relies on. Every log directory is locked (``.lock``, as Kafka does) before
+anything in it is read. A fatal storage error stops the node with ``fatal`` set (the process
+then exits non-zero) and a log line saying which file failed and what to do. Broker-role
+serving arrives with the broker issue: any role set with ``broker`` is refused for now.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import random
 
 from kraft.config import NodeConfig
-from kraft.errors import ConfigError, StorageError
+from kraft.errors import ConfigError, FatalLogError, StorageError
 from kraft.log import LogConfig
+from kraft.log.dir_lock import lock_directories
+from kraft.log.retention import CLEAN_INTERVAL_MS, MetadataRetention
 from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties, QuorumStateFile
 from kraft.raft import RaftConfig, RaftCore
 from kraft.server.controller_handlers import ControllerHandlers
@@ -56,14 +61,46 @@ def read_meta(cfg: NodeConfig) -> MetaProperties:
     return meta
 
 
+def fatal_advice(exc: BaseException, directory: str) -> str:
+    """What the operator should do about a fatal storage error (appended to its message)."""
+    cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
+    code = getattr(cause, "errno", None)
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return (f"free space on the file system holding {directory} (or give it a larger one) and "
+                "restart the node; it recovers to its last durable batch and catches up from the leader")
+    if code == errno.EROFS:
+        return f"the file system holding {directory} became read-only: check the disk (dmesg), then restart"
+    if code == errno.EIO:
+        return f"the disk holding {directory} reported an I/O error: check it (dmesg), replace it if needed, restart"
+    return f"check the disk holding {directory} and restart the node"
+
+
+def check_supported(cfg: NodeConfig) -> None:
+    """Refuse a valid configuration this build cannot run (``start`` and ``format`` both call
+    this, so a directory is never formatted for a node that could not start on it)."""
+    roles = ",".join(sorted(cfg.roles))
+    if cfg.is_broker:
+        raise ConfigError(f"process.roles={roles}: this build runs controller-only nodes "
+                          "(process.roles=controller); the broker role is not built yet")
+    if not cfg.voters:
+        raise ConfigError("controller.quorum.voters: a static voter set is required "
+                          "(bootstrap-server discovery of a dynamic quorum is not built yet)")
+
+
+async def _listen(what: str, setting: str, host: str, port: int, start) -> None:
+    """Start a listening server; a bind failure names the setting to change."""
+    try:
+        await start()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.errno == errno.EADDRINUSE:
+            reason = "address already in use"
+        raise ConfigError(f"{setting}: cannot listen on {host or '0.0.0.0'}:{port} for {what}: {reason}") from exc
+
+
 class KraftNode:
     def __init__(self, cfg: NodeConfig):
-        if not cfg.is_controller:
-            raise ConfigError("process.roles: this version of kraft runs controller nodes only "
-                              "(broker support is not built yet)")
-        if not cfg.voters:
-            raise ConfigError("controller.quorum.voters: a static voter set is required "
-                              "(bootstrap-server discovery of a dynamic quorum is not built yet)")
+        check_supported(cfg)
         self.cfg = cfg
         self.metrics = NodeMetrics(cfg.node_id)
         self.log: MetadataLog | None = None
@@ -71,6 +108,10 @@ class KraftNode:
         self.server: KafkaServer | None = None
         self.metrics_server: MetricsServer | None = None
         self.stopped = asyncio.Event()
+        #: The storage error that stopped the node (the process must then exit non-zero).
+        self.fatal: BaseException | None = None
+        self._locks = None
+        self._cleaner: asyncio.TimerHandle | None = None
 
     @property
     def port(self) -> int:
@@ -78,6 +119,11 @@ class KraftNode:
 
     async def start(self) -> None:
         cfg = self.cfg
+        if not os.path.isdir(cfg.metadata_log_dir):
+            raise StorageError(f"metadata log directory {cfg.metadata_log_dir} does not exist: run "
+                               f"`kraft storage format -t <cluster-id> -c <server.properties>` first")
+        # Kafka's LogManager locks every log directory before reading anything in it.
+        self._locks = lock_directories([cfg.metadata_log_dir, *cfg.log_dirs])
         meta = read_meta(cfg)
         loop = asyncio.get_running_loop()
         flush_cb = {"fn": None}
@@ -87,17 +133,34 @@ class KraftNode:
             if fn is not None:
                 fn(offset)
 
-        def on_fatal(exc):
-            log.critical("metadata log failed, stopping: %s", exc)
+        def on_fatal(exc):  # any thread
+            if self.fatal is not None:
+                return
+            self.fatal = exc
+            log.critical("node %d: metadata log failed, stopping: %s. To recover: %s", cfg.node_id, exc,
+                         fatal_advice(exc, cfg.metadata_log_dir))
             loop.call_soon_threadsafe(self.stopped.set)
+
+        def on_loop_error(loop_, context):
+            # A storage failure raised on the loop thread (a quorum-state write, an append) is
+            # as fatal as one the flusher reports: stop, exit non-zero, say what to do.
+            exc = context.get("exception")
+            if isinstance(exc, FatalLogError):
+                on_fatal(exc)
+            else:
+                loop_.default_exception_handler(context)
+
+        loop.set_exception_handler(on_loop_error)
 
         def on_flush_stats(stats):
             self.metrics.fsync_latency.observe(stats.fsync_seconds)
 
         log_cfg = LogConfig.metadata(segment_bytes=cfg.int("metadata.log.segment.bytes"),
                                      segment_ms=cfg.int("metadata.log.segment.ms"))
+        retention = MetadataRetention(max_bytes=cfg.int("metadata.max.retention.bytes"),
+                                      max_ms=cfg.int("metadata.max.retention.ms"))
         self.log = MetadataLog(cfg.metadata_log_dir, log_cfg, on_flushed=on_flushed, on_fatal=on_fatal,
-                               on_flush_stats=on_flush_stats)
+                               on_flush_stats=on_flush_stats, retention=retention)
         rep = self.log.log.recovery
         log.info("node %d: metadata log %s..%s recovered (%s)", cfg.node_id, self.log.start_offset(),
                  self.log.end_offset(), rep)
@@ -121,24 +184,37 @@ class KraftNode:
         handlers = ControllerHandlers(self.driver, endpoints, listener_name=ctl.name, metrics=self.metrics)
         self.server = KafkaServer(handlers, ctl.host, ctl.port, listener_name=ctl.name,
                                   max_frame_bytes=cfg.int("socket.request.max.bytes"), **connection_limits(cfg))
-        await self.server.start()
+        await _listen(f"the {ctl.name} listener", "listeners", ctl.host, ctl.port, self.server.start)
         self.log.on_append = self.metrics.append_latency.observe
         server = self.server
         self.metrics.before_render = lambda: server.export_counters(self.metrics)
         self.driver.start()
+        self._cleaner = loop.call_later(CLEAN_INTERVAL_MS / 1000, self._clean_periodically)
         if self.log.flushed_offset() < self.log.end_offset():
             self.log.request_flush()
         port = cfg.int("kraft.metrics.port")
         if port >= 0:
             self.metrics_server = MetricsServer(self.metrics, cfg.values["kraft.metrics.host"], port)
-            await self.metrics_server.start()
+            await _listen("metrics", "kraft.metrics.port", cfg.values["kraft.metrics.host"], port,
+                          self.metrics_server.start)
             log.info("node %d: metrics on http://%s:%d/metrics", cfg.node_id, self.metrics_server.host,
                      self.metrics_server.port)
         log.info("node %d: serving %s on %s:%d (cluster %s, voters %s)", cfg.node_id, ctl.name, ctl.host,
                  self.server.port, meta.cluster_id, voters)
 
+    def _clean_periodically(self) -> None:
+        """Time-based retention needs no new snapshot to act (Kafka runs its cleaner every minute)."""
+        try:
+            if self.log is not None and self.fatal is None:
+                self.log.maybe_clean()
+        except StorageError as exc:
+            log.error("node %d: metadata log retention: %s", self.cfg.node_id, exc)
+        self._cleaner = asyncio.get_running_loop().call_later(CLEAN_INTERVAL_MS / 1000, self._clean_periodically)
+
     async def shutdown(self, resign_wait_s: float = 0.5) -> None:
         """Graceful: resign leadership so followers elect at once, then close everything."""
+        if self._cleaner is not None:
+            self._cleaner.cancel()
         if self.driver is not None and self.driver.core.is_leader():
             self.driver.resign()
             await asyncio.sleep(resign_wait_s)  # let EndQuorumEpoch reach the voters
@@ -149,7 +225,13 @@ class KraftNode:
         if self.driver is not None:
             await self.driver.close()
         if self.log is not None:
-            self.log.close()
+            try:
+                self.log.close()
+            except StorageError as exc:  # closing a failed log may fail again; the cause is logged
+                log.debug("closing the metadata log: %s", exc)
+        if self._locks is not None:
+            self._locks.release()
+            self._locks = None
         lst = getattr(self, "listener", None)
         if lst is not None:
             log.info("node %d: stopped; applied up to offset %d, %d records, digest %s", self.cfg.node_id,

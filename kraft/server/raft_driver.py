@@ -250,7 +250,8 @@ class RaftDriver:
             log.info("node %d: epoch %d, leader %s, role %s", core.node_id, core.epoch,
                      core.leader_id if core.leader_id >= 0 else "unknown", core.role)
             if m is not None:
-                m.leader_changes.inc()
+                if core.leader_id >= 0:  # a new known leader, not every role/epoch transition
+                    m.leader_changes.inc()
                 if core.role == "candidate":
                     m.elections.inc()
         if m is not None:

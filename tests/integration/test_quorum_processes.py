@@ -134,9 +134,10 @@ def test_restart_all_nodes_keeps_every_commit_and_accepts_writes(cluster):
 
 
 def test_wiped_node_catches_up_from_a_snapshot(tmp_path):
-    # Snapshots every ~8 KiB of committed data, so the log start moves past offset 0.
+    # Snapshots every ~8 KiB of committed data, and (as in Kafka) the log below them is deleted
+    # only beyond metadata.max.retention.bytes: 1 byte, so the log start moves past offset 0.
     overrides = dict(FAST, **{"metadata.log.max.record.bytes.between.snapshots": "8192",
-                              "metadata.log.segment.bytes": "16384"})
+                              "metadata.log.segment.bytes": "16384", "metadata.max.retention.bytes": "1"})
     with LocalCluster(str(tmp_path / "c"), 3, overrides=overrides).create() as cluster:
         cluster.start()
         acked = run(write_batches(cluster, 60, per_batch=10, tag="pre"))

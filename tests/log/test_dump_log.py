@@ -74,7 +74,7 @@ def test_invalid_batch_is_reported_with_its_position(log_dir, capsys):
     code, out = run(capsys, "--batches-only", seg)
     assert code == 1
     at = first_batch_size(log_dir)
-    assert out.out.splitlines()[-1] == f"Found invalid data at position {at}: CRC mismatch at position {at}"
+    assert out.out.splitlines()[-1] == f"Found invalid data at position {at}: CRC mismatch"  # the position once
     assert "isvalid: false" in out.out.splitlines()[-2]
 
 
@@ -88,3 +88,27 @@ def test_runs_as_python_dash_m(log_dir):
     out = subprocess.run([sys.executable, "-m", "kraft", "dump-log", "--batches-only",
                           str(log_dir / "00000000000000000000.log")], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.count("baseOffset:") == 2
+
+
+def test_kafka_spellings_files_and_print_data_log_are_accepted(log_dir, capsys):
+    seg = log_dir / "00000000000000000000.log"
+    code, ours = run(capsys, "--print-values", seg)
+    code2, kafka = run(capsys, "--files", f"{seg}", "--print-data-log", "--deep-iteration")
+    assert code == code2 == 0 and kafka.out == ours.out and "payload" in kafka.out
+
+
+def test_files_takes_a_comma_separated_list(log_dir, capsys):
+    seg, idx = log_dir / "00000000000000000000.log", log_dir / "00000000000000000000.index"
+    code, out = run(capsys, "--files", f"{seg},{idx}")
+    assert code == 0 and [line for line in out.out.splitlines() if line.startswith("Dumping")] == [
+        f"Dumping {seg}", f"Dumping {idx}"]
+
+
+def test_cluster_metadata_decoder_is_reserved_and_says_so(log_dir, capsys):
+    code, out = run(capsys, "--cluster-metadata-decoder", log_dir / "00000000000000000000.log")
+    assert code == 0 and "not available yet" in out.err and out.out.startswith("Dumping")
+
+
+def test_no_files_is_a_usage_error(capsys):
+    code, out = run(capsys)
+    assert code == 2 and "--files" in out.err

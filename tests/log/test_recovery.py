@@ -231,3 +231,23 @@ def test_log_start_offset_beyond_the_data_empties_the_log(tmp_path):
         assert all_records(log) == []
     finally:
         log.close()
+
+
+def test_a_corrupt_middle_segment_is_refused_in_one_sentence_naming_file_offset_and_remedy(tmp_path):
+    """Before: "...: CRC mismatch at position N at position N of S; this segment ..." (the
+    position twice, no offset, no remedy)."""
+    full, _ = make_log(tmp_path, batches=30, segment_bytes=1000)
+    logs = sorted(n for n in os.listdir(tmp_path) if n.endswith(".log"))
+    victim = tmp_path / logs[1]
+    data = bytearray(victim.read_bytes())
+    data[len(data) - 5] ^= 0x10  # inside the last batch of the second segment
+    victim.write_bytes(bytes(data))
+    with pytest.raises(LogCorruptionError) as info:
+        reopen(tmp_path)
+    msg = str(info.value)
+    assert msg.count("position") == 0 and msg.count("byte ") == 1, msg
+    assert msg.startswith(f"{victim}: CRC mismatch in the batch expected at offset ")
+    offset = int(msg.split("expected at offset ")[1].split()[0])
+    starts = [r[0] for r in full][::4]  # first offset of each 4-record batch
+    assert offset in starts and offset > int(logs[1].split(".")[0])
+    assert "\n" not in msg and "restore this log directory" in msg

@@ -229,25 +229,32 @@ def test_describe_status(cluster, capsys):
     assert values["ClusterId"] == cluster.cluster_id
     assert int(values["LeaderId"]) in (1, 2, 3)
     assert int(values["LeaderEpoch"]) >= 1 and int(values["HighWatermark"]) >= 1
-    assert json.loads(values["CurrentVoters"]) == [1, 2, 3]
+    # Kafka 3.9+'s layout: [{"id": 1, "endpoints": ["CONTROLLER://127.0.0.1:port"]}, ...] (directoryId
+    # is left out while it is zero, i.e. with a static voter set)
+    voters = json.loads(values["CurrentVoters"])
+    assert sorted(v["id"] for v in voters) == [1, 2, 3]
+    for v in voters:
+        assert v["endpoints"] == [f"CONTROLLER://127.0.0.1:{cluster.ports[v['id']]}"]
+    assert values["CurrentVoters"].startswith('[{"id": ') and '}, {"id": ' in values["CurrentVoters"]
     assert json.loads(values["CurrentObservers"]) == []
 
 
 def test_describe_status_json(cluster, capsys):
     status = json.loads(_describe(cluster, capsys, "--status", "--json"))
-    assert status["LeaderId"] in (1, 2, 3) and status["CurrentVoters"] == [1, 2, 3]
+    assert status["LeaderId"] in (1, 2, 3) and sorted(v["id"] for v in status["CurrentVoters"]) == [1, 2, 3]
     assert status["HighWatermark"] >= 1 and status["MaxFollowerLag"] >= 0
 
 
 def test_describe_replication(cluster, capsys):
     lines = _describe(cluster, capsys, "--replication").splitlines()
-    assert lines[0].split() == ["NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp",
-                                "Status"]
+    assert lines[0].split() == ["NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
+                                "LastCaughtUpTimestamp", "Status"]
     rows = [line.split() for line in lines[1:]]
     assert sorted(int(r[0]) for r in rows) == [1, 2, 3]
-    assert [r[5] for r in rows] == ["Leader", "Follower", "Follower"]  # the leader first
-    assert rows[0][2] == "0"  # the leader does not lag itself
-    assert all(int(r[2]) >= 0 for r in rows)
+    assert [r[6] for r in rows] == ["Leader", "Follower", "Follower"]  # the leader first
+    assert all(r[1] == "AAAAAAAAAAAAAAAAAAAAAA" for r in rows)  # static voters: the zero directory id
+    assert rows[0][3] == "0"  # the leader does not lag itself
+    assert all(int(r[3]) >= 0 for r in rows)
 
 
 def test_describe_replication_json(cluster, capsys):
@@ -256,10 +263,29 @@ def test_describe_replication_json(cluster, capsys):
     assert [r["Status"] for r in rows].count("Leader") == 1
     for r in rows:
         assert r["LogEndOffset"] >= 0 and r["Lag"] >= 0
-        assert set(r) == {"NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status"}
+        assert set(r) == {"NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
+                          "LastCaughtUpTimestamp", "Status"}
 
 
 def test_describe_with_nothing_listening_fails_cleanly(capsys):
     code, out, err = _kraft("metadata-quorum", "--bootstrap-controller", "127.0.0.1:1", "--timeout", "0.5",
                             "describe", "--status", capsys=capsys)
     assert code == 1 and err.startswith("error:") and out == ""
+
+
+def test_connection_refused_is_reported_at_once_not_as_a_timeout(capsys):
+    """Before: "no leader found within 600 s" after waiting the whole --timeout. The assertion is
+    on the message, not on elapsed time: a refused connection is named as such."""
+    code, out, err = _kraft("metadata-quorum", "--bootstrap-controller", "127.0.0.1:1", "--timeout", "600",
+                            "describe", "--status", capsys=capsys)
+    assert (code, out) == (1, "") and err.strip() == "error: connection refused to 127.0.0.1:1"
+    code, out, err = _kraft("produce", "--bootstrap-controller", "127.0.0.1:1", "--timeout", "600", capsys=capsys)
+    assert (code, out) == (1, "") and err.strip() == "error: connection refused to 127.0.0.1:1"
+
+
+@pytest.mark.xfail(strict=True, reason="the leader's own timestamps come from kraft/raft/progress.py (another "
+                                       "helper's area): Kafka's LeaderState reports them as now, we send -1")
+def test_the_leader_reports_its_own_fetch_and_caught_up_times_as_now(cluster, capsys):
+    rows = json.loads(_describe(cluster, capsys, "--replication", "--json"))
+    leader = next(r for r in rows if r["Status"] == "Leader")
+    assert leader["LastFetchTimestamp"] > 0 and leader["LastCaughtUpTimestamp"] > 0
