@@ -196,4 +196,4 @@ class ElectionRpcs:
         if not isinstance(s, LeaderState):
             return DescribeQuorumResponse(ErrorCode.NOT_LEADER_OR_FOLLOWER, s.leader_id, s.epoch)
         return DescribeQuorumResponse(NONE, self.node_id, s.epoch, s.high_watermark,
-                                      s.progress.describe_voters(), s.progress.describe_observers())
+                                      s.progress.describe_voters(self._now), s.progress.describe_observers(self._now))

@@ -110,8 +110,15 @@ class ProgressTracker:
         others.sort(key=lambda p: (-p.end_offset, p.key.id))
         return [p.key.id for p in others]
 
-    def describe_voters(self) -> tuple[ReplicaDescription, ...]:
-        return tuple(self.voters[i].describe() for i in sorted(self.voters))
+    def describe_voters(self, now_ms: int) -> tuple[ReplicaDescription, ...]:
+        return tuple(self._describe(self.voters[i], now_ms) for i in sorted(self.voters))
 
-    def describe_observers(self) -> tuple[ReplicaDescription, ...]:
-        return tuple(p.describe() for p in sorted(self.observers.values(), key=lambda p: p.key.id))
+    def describe_observers(self, now_ms: int) -> tuple[ReplicaDescription, ...]:
+        return tuple(self._describe(p, now_ms) for p in sorted(self.observers.values(), key=lambda p: p.key.id))
+
+    def _describe(self, p: ReplicaProgress, now_ms: int) -> ReplicaDescription:
+        if p.key.id == self.local.id:
+            # The leader is its own freshest replica: Kafka's LeaderState reports its fetch
+            # and caught-up times as now.
+            return ReplicaDescription(p.key.id, p.key.directory_id, p.end_offset, now_ms, now_ms)
+        return p.describe()

@@ -26,6 +26,7 @@ class CommittedRecordsListener:
     def __init__(self):
         self.next_offset = 0
         self.last_epoch = 0
+        self.last_timestamp = -1  # max timestamp of the last committed batch
         self.records = 0
         self.batches = 0
         self.bytes_since_snapshot = 0
@@ -47,6 +48,7 @@ class CommittedRecordsListener:
             self._digest = h.digest()
             self.next_offset = b.next_offset
             self.last_epoch = b.partition_leader_epoch
+            self.last_timestamp = b.max_timestamp
             self.batches += 1
             self.bytes_since_snapshot += b.size
             if not b.is_control:
@@ -94,7 +96,9 @@ class SnapshotPolicy:
             return None
         sid = OffsetAndEpoch(lst.next_offset, lst.last_epoch)
         try:
-            writer = self.core.create_snapshot(sid, now_ms)
+            # The last contained record's timestamp: metadata.max.retention.ms ages the
+            # snapshot (and the segments it replaces) by it, as Kafka does.
+            writer = self.core.create_snapshot(sid, now_ms, lst.last_timestamp)
         except ValueError as exc:  # e.g. the listener is ahead of this node's HW after a reload
             log.debug("no snapshot at %s: %s", sid, exc)
             return None

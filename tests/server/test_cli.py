@@ -283,8 +283,6 @@ def test_connection_refused_is_reported_at_once_not_as_a_timeout(capsys):
     assert (code, out) == (1, "") and err.strip() == "error: connection refused to 127.0.0.1:1"
 
 
-@pytest.mark.xfail(strict=True, reason="the leader's own timestamps come from kraft/raft/progress.py (another "
-                                       "helper's area): Kafka's LeaderState reports them as now, we send -1")
 def test_the_leader_reports_its_own_fetch_and_caught_up_times_as_now(cluster, capsys):
     rows = json.loads(_describe(cluster, capsys, "--replication", "--json"))
     leader = next(r for r in rows if r["Status"] == "Leader")
