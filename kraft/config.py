@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from kraft.errors import ConfigError
+from kraft.types import Endpoint
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -81,13 +82,6 @@ def load_properties(path: str) -> dict[str, str]:
 
 
 # --- typed values ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    name: str  # listener name, e.g. CONTROLLER
-    host: str
-    port: int
 
 
 @dataclass(frozen=True)

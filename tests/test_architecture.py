@@ -16,7 +16,7 @@ import re
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "kraft"
-BASE = {"kraft", "kraft.errors", "kraft.config"}  # importable by every layer
+BASE = {"kraft", "kraft.errors", "kraft.config", "kraft.types"}  # importable by every layer
 
 #: package -> (kraft packages it may import besides itself and BASE, stdlib modules it must not import)
 RULES = {
@@ -27,8 +27,9 @@ RULES = {
     "raft": ({"records", "protocol"}, {"asyncio", "socket", "selectors", "threading", "time", "os", "random"}),
     "metadata": ({"records", "protocol", "types"}, {"asyncio", "socket", "selectors"}),
     "testing": ({"raft", "log", "records"}, {"asyncio", "socket", "selectors", "time"}),
-    "server": ({"raft", "log", "records", "protocol", "testing"}, set()),
-    "cli": ({"server", "log", "protocol", "records", "raft", "spark"}, set()),
+    "client": ({"protocol", "records"}, set()),
+    "server": ({"raft", "log", "records", "protocol", "testing", "client", "metadata"}, set()),
+    "cli": ({"server", "client", "log", "protocol", "records", "raft", "metadata", "spark"}, set()),
 }
 
 
@@ -74,7 +75,7 @@ def test_module_respects_its_layer(package, path):
         target = name.split(".")[1]
         if package == "_native" and target == "_native":
             continue  # cimports between the native modules
-        if target in ("errors", "config"):
+        if target in ("errors", "config", "types"):
             continue
         if target != package and target not in allowed:
             pytest.fail(f"{path.relative_to(ROOT.parent)} imports {name}: kraft/{package} may import only "

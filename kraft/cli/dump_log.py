@@ -107,7 +107,7 @@ def dump_file(path: str, *, records_too: bool = True, values: bool = False, max_
     if parsed:
         doc = {"file": path, "kind": "segment", "baseOffset": parsed[0]}
     elif snap:
-        doc = {"file": path, "kind": "snapshot", "snapshotId": {"endOffset": snap[0].end_offset,
+        doc = {"file": path, "kind": "snapshot", "snapshotId": {"endOffset": snap[0].offset,
                                                                 "epoch": snap[0].epoch}}
     else:
         raise ValueError("not a segment, snapshot or index file name")

@@ -9,7 +9,7 @@ Main entry points::
         .append(batches, assign_offsets=True, leader_epoch=e) -> LogAppendInfo
         .read(offset, max_bytes) -> bytes   .truncate_to(offset)   .delete_below(offset)
         .end_offset_for_epoch(epoch)   .request_flush()   .wait_for_flush(offset)   .close()
-    SnapshotWriter / SnapshotReader / list_snapshots / latest_snapshot / delete_snapshots_before
+    SnapshotFileWriter / SnapshotFileReader / list_snapshots / latest_snapshot / delete_snapshots_before
     QuorumStateFile, MetaProperties
 
 This package must not import asyncio: the server hops flush callbacks onto its loop.

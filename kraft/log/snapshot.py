@@ -14,12 +14,12 @@ import mmap
 import os
 import re
 import time
-from dataclasses import dataclass
 
 from kraft import records
 from kraft.errors import CorruptRecordError, FatalLogError, LogCorruptionError
 from kraft.log import files
 from kraft.records import ControlType, SnapshotFooterRecord, SnapshotHeaderRecord
+from kraft.types import SnapshotId
 
 SUFFIX = ".checkpoint"
 PARTIAL_SUFFIX = ".checkpoint.part"
@@ -27,15 +27,9 @@ DELETED_SUFFIX = ".checkpoint.deleted"
 _NAME = re.compile(r"^(\d{20})-(\d{10})(?:-.*)?(\.checkpoint(?:\.part|\.deleted)?)$")
 
 
-@dataclass(frozen=True, order=True)
-class SnapshotId:
-    """``end_offset`` is exclusive: the snapshot holds the state up to ``end_offset - 1``."""
-
-    end_offset: int
-    epoch: int
-
-    def filename(self, suffix: str = SUFFIX) -> str:
-        return f"{self.end_offset:020d}-{self.epoch:010d}{suffix}"
+def snapshot_filename(snapshot_id: SnapshotId, suffix: str = SUFFIX) -> str:
+    """``%020d-%010d.checkpoint``: the exclusive end offset and the epoch of the last record."""
+    return f"{snapshot_id.offset:020d}-{snapshot_id.epoch:010d}{suffix}"
 
 
 def parse_snapshot_name(name: str):
@@ -48,7 +42,7 @@ def parse_snapshot_name(name: str):
 
 
 def snapshot_path(directory: str, snapshot_id: SnapshotId) -> str:
-    return os.path.join(directory, snapshot_id.filename())
+    return os.path.join(directory, snapshot_filename(snapshot_id))
 
 
 def list_snapshots(directory: str) -> list[SnapshotId]:
@@ -99,7 +93,7 @@ def delete_snapshots_before(directory: str, snapshot_id: SnapshotId) -> list[Sna
     return doomed
 
 
-class SnapshotWriter:
+class SnapshotFileWriter:
     """Write a snapshot: ``append`` batches (offsets from 0, the snapshot's epoch, header
     first — added here), then ``freeze()`` adds the footer, fsyncs, renames the
     ``.part`` file and fsyncs the directory. Leaving a ``with`` block without freezing
@@ -114,7 +108,7 @@ class SnapshotWriter:
         self.directory = directory
         self.snapshot_id = snapshot_id
         self.path = snapshot_path(directory, snapshot_id)
-        self.part_path = os.path.join(directory, snapshot_id.filename(PARTIAL_SUFFIX))
+        self.part_path = os.path.join(directory, snapshot_filename(snapshot_id, PARTIAL_SUFFIX))
         self._raw = raw
         self._now = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
         self._next_offset = 0
@@ -242,7 +236,7 @@ def _control_message(buf, ctype: int, path: str, which: str):
                                  f"{ControlType(ctype).name}: {exc}") from exc
 
 
-class SnapshotReader:
+class SnapshotFileReader:
     """A complete snapshot file, validated on open (CRCs, offsets from 0, header first,
     footer last). Iterate :meth:`batches` for the state, :meth:`read` for raw chunks."""
 

@@ -20,27 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kraft.errors import ErrorCode
+from kraft.types import OffsetAndEpoch  # noqa: F401  (part of the core's message vocabulary)
 
 NO_LEADER = -1
 NONE = ErrorCode.NONE
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetAndEpoch:
-    """An offset with the epoch of the record before it (Kafka's OffsetAndEpoch).
-
-    As a snapshot id, ``offset`` is the exclusive end offset of the snapshot and ``epoch``
-    the epoch of the record at ``offset - 1``. Ordered by (epoch, offset), as Kafka compares
-    log positions when granting votes."""
-
-    offset: int
-    epoch: int
-
-    def __lt__(self, other: "OffsetAndEpoch") -> bool:
-        return (self.epoch, self.offset) < (other.epoch, other.offset)
-
-    def __le__(self, other: "OffsetAndEpoch") -> bool:
-        return (self.epoch, self.offset) <= (other.epoch, other.offset)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,6 @@ from kraft.raft.messages import (
     FetchResponse,
     FetchSnapshotRequest,
     FetchSnapshotResponse,
-    OffsetAndEpoch,
 )
 from kraft.raft.roles import FollowerState
 from kraft.raft.voters import ReplicaKey

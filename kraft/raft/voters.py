@@ -14,20 +14,7 @@ VotersRecords. No I/O, no parsing of records here.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaKey:
-    id: int
-    directory_id: bytes | None = None
-
-    def matches(self, other: "ReplicaKey") -> bool:
-        """Same node, and same directory when both directories are known."""
-        if self.id != other.id:
-            return False
-        a, b = self.directory_id, other.directory_id
-        return a is None or b is None or a == b
+from kraft.types import ReplicaKey
 
 
 class VoterSet:

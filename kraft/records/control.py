@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from kraft.errors import CorruptRecordError
 from kraft.records._pure_varint import decode_unsigned_varint, encode_unsigned_varint
 from kraft.records.format import ControlType
+from kraft.types import Endpoint
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -51,13 +52,6 @@ class KRaftVersionRecord:
     kraft_version: int
     version: int = 0
     TYPE = ControlType.KRAFT_VERSION
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    name: str
-    host: str
-    port: int
 
 
 @dataclass(frozen=True)

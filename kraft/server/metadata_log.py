@@ -20,17 +20,9 @@ from kraft.errors import CorruptRecordError, LogCorruptionError
 from kraft.log import LogConfig, SegmentedLog
 from kraft.log import snapshot as snapshots
 from kraft.log.retention import MetadataRetention
-from kraft.raft.messages import OffsetAndEpoch
+from kraft.types import OffsetAndEpoch
 
 METADATA_DIR = "__cluster_metadata-0"
-
-
-def _oe(sid) -> OffsetAndEpoch:
-    return OffsetAndEpoch(sid.end_offset, sid.epoch)
-
-
-def _sid(oe: OffsetAndEpoch):
-    return snapshots.SnapshotId(oe.offset, oe.epoch)
 
 
 class _RawSnapshotWriter:
@@ -39,7 +31,7 @@ class _RawSnapshotWriter:
     def __init__(self, owner: "MetadataLog", snapshot_id: OffsetAndEpoch):
         self.snapshot_id = snapshot_id
         self._owner = owner
-        self._w = snapshots.SnapshotWriter(owner.directory, _sid(snapshot_id), raw=True)
+        self._w = snapshots.SnapshotFileWriter(owner.directory, snapshot_id, raw=True)
 
     def size_in_bytes(self) -> int:
         return self._w.size_bytes
@@ -59,9 +51,9 @@ class _RawSnapshotWriter:
 
 
 class _RawSnapshotReader:
-    def __init__(self, reader: snapshots.SnapshotReader):
+    def __init__(self, reader: snapshots.SnapshotFileReader):
         self._r = reader
-        self.snapshot_id = _oe(reader.snapshot_id)
+        self.snapshot_id = reader.snapshot_id
 
     def size_in_bytes(self) -> int:
         return self._r.size_bytes
@@ -86,7 +78,7 @@ class MetadataLog:
         self.directory = os.path.join(log_dir, METADATA_DIR)
         os.makedirs(self.directory, exist_ok=True)
         snapshots.remove_incomplete_snapshots(self.directory)
-        self._snapshots = sorted(_oe(s) for s in snapshots.list_snapshots(self.directory))
+        self._snapshots = sorted(snapshots.list_snapshots(self.directory))
         # Kafka's metadata log starts where its earliest snapshot ends (segments are deleted
         # whole, so the first one may begin below that).
         start = self._snapshots[0].offset if self._snapshots else None
@@ -194,7 +186,7 @@ class MetadataLog:
         reader = self._readers.get(snapshot_id)
         if reader is None:
             try:
-                reader = _RawSnapshotReader(snapshots.SnapshotReader(self.directory, _sid(snapshot_id)))
+                reader = _RawSnapshotReader(snapshots.SnapshotFileReader(self.directory, snapshot_id))
             except FileNotFoundError:
                 return None
             self._readers[snapshot_id] = reader
@@ -214,7 +206,7 @@ class MetadataLog:
             reader = self._readers.pop(sid, None)
             if reader is not None:
                 reader.close()
-            snapshots.delete_snapshot(self.directory, _sid(sid))
+            snapshots.delete_snapshot(self.directory, sid)
             self._snapshots.remove(sid)
             self._snapshot_timestamps.pop(sid, None)
 
@@ -255,7 +247,7 @@ class MetadataLog:
 
     def _snapshot_size(self, sid: OffsetAndEpoch) -> int:
         try:
-            return os.path.getsize(snapshots.snapshot_path(self.directory, _sid(sid)))
+            return os.path.getsize(snapshots.snapshot_path(self.directory, sid))
         except FileNotFoundError:
             return 0
 
@@ -263,7 +255,7 @@ class MetadataLog:
         ts = self._snapshot_timestamps.get(sid)
         if ts is None:
             try:
-                with snapshots.SnapshotReader(self.directory, _sid(sid)) as r:
+                with snapshots.SnapshotFileReader(self.directory, sid) as r:
                     ts = r.last_contained_log_timestamp
             except (FileNotFoundError, LogCorruptionError):
                 ts = -1

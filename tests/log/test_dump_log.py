@@ -12,7 +12,7 @@ import pytest
 from kraft import records
 from kraft.cli import main
 from kraft.log import LogConfig, SegmentedLog
-from kraft.log.snapshot import SnapshotId, SnapshotWriter
+from kraft.log.snapshot import SnapshotId, SnapshotFileWriter
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def log_dir(tmp_path):
     log.append(records.build_batch([b"\x01\x02\x00payload", b"plain"], keys=[b"k", None], timestamp=6),
                leader_epoch=3)
     log.close()
-    with SnapshotWriter(str(tmp_path), SnapshotId(3, 3), 6, timestamp_ms=7) as w:
+    with SnapshotFileWriter(str(tmp_path), SnapshotId(3, 3), 6, timestamp_ms=7) as w:
         w.append(records.build_batch([b"state"], timestamp=7))
         w.freeze()
     return tmp_path

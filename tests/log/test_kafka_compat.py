@@ -11,7 +11,7 @@ from kafka.record import MemoryRecords
 
 from kraft import records
 from kraft.log import LogConfig, SegmentedLog
-from kraft.log.snapshot import SnapshotId, SnapshotWriter
+from kraft.log.snapshot import SnapshotId, SnapshotFileWriter
 
 
 def kafka_python_batches(data: bytes):
@@ -68,7 +68,7 @@ def test_index_entries_point_at_batches_kafka_python_finds(tmp_path):
 
 
 def test_snapshots_decode_with_kafka_python(tmp_path):
-    with SnapshotWriter(str(tmp_path), SnapshotId(10, 4), 99) as w:
+    with SnapshotFileWriter(str(tmp_path), SnapshotId(10, 4), 99) as w:
         w.append(records.build_batch([b"a", b"b"]))
         path = w.freeze()
     batches = kafka_python_batches(open(path, "rb").read())

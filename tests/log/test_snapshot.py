@@ -13,8 +13,8 @@ from kraft.errors import CorruptRecordError, LogCorruptionError
 from kraft.log import files
 from kraft.log.snapshot import (
     SnapshotId,
-    SnapshotReader,
-    SnapshotWriter,
+    SnapshotFileReader,
+    SnapshotFileWriter,
     delete_snapshots_before,
     latest_snapshot,
     list_snapshots,
@@ -24,18 +24,18 @@ from kraft.log.snapshot import (
 
 
 def write_snapshot(directory, sid, values_per_batch=((b"a", b"b"), (b"c",)), ts=42):
-    with SnapshotWriter(str(directory), sid, ts, timestamp_ms=1000) as w:
+    with SnapshotFileWriter(str(directory), sid, ts, timestamp_ms=1000) as w:
         for values in values_per_batch:
             w.append(records.build_batch(list(values), base_offset=999, partition_leader_epoch=77))
         return w.freeze()
 
 
 def test_file_name_and_contents(tmp_path):
-    sid = SnapshotId(end_offset=1234, epoch=5)
+    sid = SnapshotId(offset=1234, epoch=5)
     path = write_snapshot(tmp_path, sid)
     assert os.path.basename(path) == "00000000000000001234-0000000005.checkpoint"
     assert os.listdir(tmp_path) == [os.path.basename(path)]  # no .part left
-    with SnapshotReader(str(tmp_path), sid) as r:
+    with SnapshotFileReader(str(tmp_path), sid) as r:
         assert r.last_contained_log_timestamp == 42
         everything = list(r.batches(include_control=True))
         assert [b.base_offset for b in everything] == [0, 1, 3, 4]
@@ -60,14 +60,14 @@ def test_writer_is_durable_then_renamed(tmp_path, monkeypatch):
 
 def test_abandoned_writer_leaves_nothing(tmp_path):
     with pytest.raises(RuntimeError):
-        with SnapshotWriter(str(tmp_path), SnapshotId(10, 1)) as w:
+        with SnapshotFileWriter(str(tmp_path), SnapshotId(10, 1)) as w:
             w.append(records.build_batch([b"x"]))
             raise RuntimeError("crash before freeze")
     assert os.listdir(tmp_path) == [] and list_snapshots(str(tmp_path)) == []
 
 
 def test_corrupt_batches_are_rejected_by_the_writer(tmp_path):
-    with SnapshotWriter(str(tmp_path), SnapshotId(10, 1)) as w:
+    with SnapshotFileWriter(str(tmp_path), SnapshotId(10, 1)) as w:
         bad = bytearray(records.build_batch([b"x"]))
         bad[-1] ^= 1
         with pytest.raises(CorruptRecordError):
@@ -117,7 +117,7 @@ def test_reader_rejects_damaged_snapshots(tmp_path, damage):
         data = bytearray()
     open(path, "wb").write(bytes(data))
     with pytest.raises(LogCorruptionError) as info:
-        SnapshotReader(str(tmp_path), sid)
+        SnapshotFileReader(str(tmp_path), sid)
     assert os.path.basename(path) in str(info.value)
 
 
@@ -125,7 +125,7 @@ def test_raw_writer_copies_a_leaders_snapshot_in_chunks(tmp_path):
     leader, follower = tmp_path / "leader", tmp_path / "follower"
     sid = SnapshotId(500, 7)
     path = write_snapshot(leader, sid, [[bytes([i]) * 50 for i in range(20)]])
-    with SnapshotReader(str(leader), sid) as src, SnapshotWriter(str(follower), sid, raw=True) as dst:
+    with SnapshotFileReader(str(leader), sid) as src, SnapshotFileWriter(str(follower), sid, raw=True) as dst:
         pos = 0
         while pos < src.size_bytes:
             chunk = src.read(pos, 333)  # unaligned with batches
@@ -139,7 +139,7 @@ def test_raw_writer_refuses_an_incomplete_copy(tmp_path):
     sid = SnapshotId(500, 7)
     path = write_snapshot(tmp_path / "leader", sid)
     data = open(path, "rb").read()
-    with SnapshotWriter(str(tmp_path / "f"), sid, raw=True) as dst:
+    with SnapshotFileWriter(str(tmp_path / "f"), sid, raw=True) as dst:
         dst.write_raw(data[:-20])
         with pytest.raises(LogCorruptionError):
             dst.freeze()
