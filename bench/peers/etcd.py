@@ -7,6 +7,7 @@ Must not measure anything (bench_peers does)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import urllib.request
@@ -145,8 +146,14 @@ class Writer:
         else:
             await self.txn(txn_request([(self.keys[j % KEYS_PER_WRITER], self.value) for j in range(count)]), timeout=30)
 
-    async def recover(self) -> None:
-        """After a failure: move to the next member (a dead one never answers)."""
+    async def recover(self, exc: BaseException | None = None) -> None:
+        """After a failure: move to the next member if this one is unreachable; a live member
+        without a leader yet is simply asked again."""
+        import grpc
+
+        if not (isinstance(exc, grpc.aio.AioRpcError) and exc.code() == grpc.StatusCode.UNAVAILABLE):
+            await asyncio.sleep(0.005)
+            return
         await self.channel.close()
         self.t += 1
         self._open()

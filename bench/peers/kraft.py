@@ -113,7 +113,7 @@ class Writer:
             self.leader = self.client.nodes.get(exc.leader_id) if exc.leader_id >= 0 else None
             raise
 
-    async def recover(self) -> None:
+    async def recover(self, exc: BaseException | None = None) -> None:
         try:
             d = await self.client.describe(1.0)
             self.leader = self.client.nodes[d.leader_id]

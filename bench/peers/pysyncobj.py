@@ -130,8 +130,12 @@ class Writer:
         self.writer.write(REQ.pack(rid, count, len(payload)) + payload)
         await asyncio.wait_for(fut, 30)
 
-    async def recover(self) -> None:
-        """After a failure: reconnect to the next node (which forwards to its leader)."""
+    async def recover(self, exc: BaseException | None = None) -> None:
+        """After a failure: if the connection died, reconnect to the next node (a follower
+        forwards to its leader); a refused command on a live connection is just retried."""
+        if self.writer is not None and not self.reader_task.done():
+            await asyncio.sleep(0.005)
+            return
         await self.close()
         self.t += 1
         try:

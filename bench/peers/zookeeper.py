@@ -104,8 +104,11 @@ class Writer:
     """kazoo client; its async calls complete on kazoo's thread and are handed to asyncio."""
 
     def __init__(self, spec: dict, worker: int, value: bytes):
+        import logging
+
         from kazoo.client import KazooClient
 
+        logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # reconnects are expected in failover
         self.zk = KazooClient(hosts=spec["hosts"], timeout=10.0, connection_retry={"max_tries": -1, "delay": 0.01, "max_delay": 0.1})
         self.prefix = f"/bench/w{worker}"
         self.value = value
@@ -152,7 +155,7 @@ class Writer:
             if isinstance(r, Exception):
                 raise r
 
-    async def recover(self) -> None:
+    async def recover(self, exc: BaseException | None = None) -> None:
         await asyncio.sleep(0.005)  # kazoo reconnects on its own
 
     async def close(self) -> None:
