@@ -8,7 +8,9 @@ Workloads (--only picks a subset; the floors always run):
   b  one write per request, 256 and 2,000 in flight: writes/s
   c  client batching, 100 writes per request (kraft: one Produce; ZooKeeper: multi; etcd: txn;
      PySyncObj: one replicated command carrying 100 values), 32 requests in flight: writes/s
-  d  commit latency at an offered 10,000 writes/s, open loop: p50/p99
+  d  commit latency at an offered 10,000 writes/s, open loop: p50/p99 (at most 2,000 waiting:
+     a write due beyond that is skipped and counted); also at 2,000 writes/s (d'), which every
+     system here sustains
   e  failover: SIGKILL of the leader -> first commit of a write sent after it (median, max)
 Floors in the same run: fdatasync of 256 bytes on the disk the data dirs are on, and a
 loopback TCP echo round trip between two processes. Client and server CPU per write come
@@ -25,6 +27,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import queue
 import socket
 import statistics
 import sys
@@ -130,9 +133,10 @@ def jobs_for(workload: str, seconds: float, clients: int, rate: float = 10_000) 
                 for n in split(int(workload[1:]))]
     if workload == "c":
         return [{"mode": "closed", "seconds": seconds, "in_flight": n, "count": 100} for n in split(32)]
-    if workload == "d":
-        return [{"mode": "open", "seconds": seconds, "rate": rate / clients, "count": 1, "in_flight": 16}
-                for _ in range(clients)]
+    if workload in ("d", "dlow"):
+        # At most 2,000 writes waiting in all (as in b): beyond that a write is skipped, not queued.
+        return [{"mode": "open", "seconds": seconds, "rate": rate / clients, "count": 1, "in_flight": 16,
+                 "max_outstanding": n} for n in split(2000)]
     raise ValueError(workload)
 
 
@@ -150,8 +154,12 @@ def _ms(x):
 
 
 def measure(cluster, workload: str, seconds: float, clients: int, rate: float) -> dict:
-    spec = cluster.spec()
-    res = run_clients(spec, jobs_for(workload, seconds, clients, rate), lambda: procs.cpu_seconds(cluster.server_pids()))
+    before = cluster.leader() or cluster.wait_ready()
+    res = run_clients(cluster.spec([before]), jobs_for(workload, seconds, clients, rate),
+                      lambda: procs.cpu_seconds(cluster.server_pids()))
+    res["leader_before"], res["leader_after"] = before, cluster.leader()
+    if workload in ("d", "dlow"):
+        res["offered_per_s"], res["sent_fraction"] = rate, res["sent"] / (rate * seconds)
     return summarize(res)
 
 
@@ -174,11 +182,16 @@ ROWS = [  # (label, workload, field, higher is better)
     ("(b) 256 in flight, 1 write/request: writes/s", "b256", "writes_per_s", True),
     ("(b) 2,000 in flight, 1 write/request: writes/s", "b2000", "writes_per_s", True),
     ("(c) 100 writes/request, 32 requests in flight: writes/s", "c", "writes_per_s", True),
-    ("(d) offered rate (open loop): writes/s committed in the window", "d", "writes_per_s", True),
-    ("(d) offered rate (open loop): p50 latency from scheduled send, ms", "d", "p50_ms", False),
-    ("(d) offered rate (open loop): p99 latency from scheduled send, ms", "d", "p99_ms", False),
+    ("(d) open loop, offered {d}/s: share of writes sent (≤ 2,000 waiting)", "d", "sent_fraction", True),
+    ("(d) open loop, offered {d}/s: writes/s committed in the window", "d", "writes_per_s", True),
+    ("(d) open loop, offered {d}/s: p50 latency from scheduled send, ms", "d", "p50_ms", False),
+    ("(d) open loop, offered {d}/s: p99 latency from scheduled send, ms", "d", "p99_ms", False),
+    ("(d') open loop, offered {dlow}/s: writes/s committed in the window", "dlow", "writes_per_s", True),
+    ("(d') open loop, offered {dlow}/s: p50 latency from scheduled send, ms", "dlow", "p50_ms", False),
+    ("(d') open loop, offered {dlow}/s: p99 latency from scheduled send, ms", "dlow", "p99_ms", False),
 ]
-for _w, _name in (("a", "(a)"), ("b256", "(b) 256"), ("b2000", "(b) 2,000"), ("c", "(c)"), ("d", "(d)")):
+for _w, _name in (("a", "(a)"), ("b256", "(b) 256"), ("b2000", "(b) 2,000"), ("c", "(c)"), ("d", "(d)"),
+                  ("dlow", "(d')")):
     ROWS.append((f"{_name}: server CPU µs/write (3 servers)", _w, "server_cpu_us_per_write", False))
     ROWS.append((f"{_name}: client CPU µs/write", _w, "client_cpu_us_per_write", False))
 
@@ -191,12 +204,14 @@ def median_of(results, system, workload, field):
 def fmt(v, field=""):
     if v is None:
         return "—"
+    if field == "sent_fraction":
+        return f"{v:.0%}"
     if "per_s" in field:
         return f"{v:,.0f}"
     return f"{v:,.0f}" if v >= 100 else f"{v:.2f}" if v < 10 else f"{v:.1f}"
 
 
-def table(results, failovers, systems, names) -> str:
+def table(results, failovers, systems, names, rates) -> str:
     peers = [s for s in PEERS if s in systems]
     krafts = [s for s in ("kraft", "kraft-ll") if s in systems]
     head = ["measurement"] + [names[s] for s in systems] + [f"kraft / {names[p]}" for p in peers]
@@ -205,7 +220,7 @@ def table(results, failovers, systems, names) -> str:
         vals = {s: median_of(results, s, w, field) for s in systems}
         if all(v is None for v in vals.values()):
             continue
-        cells = [label] + [fmt(vals[s], field) for s in systems]
+        cells = [label.format(**rates)] + [fmt(vals[s], field) for s in systems]
         kv = {k: vals[k] for k in krafts if vals[k] is not None}
         best = (max if higher else min)(kv, key=kv.get) if kv else None
         for p in peers:
@@ -238,6 +253,7 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=4, help="client processes for b, c, d")
     ap.add_argument("--kills", type=int, default=3)
     ap.add_argument("--rate", type=float, default=10_000, help="offered writes/s in (d)")
+    ap.add_argument("--rate-low", type=float, default=2_000, help="offered writes/s in (d'), below every system's capacity here")
     ap.add_argument("--zk-warmup", type=float, default=30.0, help="seconds of ZooKeeper JIT warm-up load")
     ap.add_argument("--quick", action="store_true", help="~3 minutes: 2 s figures, 1 round, 1 kill, 10 s ZK warm-up")
     ap.add_argument("--json", default=os.path.join(tempfile.gettempdir(), "bench_peers.json"), help="raw numbers go here")
@@ -245,7 +261,8 @@ def main() -> int:
     if args.quick:
         args.seconds, args.rounds, args.kills, args.zk_warmup = 2.0, 1, 1, 10.0
     only = set(args.only.split(","))
-    workloads = [w for w, key in (("a", "a"), ("b256", "b"), ("b2000", "b"), ("c", "c"), ("d", "d")) if key in only]
+    workloads = [w for w, key in (("a", "a"), ("b256", "b"), ("b2000", "b"), ("c", "c"), ("d", "d"), ("dlow", "d"))
+                 if key in only]
     systems = [s for s in args.systems.split(",") if s]
     procs.install_cleanup()
     started = time.monotonic()
@@ -276,10 +293,13 @@ def main() -> int:
         for rnd in range(args.rounds):
             for w in workloads:
                 for s in systems:
-                    r = measure(clusters[s], w, args.seconds, args.clients, args.rate)
+                    r = measure(clusters[s], w, args.seconds, args.clients, args.rate_low if w == "dlow" else args.rate)
                     out["results"].setdefault(s, {}).setdefault(w, []).append(r)
                     log(f"round {rnd + 1} {w:5} {s:9} {r['writes_per_s']:9,.0f} w/s p50 {fmt(r['p50_ms'])} p99 {fmt(r['p99_ms'])} "
-                        f"srv {r['server_cpu_us_per_write']:.0f} µs/w cli {r['client_cpu_us_per_write']:.0f} µs/w err {r['errors']}")
+                        f"srv {r['server_cpu_us_per_write']:.0f} µs/w cli {r['client_cpu_us_per_write']:.0f} µs/w err {r['errors']}"
+                        + (f" {r['error_samples']}" if r["errors"] else "")
+                        + (f" LEADER CHANGED {r['leader_before']} -> {r['leader_after']}"
+                           if r["leader_after"] != r["leader_before"] else ""))
         for s in ("kraft", "kraft-ll"):
             if s in clusters:
                 out.setdefault("kraft_applied_records", {})[s] = clusters[s].applied_records()
@@ -289,7 +309,15 @@ def main() -> int:
                     c = clusters[s]
                     c.wait_ready()
                     time.sleep(1.0)  # let the restarted node catch up before the next kill
-                    leader, took = failover_once(c)
+                    try:
+                        leader, took = failover_once(c)
+                    except (RuntimeError, OSError, queue.Empty) as exc:
+                        log(f"failover {s}: probe failed: {exc!r}")
+                        out["failover_errors"] = out.get("failover_errors", []) + [f"{s}: {exc!r}"]
+                        for i in c.ids:
+                            if i not in c.running():
+                                c.start(i)
+                        continue
                     out["failover"].setdefault(s, []).append(took)
                     log(f"failover {s}: killed {leader}, next commit after "
                         f"{'never' if took is None else f'{took * 1000:.0f} ms'}")
@@ -307,7 +335,7 @@ def main() -> int:
     fl = out["floors"]
     print(f"Floors (same run): fdatasync of 256 B p50 {fl['fdatasync_p50_ms']:.2f} ms, p99 {fl['fdatasync_p99_ms']:.2f} ms; "
           f"loopback TCP echo round trip p50 {fl['tcp_echo_p50_ms']:.3f} ms, p99 {fl['tcp_echo_p99_ms']:.3f} ms.\n")
-    print(table(out["results"], out["failover"], systems, names))
+    print(table(out["results"], out["failover"], systems, names, {"d": f"{args.rate:,.0f}", "dlow": f"{args.rate_low:,.0f}"}))
     print(f"\n{args.rounds} round(s) × {args.seconds:g} s per figure (median of rounds), {args.clients} client processes "
           f"for b/c/d; (d) offers {args.rate:,.0f} writes/s; ratios are kraft / peer using the better kraft profile for that row ((LL) = low-latency). "
           f"Raw numbers: {args.json}. Took {out['elapsed_s']:.0f} s.")

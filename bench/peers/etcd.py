@@ -111,9 +111,9 @@ class EtcdCluster:
     def server_pids(self) -> list[int]:
         return [p.pid for p in self.procs.values() if p.poll() is None]
 
-    def spec(self, all_nodes: bool = False) -> dict:
+    def spec(self, ids: list[int] | None = None) -> dict:
         """Writers talk to the leader (no forwarding hop), or to every member."""
-        ids = self.ids if all_nodes else [self.leader()]
+        ids = ids or [self.leader()]
         return {"kind": "etcd", "targets": [f"127.0.0.1:{self.client_ports[i]}" for i in ids]}
 
 

@@ -83,8 +83,8 @@ class KraftCluster:
     def server_pids(self) -> list[int]:
         return [p.pid for p in self.cluster.procs.values() if p.poll() is None]
 
-    def spec(self, all_nodes: bool = False) -> dict:
-        ids = self.ids if all_nodes else [self.leader()]
+    def spec(self, ids: list[int] | None = None) -> dict:
+        ids = ids or [self.leader()]
         return {"kind": "kraft", "nodes": [self.cluster.address(i) for i in ids]}
 
 

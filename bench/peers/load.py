@@ -24,21 +24,38 @@ def make_writer(spec: dict, worker: int):
     return module.Writer(spec, worker, VALUE)
 
 
+class _Recovery:
+    """At most one ``writer.recover`` at a time, whoever saw the failure first; the first
+    few distinct errors are kept for the report."""
+
+    def __init__(self, writer):
+        self.writer, self.task, self.errors, self.seen = writer, None, 0, []
+
+    def failed(self, exc: BaseException) -> None:
+        self.errors += 1
+        text = f"{type(exc).__name__}: {exc}"[:200]
+        if len(self.seen) < 3 and text not in self.seen:
+            self.seen.append(text)
+        if self.task is None or self.task.done():
+            self.task = asyncio.ensure_future(self.writer.recover(exc))
+
+
 async def _closed(writer, go: float, seconds: float, in_flight: int, count: int, keep_latency: bool):
     end = go + seconds
     lat: list[float] = []
-    done = errors = 0
+    done = 0
+    recovery = _Recovery(writer)
 
     async def task():
-        nonlocal done, errors
+        nonlocal done
         while True:
             t = time.monotonic()
             if t >= end:
                 return
             try:
                 await writer.write(count)
-            except Exception:  # noqa: BLE001 - counted; a load run keeps going
-                errors += 1
+            except Exception as exc:  # noqa: BLE001 - counted; a load run keeps going
+                recovery.failed(exc)
                 await asyncio.sleep(0.01)
                 continue
             now = time.monotonic()
@@ -50,24 +67,29 @@ async def _closed(writer, go: float, seconds: float, in_flight: int, count: int,
     await asyncio.sleep(max(0.0, go - time.monotonic()))
     cpu0 = time.process_time()
     await asyncio.gather(*(task() for _ in range(in_flight)))
-    return {"writes": done, "errors": errors, "latencies": lat, "client_cpu": time.process_time() - cpu0}
+    return {"writes": done, "errors": recovery.errors, "error_samples": recovery.seen, "latencies": lat,
+            "client_cpu": time.process_time() - cpu0}
 
 
-async def _open(writer, go: float, seconds: float, rate: float, count: int, max_outstanding: int = 50_000):
+async def _open(writer, go: float, seconds: float, rate: float, count: int, max_outstanding: int):
+    """Writes due at go + i/rate are sent then, unless ``max_outstanding`` are already
+    waiting: those are skipped (counted), so an overloaded system shows as a lower sent rate
+    rather than as a client buried under its own queue."""
     lat: list[float] = []
-    errors = skipped = in_window = 0
+    skipped = in_window = 0
     outstanding: set = set()
     end = go + seconds
+    recovery = _Recovery(writer)
 
     async def one(scheduled: float):
-        nonlocal errors, in_window
+        nonlocal in_window
         try:
             await writer.write(count)
             now = time.monotonic()
             lat.append(now - scheduled)
             in_window += now <= end
-        except Exception:  # noqa: BLE001 - counted
-            errors += 1
+        except Exception as exc:  # noqa: BLE001 - counted
+            recovery.failed(exc)
 
     n = int(seconds * rate)
     await asyncio.sleep(max(0.0, go - time.monotonic()))
@@ -89,7 +111,8 @@ async def _open(writer, go: float, seconds: float, rate: float, count: int, max_
     if outstanding:
         await asyncio.wait(list(outstanding), timeout=30)
     # writes: committed inside the window (the achieved rate); latencies: every write sent.
-    return {"writes": in_window * count, "errors": errors, "skipped": skipped, "latencies": lat,
+    return {"writes": in_window * count, "errors": recovery.errors, "error_samples": recovery.seen,
+            "skipped": skipped, "sent": int(seconds * rate) - skipped, "latencies": lat,
             "client_cpu": cpu, "unfinished": len(outstanding)}
 
 
@@ -114,7 +137,7 @@ async def _worker(spec, worker, job, ready, go_at, out):
     if job["mode"] == "closed":
         res = await _closed(writer, go, job["seconds"], job["in_flight"], count, job.get("latency", False))
     else:
-        res = await _open(writer, go, job["seconds"], job["rate"], count)
+        res = await _open(writer, go, job["seconds"], job["rate"], count, job["max_outstanding"])
     await writer.close()
     out.put((worker, res))
 
@@ -168,6 +191,8 @@ def run_clients(spec: dict, jobs: list[dict], cpu_of_servers, timeout: float = 1
               "writes": sum(r["writes"] for r in results), "errors": sum(r["errors"] for r in results),
               "client_cpu": sum(r["client_cpu"] for r in results),
               "skipped": sum(r.get("skipped", 0) for r in results),
+              "sent": sum(r.get("sent", 0) for r in results),
+              "error_samples": sorted({e for r in results for e in r.get("error_samples", [])})[:5],
               "unfinished": sum(r.get("unfinished", 0) for r in results),
               "latencies": sorted(x for r in results for x in r["latencies"])}
     return merged
@@ -182,10 +207,12 @@ async def _probe(spec, ready, killed_at, out):
     await writer.connect()
     for _ in range(50):
         try:
-            await writer.write(1)
+            await asyncio.wait_for(writer.write(1), 2)
             break
-        except Exception:  # noqa: BLE001 - the cluster may still be settling
-            await writer.recover()
+        except Exception as exc:  # noqa: BLE001 - the cluster may still be settling
+            await writer.recover(exc)
+    else:
+        raise RuntimeError("no write committed before the kill")
     ready.put(1)
     while killed_at.value == 0.0:
         await asyncio.sleep(0.001)
@@ -220,7 +247,7 @@ def _probe_main(spec, ready, killed_at, out):
     try:
         asyncio.run(_probe(spec, ready, killed_at, out))
     except BaseException as exc:  # noqa: BLE001 - reported instead of a hang
-        ready.put(1)
+        ready.put(repr(exc))  # if it failed before the kill, the parent must not kill
         out.put(repr(exc))
 
 
@@ -229,10 +256,12 @@ def failover_once(cluster, timeout: float = 90.0):
     ctx = multiprocessing.get_context("fork")
     ready, out = ctx.Queue(), ctx.Queue()
     killed_at = ctx.Value("d", 0.0)
-    p = ctx.Process(target=_probe_main, args=(cluster.spec(all_nodes=True), ready, killed_at, out), daemon=True)
+    p = ctx.Process(target=_probe_main, args=(cluster.spec(cluster.ids), ready, killed_at, out), daemon=True)
     p.start()
     try:
-        ready.get(timeout=timeout)
+        state = ready.get(timeout=timeout)
+        if state != 1:
+            raise RuntimeError(f"failover probe could not write before the kill: {state}")
         leader = cluster.leader()
         t = time.monotonic()
         cluster.kill(leader)

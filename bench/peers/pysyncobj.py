@@ -74,8 +74,8 @@ class PySyncObjCluster:
     def server_pids(self) -> list[int]:
         return [p.pid for p in self.procs.values() if p.poll() is None]
 
-    def spec(self, all_nodes: bool = False) -> dict:
-        ids = self.ids if all_nodes else [self.leader()]
+    def spec(self, ids: list[int] | None = None) -> dict:
+        ids = ids or [self.leader()]
         return {"kind": "pysyncobj", "ports": [self.front_ports[i] for i in ids]}
 
 
@@ -131,9 +131,11 @@ class Writer:
         await asyncio.wait_for(fut, 30)
 
     async def recover(self, exc: BaseException | None = None) -> None:
-        """After a failure: if the connection died, reconnect to the next node (a follower
-        forwards to its leader); a refused command on a live connection is just retried."""
-        if self.writer is not None and not self.reader_task.done():
+        """After a failure: if the connection died or a command got no answer, reconnect to
+        the next node (a follower forwards to its leader); a refused command on a live
+        connection is just retried."""
+        alive = self.writer is not None and not self.reader_task.done()
+        if alive and not isinstance(exc, asyncio.TimeoutError):
             await asyncio.sleep(0.005)
             return
         await self.close()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 
 from bench.peers.procs import free_ports, kill, spawn, tcp_command, temp_dir, wait_until
 
@@ -94,9 +93,9 @@ class ZooKeeperCluster:
     def hosts(self, ids) -> str:
         return ",".join(f"127.0.0.1:{self.client_ports[i]}" for i in ids)
 
-    def spec(self, all_nodes: bool = False) -> dict:
+    def spec(self, ids: list[int] | None = None) -> dict:
         """Writers connect to the leader (best case: no forwarding hop), or to every server."""
-        ids = self.ids if all_nodes else [self.leader()]
+        ids = ids or [self.leader()]
         return {"kind": "zookeeper", "hosts": self.hosts(ids)}
 
 
