@@ -39,14 +39,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from bench.peers import procs  # noqa: E402
 from bench.peers.load import failover_once, run_clients  # noqa: E402
 
-SYSTEMS = ("kraft", "kraft-ll", "zookeeper", "etcd", "pysyncobj")
+SYSTEMS = ("kraft", "kraft-ll", "zookeeper", "etcd", "pysyncobj")  # also available: kraft-l0
 PEERS = ("zookeeper", "etcd", "pysyncobj")
 
 
 def make_cluster(key: str):
-    if key in ("kraft", "kraft-ll"):
+    if key.startswith("kraft"):
         from bench.peers.kraft import KraftCluster
-        return KraftCluster("defaults" if key == "kraft" else "low-latency")
+        return KraftCluster({"kraft": "defaults", "kraft-ll": "low-latency", "kraft-l0": "linger-0"}[key])
     if key == "zookeeper":
         from bench.peers.zookeeper import ZooKeeperCluster
         return ZooKeeperCluster()
@@ -119,6 +119,15 @@ def echo_floor(seconds: float) -> list[float]:
         p.join()
         srv.close()
     return sorted(lat[100:])
+
+
+def floors() -> dict:
+    floor_dir = tempfile.mkdtemp(prefix="bench-peers-floor-")  # same filesystem as the data dirs
+    fs = fdatasync_floor(floor_dir, 2.0)
+    os.rmdir(floor_dir)
+    ec = echo_floor(2.0)
+    return {"fdatasync_p50_ms": pct(fs, .5) * 1e3, "fdatasync_p99_ms": pct(fs, .99) * 1e3, "fdatasync_samples": len(fs),
+            "tcp_echo_p50_ms": pct(ec, .5) * 1e3, "tcp_echo_p99_ms": pct(ec, .99) * 1e3, "tcp_echo_samples": len(ec)}
 
 
 # --- workloads ------------------------------------------------------------------------------
@@ -211,7 +220,7 @@ def fmt(v, field=""):
     return f"{v:,.0f}" if v >= 100 else f"{v:.2f}" if v < 10 else f"{v:.1f}"
 
 
-def table(results, failovers, systems, names, rates) -> str:
+def table(results, failovers, systems, names, rates, idle) -> str:
     peers = [s for s in PEERS if s in systems]
     krafts = [s for s in ("kraft", "kraft-ll") if s in systems]
     head = ["measurement"] + [names[s] for s in systems] + [f"kraft / {names[p]}" for p in peers]
@@ -230,7 +239,24 @@ def table(results, failovers, systems, names, rates) -> str:
                 tag = " (LL)" if best == "kraft-ll" else ""
                 cells.append(f"{kv[best] / vals[p]:.2f}×{tag}")
         lines.append("| " + " | ".join(cells) + " |")
+    extra = [("server CPU at idle, % of one core (3 servers)", {s: idle.get(s) for s in systems}, False),
+             ("measurements during which the leader changed", {s: sum(r["leader_after"] != r["leader_before"]
+                                                                      for rs in results.get(s, {}).values() for r in rs)
+                                                              for s in systems}, None)]
     if failovers:
+        extra.append(("(e) failover: kills with no commit within 60 s",
+                      {s: sum(t is None for t in failovers.get(s, [])) for s in systems}, None))
+    for label, vals, higher in extra:
+        if all(v is None for v in vals.values()):
+            continue
+        cells = [label] + ["—" if vals[s] is None else f"{vals[s]:.0f}" if isinstance(vals[s], int) else fmt(vals[s])
+                           for s in systems]
+        kv = {k: vals[k] for k in krafts if vals[k] is not None}
+        for p in peers:
+            cells.append("—" if higher is None or not kv or not vals[p] else f"{kv[min(kv, key=kv.get)] / vals[p]:.2f}×")
+        lines.append("| " + " | ".join(cells) + " |")
+    if failovers:
+        failovers = {s: [t for t in v if t is not None] for s, v in failovers.items()}
         for stat, fn in (("median", statistics.median), ("max", max)):
             vals = {s: (fn(failovers[s]) * 1000 if failovers.get(s) else None) for s in systems}
             cells = [f"(e) failover, SIGKILL leader → next commit: {stat}, ms"] + [fmt(vals[s]) for s in systems]
@@ -271,12 +297,7 @@ def main() -> int:
         print(f"[{time.monotonic() - started:6.1f}s] {msg}", file=sys.stderr, flush=True)
 
     out = {"args": vars(args), "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "floors": {}, "results": {}, "failover": {}}
-    floor_dir = tempfile.mkdtemp(prefix="bench-peers-floor-")  # same filesystem as the data dirs
-    fs = fdatasync_floor(floor_dir, 2.0)
-    os.rmdir(floor_dir)
-    ec = echo_floor(2.0)
-    out["floors"] = {"fdatasync_p50_ms": pct(fs, .5) * 1e3, "fdatasync_p99_ms": pct(fs, .99) * 1e3, "fdatasync_samples": len(fs),
-                     "tcp_echo_p50_ms": pct(ec, .5) * 1e3, "tcp_echo_p99_ms": pct(ec, .99) * 1e3, "tcp_echo_samples": len(ec)}
+    out["floors"] = floors()
     log(f"floors: {out['floors']}")
 
     clusters = {}
@@ -287,6 +308,11 @@ def main() -> int:
         names = {s: clusters[s].name for s in systems}
         for s in systems:
             log(f"{names[s]}: leader {clusters[s].wait_ready()}")
+        time.sleep(2.0)
+        cpu0 = {s: procs.cpu_seconds(clusters[s].server_pids()) for s in systems}
+        time.sleep(3.0)
+        out["idle_cpu_pct"] = {s: (procs.cpu_seconds(clusters[s].server_pids()) - cpu0[s]) / 3.0 * 100 for s in systems}
+        log(f"idle server CPU, % of a core: {out['idle_cpu_pct']}")
         if "zookeeper" in systems and workloads:
             log(f"ZooKeeper JIT warm-up {args.zk_warmup:.0f} s")
             warm_up_zookeeper(clusters["zookeeper"], args.zk_warmup, args.clients)
@@ -300,8 +326,8 @@ def main() -> int:
                         + (f" {r['error_samples']}" if r["errors"] else "")
                         + (f" LEADER CHANGED {r['leader_before']} -> {r['leader_after']}"
                            if r["leader_after"] != r["leader_before"] else ""))
-        for s in ("kraft", "kraft-ll"):
-            if s in clusters:
+        for s in clusters:
+            if s.startswith("kraft"):
                 out.setdefault("kraft_applied_records", {})[s] = clusters[s].applied_records()
         if "e" in only:
             for k in range(args.kills):
@@ -322,20 +348,23 @@ def main() -> int:
                     log(f"failover {s}: killed {leader}, next commit after "
                         f"{'never' if took is None else f'{took * 1000:.0f} ms'}")
                     c.start(leader)
-        out["failover"] = {s: [t for t in v if t is not None] for s, v in out["failover"].items()}
     finally:
         for c in clusters.values():
             c.stop()
         procs.cleanup()
 
+    out["floors_end"] = floors()  # the disk is shared: its fsync latency drifts during a run
     out["names"] = names
     out["elapsed_s"] = time.monotonic() - started
     with open(args.json, "w") as f:
         json.dump(out, f, indent=1)
-    fl = out["floors"]
-    print(f"Floors (same run): fdatasync of 256 B p50 {fl['fdatasync_p50_ms']:.2f} ms, p99 {fl['fdatasync_p99_ms']:.2f} ms; "
-          f"loopback TCP echo round trip p50 {fl['tcp_echo_p50_ms']:.3f} ms, p99 {fl['tcp_echo_p99_ms']:.3f} ms.\n")
-    print(table(out["results"], out["failover"], systems, names, {"d": f"{args.rate:,.0f}", "dlow": f"{args.rate_low:,.0f}"}))
+    for when in ("floors", "floors_end"):
+        fl = out[when]
+        print(f"Floors ({'start' if when == 'floors' else 'end'} of the run): fdatasync of 256 B p50 {fl['fdatasync_p50_ms']:.2f} ms, "
+              f"p99 {fl['fdatasync_p99_ms']:.2f} ms; loopback TCP echo round trip (two processes) "
+              f"p50 {fl['tcp_echo_p50_ms']:.3f} ms, p99 {fl['tcp_echo_p99_ms']:.3f} ms.")
+    print()
+    print(table(out["results"], out["failover"], systems, names, {"d": f"{args.rate:,.0f}", "dlow": f"{args.rate_low:,.0f}"}, out["idle_cpu_pct"]))
     print(f"\n{args.rounds} round(s) × {args.seconds:g} s per figure (median of rounds), {args.clients} client processes "
           f"for b/c/d; (d) offers {args.rate:,.0f} writes/s; ratios are kraft / peer using the better kraft profile for that row ((LL) = low-latency). "
           f"Raw numbers: {args.json}. Took {out['elapsed_s']:.0f} s.")
