@@ -1,6 +1,9 @@
 """Quorum benchmarks: a 3-node kraft quorum of real processes on loopback (fsync on) beside a
 3-node PySyncObj cluster (journal file on disk) as the Python anchor, in one run.
 
+PySyncObj's journal is fdatasynced (bench/pysyncobj_node.py adds it; PySyncObj itself never
+syncs). The whole-field comparison with ZooKeeper and etcd is bench/bench_peers.py.
+
 Measures (256-byte records/commands):
   * committed writes/s: PySyncObj (window of in-flight commands) vs kraft, with one record
     per Produce request and with 100 records per request (a Kafka producer's batching);
@@ -29,10 +32,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from bench.peers.kraft import LOW_LATENCY, LocalCluster, NodeClient, QuorumClient, QuorumWriter, free_ports  # noqa: E402
 from kraft.errors import NetworkError, NotLeaderError  # noqa: E402
 from kraft.records import build_batch  # noqa: E402
-from kraft.server.admin_client import QuorumClient, QuorumWriter  # noqa: E402
-from kraft.server.local_cluster import LOW_LATENCY, LocalCluster, free_ports  # noqa: E402
 
 VALUE = b"v" * 256
 
@@ -124,7 +126,6 @@ async def bare_round_trip(cluster: LocalCluster, seconds: float, rate: int):
     """ApiVersions round trips at ``rate``/s to one node: the floor any commit latency sits
     on here (two processes, one loopback hop each way, no disk)."""
     from kraft.protocol import ApiVersionsRequest
-    from kraft.server.client import NodeClient
 
     client = NodeClient(*cluster.address(cluster.ids[0]))
     for _ in range(200):  # the process may still be starting
