@@ -25,9 +25,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from kraft.errors import ErrorCode, KraftError, NetworkError  # noqa: E402
 from kraft.protocol import ApiVersionsRequest  # noqa: E402
-from kraft.server.admin_client import QuorumClient  # noqa: E402
-from kraft.server.client import NodeClient  # noqa: E402
-from kraft.server.local_cluster import LocalCluster  # noqa: E402
+from kraft.client.quorum import QuorumClient  # noqa: E402
+from kraft.client.node_client import NodeClient  # noqa: E402
+from kraft.cli.local_cluster import LocalCluster  # noqa: E402
 from kraft.testing.hostile import gzip_bomb_batch  # noqa: E402
 
 

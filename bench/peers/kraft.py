@@ -4,7 +4,7 @@ once the records are committed; every node's state machine (CommittedRecordsList
 applies them. Batches are one record batch of ``count`` records.
 
 The ONLY module of bench/peers that imports kraft's client and cluster classes: their module
-paths are about to change (kraft.server.client -> kraft.client, local_cluster -> kraft.cli).
+paths are about to change (kraft.client.node_client -> kraft.client, local_cluster -> kraft.cli).
 Measures nothing."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from bench.peers.procs import kill, register, temp_dir, wait_until
 from kraft.errors import KraftError, NetworkError, NotLeaderError
 from kraft.protocol import ApiVersionsRequest
 from kraft.records import build_batch
-from kraft.server.admin_client import QuorumClient, QuorumWriter
-from kraft.server.client import NodeClient
-from kraft.server.local_cluster import LOW_LATENCY, LocalCluster, free_ports
+from kraft.client.quorum import QuorumClient, QuorumWriter
+from kraft.client.node_client import NodeClient
+from kraft.cli.local_cluster import LOW_LATENCY, LocalCluster, free_ports
 
 # Re-exported for bench/bench_quorum.py, so the coming move touches this file only.
 __all__ = ["KraftCluster", "Writer", "round_trip_floor", "LOW_LATENCY", "LocalCluster", "NodeClient",

@@ -18,8 +18,8 @@ import time
 from kraft.cli.metadata_quorum import _replica_list_text, _status
 from kraft.errors import KraftError
 from kraft.records import build_batch
-from kraft.server.admin_client import QuorumClient, QuorumWriter
-from kraft.server.local_cluster import LocalCluster
+from kraft.client.quorum import QuorumClient, QuorumWriter
+from kraft.cli.local_cluster import LocalCluster
 
 
 def _say(msg: str = "") -> None:

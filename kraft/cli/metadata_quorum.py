@@ -10,7 +10,7 @@ import json
 import time
 
 from kraft.protocol.primitives import ZERO_UUID, uuid_to_base64
-from kraft.server.admin_client import QuorumClient, parse_address
+from kraft.client.quorum import QuorumClient, parse_address
 
 
 def _directory_id(r) -> str:

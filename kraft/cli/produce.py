@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from kraft.records import build_batch
-from kraft.server.admin_client import QuorumClient, QuorumWriter, parse_address
+from kraft.client.quorum import QuorumClient, QuorumWriter, parse_address
 
 
 async def produce(bootstrap: str, values: list[bytes], batch_size: int, deadline_s: float = 30.0):

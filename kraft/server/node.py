@@ -27,7 +27,7 @@ from kraft.log.retention import CLEAN_INTERVAL_MS, MetadataRetention
 from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties, QuorumStateFile
 from kraft.raft import RaftConfig, RaftCore
 from kraft.server.controller_handlers import ControllerHandlers
-from kraft.server.metadata_log import MetadataLog
+from kraft.log.replicated_log import MetadataLog
 from kraft.server.metrics import MetricsServer, NodeMetrics
 from kraft.server.network import KafkaServer, connection_limits
 from kraft.server.raft_driver import RaftDriver, election_from_file, wall_ms

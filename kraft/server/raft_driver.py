@@ -27,7 +27,7 @@ from kraft.raft import (Append, Commit, ElectionState, Flush, InboundRequest, In
 from kraft.raft.messages import RequestFailed
 from kraft.raft.voters import ReplicaKey
 from kraft.server import raft_wire
-from kraft.server.client import NodeClient
+from kraft.client.node_client import NodeClient
 from kraft.server.commit_waiters import CommitWaiters
 from kraft.server.log_throttle import LogThrottle, held_note
 

@@ -10,8 +10,8 @@ import time
 from kraft.errors import KraftError
 from kraft.log import LogConfig, SegmentedLog
 from kraft.records import build_batch, iter_batches
-from kraft.server.admin_client import QuorumClient, QuorumWriter
-from kraft.server.metadata_log import METADATA_DIR
+from kraft.client.quorum import QuorumClient, QuorumWriter
+from kraft.log.replicated_log import METADATA_DIR
 
 
 def run(coro):

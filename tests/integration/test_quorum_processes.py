@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from kraft.server.local_cluster import LocalCluster
-from kraft.server.metadata_log import METADATA_DIR
+from kraft.cli.local_cluster import LocalCluster
+from kraft.log.replicated_log import METADATA_DIR
 
 from .quorum_helpers import (applied_states, describe, node_batches, node_values, run, wait_caught_up,
                              write_batches)

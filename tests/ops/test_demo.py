@@ -13,8 +13,8 @@ import pytest
 from ops_helpers import SOURCE_ROOT
 
 from kraft.cli.demo import NodeDied, watch
-from kraft.server.admin_client import QuorumClient
-from kraft.server.local_cluster import LocalCluster
+from kraft.client.quorum import QuorumClient
+from kraft.cli.local_cluster import LocalCluster
 
 #: ``python -m kraft ARGS`` as an editable install runs it: the package comes from a meta-path
 #: finder placed after the path finder (setuptools' editable finder, which also serves direct

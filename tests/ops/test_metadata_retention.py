@@ -16,7 +16,7 @@ from kraft.log import LogConfig  # noqa: E402
 from kraft.log.retention import MetadataRetention  # noqa: E402
 from kraft.raft.messages import OffsetAndEpoch  # noqa: E402
 from kraft.raft.snapshot import SnapshotWriter  # noqa: E402
-from kraft.server.metadata_log import MetadataLog  # noqa: E402
+from kraft.log.replicated_log import MetadataLog  # noqa: E402
 
 DAY_MS = 24 * 3600 * 1000
 

@@ -9,7 +9,7 @@ import random
 
 from kraft.raft import RaftConfig, RaftCore
 from kraft.raft.voters import ReplicaKey
-from kraft.server.client import NodeClient
+from kraft.client.node_client import NodeClient
 from kraft.server.controller_handlers import ControllerHandlers
 from kraft.server.metrics import NodeMetrics
 from kraft.server.network import KafkaServer

@@ -7,7 +7,7 @@ from kraft.log import LogConfig
 from kraft.raft.messages import OffsetAndEpoch
 from kraft.raft.snapshot import SnapshotWriter
 from kraft.records import build_batch, iter_batches
-from kraft.server.metadata_log import MetadataLog
+from kraft.log.replicated_log import MetadataLog
 from kraft.testing import InMemoryLog
 
 IMPLS = ("memory", "disk", "disk-small-segments")

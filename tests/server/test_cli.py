@@ -21,8 +21,8 @@ import kraft.log.formatting as storage
 from kraft.cli import main
 from kraft.config import parse_properties
 from kraft.errors import KraftError
-from kraft.server.admin_client import QuorumClient
-from kraft.server.local_cluster import LOW_LATENCY, LocalCluster
+from kraft.client.quorum import QuorumClient
+from kraft.cli.local_cluster import LOW_LATENCY, LocalCluster
 
 CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"  # Kafka's documentation example
 OTHER = "5L6g3nShT-eMCtK--X86sw"

@@ -13,11 +13,11 @@ import types
 
 import pytest
 
-import kraft.server.client as client_module
+import kraft.client.node_client as client_module
 from kraft.errors import NetworkError, RequestTimeoutError
 from kraft.protocol import (ApiVersionsRequest, ApiVersionsResponse, FrameDecoder, decode_request,
                             encode_response)
-from kraft.server.client import NodeClient
+from kraft.client.node_client import NodeClient
 from kraft.server.network import KafkaServer
 
 from server_helpers import ToyHandler, run, settle

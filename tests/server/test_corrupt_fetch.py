@@ -17,7 +17,7 @@ import os
 
 from kraft.errors import ErrorCode
 from kraft.protocol import METADATA_TOPIC_ID, FetchRequest, FetchResponse, decode_response, encode_request
-from kraft.server.metadata_log import MetadataLog
+from kraft.log.replicated_log import MetadataLog
 
 from controller_helpers import Controller
 from server_helpers import RawConnection, run, settle

@@ -12,8 +12,8 @@ import threading
 
 from kraft.log import LogConfig, files
 from kraft.protocol import VoteRequest
-from kraft.server.client import NodeClient
-from kraft.server.metadata_log import MetadataLog
+from kraft.client.node_client import NodeClient
+from kraft.log.replicated_log import MetadataLog
 
 from controller_helpers import Controller
 from server_helpers import run, settle

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from kraft.errors import ErrorCode, KraftError, NetworkError, NotLeaderError
 from kraft.protocol import DescribeQuorumRequest, ProduceRequest
-from kraft.server.client import ConnectionRefused, NodeClient
+from kraft.client.node_client import ConnectionRefused, NodeClient
 
 METADATA_TOPIC = "__cluster_metadata"
 DESCRIBE_QUORUM_VERSION = 2
