@@ -43,7 +43,7 @@ from kraft.errors import (
 from kraft.log import files, recovery
 from kraft.log.config import LogConfig
 from kraft.log.epoch_cache import LeaderEpochCache
-from kraft.log.flusher import FlusherThread
+from kraft.log.group_commit import GroupCommit
 from kraft.log.recovery import RecoveryReport
 from kraft.log.segment import MAX_SEGMENT_SIZE, LogSegment
 
@@ -103,24 +103,20 @@ class SegmentedLog:
         self._on_flush_stats = on_flush_stats
         self._appended = [0, 0]  # bytes and batches appended since open (for flush stats)
         self._flushed_counts = (0, 0)
-        self._fsync_estimate = 0.0  # seconds, smoothed over recent flushes
         self._clock_ms = clock_ms
         self._lock = threading.RLock()
-        self._work = threading.Condition(self._lock)  # the flusher waits here for work
         self._flushed_cond = threading.Condition(self._lock)  # flush waiters wait here
         self._flush_mutex = threading.Lock()  # one flush cycle at a time
         self._checkpoint_lock = threading.Lock()  # one epoch-checkpoint writer at a time
         self._flushed = self._end
-        self._dirty_since: float | None = None  # monotonic time of the first unflushed change
-        self._flush_requested = False
         self._trunc_low = self._end  # lowest end set by a truncation during the running flush
         self._closing = False
         self._closed = False
         self._fatal: FatalLogError | None = None
-        self._flusher = None
-        if config.background_flush:
-            self._flusher = FlusherThread(self, config.append_linger_ms)
-            self._flusher.start()
+        self._group = GroupCommit(directory, self._lock, self._flush_once, lambda: self._fatal is not None,
+                                  lambda exc: self._set_fatal(FatalLogError(f"flusher thread failed: {exc!r}")),
+                                  config.append_linger_ms, config.background_flush)
+        self._group.start()
 
     # --- opening -------------------------------------------------------------------------------
     @classmethod
@@ -198,16 +194,14 @@ class SegmentedLog:
             if self._fatal is not None:
                 return
             self._fatal = exc
-            self._work.notify_all()
+            self._group.wake_all()
             self._flushed_cond.notify_all()
         if self._on_fatal is not None:
             self._on_fatal(exc)
 
     def _mark_dirty(self) -> None:
         """Under ``_lock``: something needs the next flush; start the linger clock."""
-        if self._dirty_since is None:
-            self._dirty_since = time.monotonic()
-            self._work.notify()
+        self._group.mark_dirty()
 
     # --- append --------------------------------------------------------------------------------
     def append(self, batches, *, assign_offsets: bool = True, leader_epoch: int | None = None,
@@ -467,13 +461,11 @@ class SegmentedLog:
 
     def request_flush(self) -> None:
         """Ask for a flush now instead of after the linger (inline without a flusher)."""
-        if self._flusher is None:
+        if not self._group.background:
             self.flush()
             return
         with self._lock:
-            if self._dirty_since is not None:
-                self._flush_requested = True
-                self._work.notify()
+            self._group.request()
 
     def flush(self) -> int:
         """Flush synchronously in the calling thread; returns the flushed offset."""
@@ -487,7 +479,7 @@ class SegmentedLog:
         would cost a thread wake-up each way (Kafka's metadata log also flushes in the
         caller's thread)."""
         target = self._end if offset is None else offset
-        if self._flusher is None:
+        if not self._group.background:
             return self.flush() >= target
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
@@ -496,7 +488,7 @@ class SegmentedLog:
                     return True
                 if self._fatal is not None:
                     raise FatalLogError(f"log {self.directory} is unusable: {self._fatal}") from self._fatal
-                dirty = self._dirty_since is not None
+                dirty = self._group.dirty
             if deadline is not None and time.monotonic() >= deadline:
                 return False
             if dirty and self._flush_mutex.acquire(blocking=False):
@@ -506,9 +498,7 @@ class SegmentedLog:
             with self._lock:
                 if self._flushed >= target:
                     return True
-                if self._dirty_since is not None:
-                    self._flush_requested = True
-                    self._work.notify()
+                self._group.request()
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
@@ -531,8 +521,7 @@ class SegmentedLog:
                 fd, path = os.dup(seg.fd), seg.path  # a dup: truncation may close seg.fd meanwhile
                 cache = self.epoch_cache
                 epochs = (cache.entries(), cache.version) if cache.dirty else None
-                self._dirty_since = None
-                self._flush_requested = False
+                self._group.cycle_started()
                 self._trunc_low = target
                 counts = tuple(self._appended)
             try:
@@ -542,8 +531,7 @@ class SegmentedLog:
                 finally:
                     os.close(fd)
                 fsync_seconds = time.perf_counter() - began
-                # Smoothed fsync time: the flusher starts this much before the linger ends.
-                self._fsync_estimate += 0.3 * (fsync_seconds - self._fsync_estimate)
+                self._group.observe_fsync(fsync_seconds)
                 if epochs is not None:
                     self._write_epoch_checkpoint(*epochs)
             except FatalLogError as exc:
@@ -570,9 +558,7 @@ class SegmentedLog:
             return
         with self._lock:
             self._closing = True
-            self._work.notify_all()
-        if self._flusher is not None:
-            self._flusher.join()
+        self._group.stop()
         try:
             if self._fatal is None:
                 self._segments[-1].index.sync()

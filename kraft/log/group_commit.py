@@ -1,0 +1,126 @@
+"""GroupCommit: when a log flushes, and the thread that does it.
+
+It keeps the schedule of one log's flushes: the time of the first change not yet flushed
+(the linger clock), whether a flush was asked for, and a smoothed fsync time. Its thread
+sleeps until the log has unflushed changes, lets them accumulate for the linger
+(``append.linger.ms`` less the recent fsync time, so an append is durable within the
+linger when the disk keeps up) unless a flush was requested, then calls the log's
+``flush_cycle``: every change made while a cycle runs is covered by the next one.
+
+The log hands in its lock (the schedule is read and changed under it) and two callables:
+the flush cycle and a "has the log failed" test. This module knows nothing else of the
+log, and what a flush does (fdatasync, checkpoints, reporting) is the log's. An error in a
+cycle ends the thread; the log has already made itself fatal (fsync errors are never
+retried).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable
+
+from kraft.errors import FatalLogError
+
+_log = logging.getLogger(__name__)
+
+
+class GroupCommit:
+    """Every method but the thread's own loop is called with the log's lock held, except
+    ``start`` and ``stop``."""
+
+    def __init__(self, name: str, lock: threading.RLock, flush_cycle: Callable[[], None],
+                 failed: Callable[[], bool], on_thread_error: Callable[[BaseException], None],
+                 linger_ms: float, background: bool = True):
+        self._name = name
+        self._lock = lock
+        self._wake = threading.Condition(lock)
+        self._flush_cycle = flush_cycle
+        self._failed = failed
+        self._on_thread_error = on_thread_error
+        self._linger_s = linger_ms / 1000.0
+        self._dirty_since: float | None = None  # monotonic time of the first unflushed change
+        self._requested = False
+        self._stopping = False
+        self.fsync_estimate = 0.0  # seconds, smoothed over recent flushes
+        self._thread = threading.Thread(target=self._run, name=f"kraft-flusher:{name}", daemon=True) \
+            if background else None
+
+    @property
+    def background(self) -> bool:
+        return self._thread is not None
+
+    @property
+    def dirty(self) -> bool:
+        """Something changed since the last flush cycle began."""
+        return self._dirty_since is not None
+
+    def start(self) -> None:
+        if self._thread is not None:
+            self._thread.start()
+
+    # --- what the log tells the schedule (log's lock held) ------------------------------------
+    def mark_dirty(self) -> None:
+        """A change needs the next flush; the first one starts the linger clock."""
+        if self._dirty_since is None:
+            self._dirty_since = time.monotonic()
+            self._wake.notify()
+
+    def request(self) -> None:
+        """Flush as soon as possible instead of after the linger (if anything is unflushed)."""
+        if self._dirty_since is not None:
+            self._requested = True
+            self._wake.notify()
+
+    def cycle_started(self) -> None:
+        """A flush cycle took its snapshot of the log: later changes are for the next one."""
+        self._dirty_since = None
+        self._requested = False
+
+    def observe_fsync(self, seconds: float) -> None:
+        # The flusher starts this much before the linger ends.
+        self.fsync_estimate += 0.3 * (seconds - self.fsync_estimate)
+
+    def wake_all(self) -> None:
+        """The log failed or is closing: let the thread see it."""
+        self._wake.notify_all()
+
+    # --- the thread -------------------------------------------------------------------------
+    def stop(self) -> None:
+        """End the thread after its current cycle (call without the log's lock)."""
+        with self._lock:
+            self._stopping = True
+            self._wake.notify_all()
+        if self._thread is not None and self._thread.is_alive():
+            self._thread.join()
+
+    def _wait_for_work(self) -> bool:
+        """Block until a flush is due; False when the thread should exit."""
+        with self._lock:
+            while True:
+                if self._failed():
+                    return False
+                if self._dirty_since is not None:
+                    # The linger is a latency budget: start early by the expected fsync time
+                    # so the first unflushed change is durable within it.
+                    start_by = self._dirty_since + max(0.0, self._linger_s - self.fsync_estimate)
+                    remaining = start_by - time.monotonic()
+                    if self._requested or self._stopping or remaining <= 0:
+                        return True
+                    self._wake.wait(remaining)
+                elif self._stopping:
+                    return False
+                else:
+                    self._wake.wait()
+
+    def _run(self) -> None:
+        while self._wait_for_work():
+            try:
+                self._flush_cycle()
+            except FatalLogError:
+                return  # already recorded by the log and reported to on_fatal
+            except BaseException as exc:  # a bug must not leave writers waiting forever
+                _log.exception("flusher of %s failed", self._name)
+                self._on_thread_error(exc)
+                return
