@@ -67,7 +67,7 @@ def test_a_flush_covers_exactly_the_appends_made_before_it_started(tmp_path, mon
     spy = FsyncSpy(monkeypatch)
     try:
         spy.gate = threading.Event()
-        append_n(log, 2)  # offsets 0..5; the flusher starts and blocks inside fdatasync
+        append_n(log, 1)  # offsets 0..2; the flusher starts and blocks inside fdatasync
         assert spy.started.wait(10)
         before = log.end_offset
         append_n(log, 3)  # made while that fdatasync runs
