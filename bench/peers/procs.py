@@ -15,22 +15,11 @@ import sys
 import tempfile
 import time
 
+from kraft.cli.local_cluster import free_ports  # noqa: F401  (one place: the peers use it too)
+
 _procs: list[subprocess.Popen] = []
 _dirs: list[str] = []
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def temp_dir(prefix: str) -> str:

@@ -21,54 +21,17 @@ from kraft.records import SnapshotFooterRecord, build_batch, build_control_recor
 from kraft.server.controller_handlers import SERVED_APIS, ControllerHandlers
 from kraft.server.network import RequestContext
 from kraft.server.raft_driver import RaftDriver, wall_ms
-from kraft.testing import InMemoryLog
 
+from controller_helpers import FlushingLog
+from controller_helpers import NoStateFile as _StateFile
+from controller_helpers import NullListener as _Listener
+from controller_helpers import SilentPeer as _SilentPeer
 from server_helpers import run, settle
 
 TOPIC = "__cluster_metadata"
 ENDPOINTS = [(1, "h1", 9091), (2, "h2", 9092), (3, "h3", 9093)]
 CONFIG = RaftConfig(election_timeout_ms=20, fetch_timeout_ms=200, request_timeout_ms=300, fetch_max_wait_ms=50,
                     election_backoff_max_ms=20, retry_backoff_ms=5, append_linger_ms=0, cluster_id="c")
-
-
-class FlushingLog(InMemoryLog):
-    """InMemoryLog with the server log's request_flush: flush, then report on the loop."""
-
-    driver = None
-
-    def request_flush(self):
-        end = self.end_offset()
-        self.flush(end)
-        asyncio.get_running_loop().call_soon(self.driver._on_flushed, end)
-
-
-class _StateFile:
-    def write(self, data):
-        pass
-
-
-class _SilentPeer:
-    """A peer that never answers (the follower's Fetches stay in flight)."""
-
-    def __init__(self, *a, **kw):
-        pass
-
-    async def request(self, wire, version):
-        await asyncio.Event().wait()
-
-    async def close(self):
-        pass
-
-
-class _Listener:
-    def handle_commit(self, batches):
-        pass
-
-    def handle_load_snapshot(self, reader):
-        pass
-
-    def handle_leader_change(self, leader_and_epoch):
-        pass
 
 
 class Node:
