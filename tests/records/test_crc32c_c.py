@@ -17,9 +17,12 @@ import pytest
 import kraft._native
 from kraft.records import format as fmt
 
-# The C sources of the kraft being tested: the source tree, or an installed wheel (which
-# ships crc32c.c/.h and the .pxd files as package data).
-NATIVE = Path(kraft._native.__path__[0])
+# The C sources of the kraft being tested: beside the imported package for an in-place
+# build; for an installed wheel (which ships no sources), the source tree or unpacked sdist
+# these tests belong to.
+_IMPORTED = Path(kraft._native.__path__[0])
+NATIVE = (_IMPORTED if (_IMPORTED / "crc32c.c").exists()
+          else Path(__file__).resolve().parents[2] / "kraft" / "_native")
 DRIVER = Path(__file__).resolve().parent / "c" / "crc32c_driver.c"
 WARNINGS = ["-Wall", "-Wextra", "-Werror", "-std=c11", "-D_GNU_SOURCE"]
 
