@@ -19,7 +19,8 @@ if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   fi
 fi
 
-echo "+ pip install -e .[test]"
+# pip is silent while it compiles the six Cython extensions (in parallel, one per core).
+echo "+ pip install -e .[test]   (compiles the extensions: about a minute, no output meanwhile)"
 $PY -m pip install -q --disable-pip-version-check -e ".[test]"
 
 # pytest exits 5 when it collected nothing; that is not a failure of the code under test.
@@ -37,7 +38,7 @@ echo "+ pytest (pure-Python codec, KRAFT_NO_EXTENSIONS=1)"
 KRAFT_NO_EXTENSIONS=1 run_pytest -q -m "not slow" tests/records $( [ -d tests/log ] && echo tests/log )
 
 if [ -x tools/check_wheel.sh ] || [ -f tools/check_wheel.sh ]; then
-  echo "+ wheel: build, install in a fresh virtualenv, run the codec tests there"
+  echo "+ wheel: sdist -> manylinux wheel, contents, fresh virtualenv, codec tests from the sdist"
   bash tools/check_wheel.sh
 fi
 echo "all tests passed"

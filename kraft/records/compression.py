@@ -3,8 +3,8 @@
 gzip is a gzip stream, lz4 is the LZ4 *frame* format (64 KiB independent blocks, no
 content size or checksum, like Kafka's KafkaLZ4BlockOutputStream), snappy is raw snappy or
 the xerial "SNAPPY" chunked framing Kafka's Java client writes, zstd is a zstd frame.
-gzip and lz4 are always available; snappy and zstd need their Python packages, otherwise
-:class:`UnsupportedCodecError`. Output is capped at ``MAX_DECOMPRESSED_BYTES`` so a
+gzip and lz4 are always available; snappy and zstd are default dependencies too, and an
+environment that lacks their packages gets :class:`UnsupportedCodecError` for those codecs. Output is capped at ``MAX_DECOMPRESSED_BYTES`` so a
 malicious batch cannot exhaust memory. This module works on whole byte strings only; it
 must not know anything about record layout.
 """
