@@ -4,7 +4,8 @@ the style of Kafka's ``kafka-dump-log``; ``--json`` prints one JSON document per
 
 Read-only: it never opens a log for writing, never repairs anything, and reports invalid
 data (bad CRC, torn tail) where it starts instead of failing. Control records are decoded;
-metadata record values are shown by their frame (api key, version), not fully decoded.
+metadata record values are labelled by their frame (api key, version), and with
+``--cluster-metadata-decoder`` decoded into Kafka's JSON form (``payload: {"type": ...}``).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import sys
 import numpy as np
 
 from kraft import records
-from kraft.errors import CorruptRecordError
+from kraft.errors import CorruptRecordError, MetadataParseError
 from kraft.log import files
 from kraft.log.snapshot import parse_snapshot_name
+from kraft.metadata.json_form import record_json, record_to_json
+from kraft.metadata.serde import decode_record
 from kraft.records import Compression, ControlType
 
 # Metadata record api keys (REFERENCE.md section 3), to label record values.
@@ -51,8 +54,8 @@ def register(subparsers) -> None:
     p.add_argument("--deep-iteration", action="store_true",
                    help="accepted for Kafka compatibility: records are always listed unless --batches-only")
     p.add_argument("--cluster-metadata-decoder", action="store_true",
-                   help="reserved: full metadata record decoding is not available yet (records are labelled "
-                        "by type, api key and version)")
+                   help="decode metadata record values (KIP-631 records) and print each as the JSON "
+                        "kafka-dump-log prints (default: label them by type, api key and version)")
     p.add_argument("--max-batches", type=int, default=None, help="stop after this many batches (default: all)")
     p.set_defaults(func=run)
 
@@ -65,13 +68,11 @@ def run(args) -> int:
     if not paths:
         print("kraft dump-log: give the files to dump (PATH... or --files FILE[,FILE])", file=sys.stderr)
         return 2
-    if getattr(args, "cluster_metadata_decoder", False):
-        print("kraft dump-log: --cluster-metadata-decoder is not available yet; metadata records are shown "
-              "by type, api key and version", file=sys.stderr)
+    decode = bool(getattr(args, "cluster_metadata_decoder", False))
     for path in paths:
         try:
             doc = dump_file(path, records_too=not args.batches_only, values=args.print_values,
-                            max_batches=args.max_batches)
+                            max_batches=args.max_batches, decode_metadata=decode)
         except (OSError, ValueError) as exc:
             print(f"kraft dump-log: {path}: {exc}", file=sys.stderr)
             status = 1
@@ -88,7 +89,8 @@ def run(args) -> int:
 # --- building the document ------------------------------------------------------------------
 
 
-def dump_file(path: str, *, records_too: bool = True, values: bool = False, max_batches=None) -> dict:
+def dump_file(path: str, *, records_too: bool = True, values: bool = False, max_batches=None,
+              decode_metadata: bool = False) -> dict:
     name = os.path.basename(path)
     parsed = files.parse_segment_name(name)
     snap = parse_snapshot_name(name)
@@ -113,7 +115,7 @@ def dump_file(path: str, *, records_too: bool = True, values: bool = False, max_
         raise ValueError("not a segment, snapshot or index file name")
     scan = records.scan_batches(data)
     limit = len(scan) if max_batches is None else min(len(scan), max_batches)
-    doc["batches"] = [_batch_doc(data, int(p), True, records_too, values)
+    doc["batches"] = [_batch_doc(data, int(p), True, records_too, values, decode_metadata)
                       for p in scan.positions[:limit].tolist()]
     doc["validBytes"] = scan.valid_end
     doc["sizeBytes"] = len(data)
@@ -126,7 +128,8 @@ def dump_file(path: str, *, records_too: bool = True, values: bool = False, max_
     return doc
 
 
-def _batch_doc(data, position: int, valid: bool, records_too: bool, values: bool) -> dict:
+def _batch_doc(data, position: int, valid: bool, records_too: bool, values: bool,
+               decode_metadata: bool = False) -> dict:
     b = records.RecordBatch(data, position)
     doc = {
         "baseOffset": b.base_offset, "lastOffset": b.last_offset, "count": b.records_count,
@@ -140,11 +143,11 @@ def _batch_doc(data, position: int, valid: bool, records_too: bool, values: bool
         "crc": b.crc, "isValid": valid,
     }
     if records_too:
-        doc["records"] = [_record_doc(r, b.is_control, values) for r in b]
+        doc["records"] = [_record_doc(r, b.is_control, values, decode_metadata) for r in b]
     return doc
 
 
-def _record_doc(r, is_control: bool, values: bool) -> dict:
+def _record_doc(r, is_control: bool, values: bool, decode_metadata: bool = False) -> dict:
     doc = {"offset": r.offset, "timestamp": r.timestamp,
            "keySize": -1 if r.key is None else len(r.key),
            "valueSize": -1 if r.value is None else len(r.value),
@@ -161,6 +164,13 @@ def _record_doc(r, is_control: bool, values: bool) -> dict:
         frame = _metadata_frame(r.value)
         if frame is not None:
             doc["metadata"] = frame
+        if decode_metadata:
+            try:
+                record, version = decode_record(r.value)
+                doc["payload"] = record_to_json(record, version)
+                doc["payloadText"] = record_json(record, version)  # byte for byte as kafka-dump-log
+            except MetadataParseError as exc:
+                doc["payload"] = {"error": str(exc)}
     if values:
         doc["key"] = _show(r.key)
         doc["value"] = _show(r.value)
@@ -247,7 +257,9 @@ def print_text(doc: dict, out=None) -> None:
             if "metadata" in r:
                 m = r["metadata"]
                 line += f" metadata: {m['type']} (apiKey {m['apiKey']}, version {m['version']})"
-            if "value" in r:
+            if "payload" in r:
+                line += f" payload: {r.get('payloadText') or _json_line(r['payload'])}"
+            elif "value" in r:
                 line += f" key: {r['key']} payload: {r['value']}"
             w(line + "\n")
     if doc["error"] == "partial":
@@ -256,3 +268,7 @@ def print_text(doc: dict, out=None) -> None:
     elif doc["error"]:
         reason = re.sub(r"\s+at position \d+$", "", doc["error"])
         w(f"Found invalid data at position {doc['validBytes']}: {reason}\n")
+
+
+def _json_line(doc: dict) -> str:
+    return json.dumps(doc, separators=(",", ":"))

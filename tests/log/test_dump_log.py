@@ -104,9 +104,23 @@ def test_files_takes_a_comma_separated_list(log_dir, capsys):
         f"Dumping {seg}", f"Dumping {idx}"]
 
 
-def test_cluster_metadata_decoder_is_reserved_and_says_so(log_dir, capsys):
-    code, out = run(capsys, "--cluster-metadata-decoder", log_dir / "00000000000000000000.log")
-    assert code == 0 and "not available yet" in out.err and out.out.startswith("Dumping")
+def test_cluster_metadata_decoder_prints_each_record_as_kafka_does(tmp_path, capsys):
+    import uuid
+
+    from kraft.metadata.records import TopicRecord
+    from kraft.metadata.serde import encode_record
+
+    log = SegmentedLog.open(str(tmp_path), LogConfig())
+    topic = TopicRecord(name="orders", topic_id=uuid.UUID(int=1))
+    log.append(records.build_batch([encode_record(topic), b"\x01\x02\x00garbage"], timestamp=6), leader_epoch=1)
+    log.close()
+    code, out = run(capsys, "--cluster-metadata-decoder", tmp_path / "00000000000000000000.log")
+    assert code == 0
+    assert 'payload: {"type":"TOPIC_RECORD","version":0,"data":{"name":"orders","topicId":"AAAAAAAAAAAAAAAAAAAAAQ"}}' \
+        in out.out
+    code, out = run(capsys, "--json", "--cluster-metadata-decoder", tmp_path / "00000000000000000000.log")
+    recs = json.loads(out.out)["batches"][0]["records"]
+    assert recs[0]["payload"]["type"] == "TOPIC_RECORD" and "error" in recs[1]["payload"]
 
 
 def test_no_files_is_a_usage_error(capsys):
