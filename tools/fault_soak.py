@@ -50,7 +50,19 @@ from kraft.log import LogConfig, SegmentedLog  # noqa: E402
 from kraft.log.replicated_log import METADATA_DIR  # noqa: E402
 from kraft.records import build_batch, iter_batches  # noqa: E402
 
-TMPFS_MB = 64
+TMPFS_MB = 256
+# Small segments, frequent snapshots and a short retention, so a long run neither fills its
+# tmpfs nor skips the snapshot and cleaning paths.
+NODE_OVERRIDES = {
+    "controller.quorum.append.linger.ms": "1",
+    "metadata.log.segment.bytes": str(8 << 20),
+    "metadata.log.max.record.bytes.between.snapshots": str(4 << 20),
+    "metadata.max.retention.bytes": str(16 << 20),
+}
+
+
+class SoakFailed(Exception):
+    pass
 
 
 class Proxy:
@@ -141,8 +153,7 @@ class Soak:
         self.args = args
         self.rng = random.Random(args.seed)
         self.dir = directory
-        self.cluster = ProxiedCluster(directory, log_level="WARNING",
-                                      overrides={"controller.quorum.append.linger.ms": "1"})
+        self.cluster = ProxiedCluster(directory, log_level="WARNING", overrides=NODE_OVERRIDES)
         self.proxies = {}
         self.tmpfs = []
         self.acked: dict[bytes, int] = {}
@@ -324,7 +335,9 @@ class Soak:
             except KraftError:
                 pass
             await asyncio.sleep(0.5)
-        raise SystemExit("the cluster did not converge within 120 s after healing")
+        states = {i: self.cluster.procs[i].poll() for i in self.cluster.ids}
+        raise SoakFailed(f"the cluster did not converge within 120 s after healing (exit codes {states}; "
+                         f"node logs in {self.dir})")
 
     def verdict(self, hw: int) -> dict:
         logs = {i: node_batches(self.cluster, i) for i in self.cluster.ids}
@@ -377,14 +390,24 @@ def main() -> int:
     soak = Soak(args, directory)
     soak.t0 = time.monotonic()
     soak.mount_disks()
+    keep = False
     try:
         result = asyncio.run(soak.main())
+    except SoakFailed as exc:
+        keep = True
+        result = {"error": str(exc), "lost": -1, "divergent": -1, "faults": soak.faults}
     finally:
         soak.cluster.close()
+        if keep and soak.tmpfs:  # copy the nodes' data out of the tmpfs before it goes
+            for i in soak.cluster.ids:
+                shutil.copytree(soak.cluster.data_dir(i), f"{directory}/saved-node-{i}", dirs_exist_ok=True)
         soak.unmount_disks()
-        shutil.rmtree(directory, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(directory, ignore_errors=True)
     result["seed"] = args.seed
     print(json.dumps(result))
+    if result.get("error"):
+        print("\n".join(soak.log[-40:]), file=sys.stderr)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({**result, "events": soak.log}, f, indent=1)

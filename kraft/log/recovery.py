@@ -109,18 +109,25 @@ def ensure_index(segment: LogSegment, upper_offset: int) -> bool:
     return True
 
 
-def _check_offsets(segment: LogSegment, scan, upper_offset: int | None) -> str | None:
-    """Why the scanned batches do not belong in this segment, or None."""
+def _out_of_range(segment: LogSegment, scan, upper_offset: int | None):
+    """``(batch index, reason)`` of the first batch whose offsets cannot belong in this
+    segment, or None. BaseOffset is outside the CRC, so a flipped bit there shows up here."""
     if not len(scan):
         return None
-    first, last = int(scan.base_offsets[0]), int(scan.last_offsets[-1])
+    bases, lasts = scan.base_offsets, scan.last_offsets
+    bad = (bases < segment.base_offset) | (lasts - segment.base_offset > _INT32_MAX)
+    if upper_offset is not None:
+        bad |= lasts >= upper_offset
+    hits = np.flatnonzero(bad)
+    if not len(hits):
+        return None
+    i = int(hits[0])
+    first, last = int(bases[i]), int(lasts[i])
     if first < segment.base_offset:
-        return f"batch offset {first} below the segment base offset"
+        return i, f"batch offset {first} below the segment base offset"
     if last - segment.base_offset > _INT32_MAX:
-        return f"offset {last} too far above the segment base offset"
-    if upper_offset is not None and last >= upper_offset:
-        return f"offset {last} reaches into the next segment (base {upper_offset})"
-    return None
+        return i, f"offset {last} too far above the segment base offset"
+    return i, f"offset {last} reaches into the next segment (base {upper_offset})"
 
 
 def order_violation(scan, expected_first: int | None, previous_epoch: int):
@@ -155,10 +162,11 @@ def recover_segments(directory: str, segments: list[LogSegment], scan_from: int,
         scan = seg.scan()
         report.scanned_segments += 1
         report.scanned_bytes += seg.size
-        bad_offsets = _check_offsets(seg, scan, upper)
-        if bad_offsets is not None:
-            raise LogCorruptionError(f"{seg.path}: {bad_offsets}")
         problem, valid_end, keep = scan.error, scan.valid_end, len(scan)
+        # BaseOffset and PartitionLeaderEpoch are outside the CRC: damage to them shows up as
+        # offsets that do not fit the segment or (strict logs) break the order. Like any other
+        # damage it is an error before the tail and cut off at the tail.
+        found = [v for v in (_out_of_range(seg, scan, upper),) if v is not None]
         if strict:
             expected = seg.base_offset if i == scan_from else segments[i - 1].next_offset
             if i > scan_from and seg.base_offset != expected:
@@ -166,8 +174,10 @@ def recover_segments(directory: str, segments: list[LogSegment], scan_from: int,
                                          f"the previous one ends at {expected}")
             violation = order_violation(scan, seg.base_offset, previous_epoch)
             if violation is not None:
-                keep, problem = violation
-                valid_end = int(scan.positions[keep])
+                found.append(violation)
+        if found:
+            keep, problem = min(found, key=lambda v: v[0])
+            valid_end = int(scan.positions[keep])
         if problem is not None:
             if i < last:
                 raise LogCorruptionError(corruption_message(

@@ -144,6 +144,21 @@ class MetadataLog:
         return self.log.read(start_offset, max_bytes)
 
     # --- truncation and durability -----------------------------------------------------------------
+    def drop_epochs_above(self, epoch: int) -> int:
+        """Truncate every batch of a leader epoch above ``epoch`` (the highest epoch this
+        node ever persisted in quorum-state, which no batch it holds can exceed). Such a
+        batch can only be damage to its PartitionLeaderEpoch, which the CRC does not cover;
+        kept, it would make this node look more up to date than any other in an election.
+        Returns how many offsets were dropped (call before the Raft core starts)."""
+        if self.log.latest_epoch is None or self.log.latest_epoch <= epoch:
+            return 0
+        found_epoch, found_offset = self.log.end_offset_for_epoch(epoch)
+        keep = max(found_offset if found_epoch >= 0 else self.log.start_offset, self.log.start_offset)
+        dropped = self.log.end_offset - keep
+        self.log.truncate_to(keep)
+        self.log.flush()
+        return dropped
+
     def truncate_to(self, offset: int) -> None:
         if offset < self._hw:
             raise RuntimeError(f"truncation to {offset} below the high watermark {self._hw}")

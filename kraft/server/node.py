@@ -166,6 +166,12 @@ class KraftNode:
                  self.log.end_offset(), rep)
         state_file = QuorumStateFile.in_directory(self.log.directory)
         election = election_from_file(state_file.read())
+        if election is not None:
+            dropped = self.log.drop_epochs_above(election.epoch)
+            if dropped:
+                log.error("node %d: the metadata log held %d offsets of a leader epoch above %d, the highest "
+                          "this node ever knew (damage to a batch header): truncated them; they are fetched "
+                          "again from the leader", cfg.node_id, dropped, election.epoch)
         voters = [v.node_id for v in cfg.voters]
         core = RaftCore(cfg.node_id, self.log, raft_config(cfg, meta.cluster_id), voters, random.Random(),
                         election_state=election, now_ms=wall_ms())

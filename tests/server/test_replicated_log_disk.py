@@ -182,3 +182,16 @@ def test_background_flusher_reports_durability(tmp_path):
         assert log.flushed_offset() == 3 and flushed and flushed[-1] == 3
     finally:
         log.close()
+
+
+def test_batches_of_an_epoch_above_the_quorum_state_epoch_are_dropped(disk):
+    """A flipped bit in a PartitionLeaderEpoch (outside the CRC) can raise an epoch past any
+    this node ever persisted; kept, it would win elections it must not win."""
+    log = disk()
+    lead(log, 1, n=4)
+    lead(log, 2, n=4)
+    lead(log, 5, n=4)  # stands for the damaged batch: quorum-state says epoch 2 at most
+    assert log.drop_epochs_above(5) == 0 and log.end_offset() == 12
+    assert log.drop_epochs_above(2) == 4
+    assert log.end_offset() == 8 and log.last_fetched_epoch() == 2
+    assert log.flushed_offset() == 8
