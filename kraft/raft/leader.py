@@ -2,8 +2,9 @@
 
 Holds follower progress, the high watermark, the check-quorum and BeginQuorumEpoch
 timers, the batch accumulator and the long-poll fetches parked until data arrives. The
-high watermark rule (REFERENCE.md section 5) is here and nowhere else. No I/O: the core
-reads the log and hands offsets in.
+high watermark rule (REFERENCE.md section 5) is here and nowhere else. The rest of the core
+changes these fields only through the named methods below. No I/O: the core reads the log
+and hands offsets in.
 """
 
 from __future__ import annotations
@@ -61,6 +62,32 @@ class LeaderState(EpochState):
 
     def can_grant_vote(self, candidate, log_up_to_date, pre_vote, now_ms):
         return False
+
+    def request_resignation(self) -> None:
+        self.resign_requested = True
+
+    def start_appending_at(self, offset: int) -> None:
+        """The epoch's LeaderChange record is in the log; proposals go from ``offset`` on."""
+        self.accumulator.next_offset = offset
+
+    def begin_epoch_sent(self, next_due_ms: int) -> None:
+        self.begin_epoch_due = next_due_ms
+
+    def begin_epoch_acknowledged(self, voter_id: int) -> None:
+        p = self.progress.voters.get(voter_id)
+        if p is not None:
+            p.acknowledged = True
+
+    def park(self, fetch: ParkedFetch) -> None:
+        self.parked.append(fetch)
+
+    def keep_parked(self, still_waiting: list[ParkedFetch]) -> None:
+        """The parked fetches that remain after the others were answered."""
+        self.parked = still_waiting
+
+    def high_watermark_announced(self, now_ms: int) -> None:
+        """The core published the new high watermark at ``now_ms``."""
+        self.hw_changed_ms = now_ms
 
     def _maybe_advance_high_watermark(self) -> bool:
         candidate = majority_offset(self.progress.voter_end_offsets())

@@ -9,6 +9,8 @@ are absolute ms; time comes from the caller. No I/O.
 
 from __future__ import annotations
 
+from kraft.raft.effects import Send
+
 
 class _InFlight:
     __slots__ = ("correlation_id", "sent_ms", "request")
@@ -80,3 +82,23 @@ class RequestTracker:
     def reset(self, dest: int) -> None:
         self._in_flight.pop(dest, None)
         self._backoff_until.pop(dest, None)
+
+
+class Outbox:
+    """Sends requests as ``Send`` effects, recording each in the tracker."""
+
+    def __init__(self, requests: RequestTracker, emit):
+        self.requests = requests
+        self._emit = emit
+
+    def send(self, dest: int, request, now_ms: int) -> None:
+        cid = self.requests.next_correlation_id()
+        self.requests.on_sent(dest, cid, request, now_ms)
+        self._emit(Send(dest, cid, request))
+
+    def send_if_ready(self, dest: int, build, now_ms: int) -> int:
+        """Send ``build()`` to ``dest`` if nothing is in flight there; returns the time at
+        which to look again."""
+        if self.requests.is_ready(dest, now_ms):
+            self.send(dest, build(), now_ms)
+        return self.requests.ready_at(dest)

@@ -2,7 +2,8 @@
 
 Each role holds its epoch, what it knows of the leader and its vote, its timers as absolute
 deadlines in ms, and answers ``can_grant_vote``. Roles never change themselves into other
-roles: only ``QuorumState`` does that. ``LeaderState`` lives in ``leader.py``. No I/O, no
+roles: only ``QuorumState`` does that. Within a role, the rest of the core changes fields only
+through the role's named methods (``back_off``, ``fetch_succeeded``, ...), never by assignment. ``LeaderState`` lives in ``leader.py``. No I/O, no
 clock, no randomness (deadlines are computed by QuorumState and passed in).
 """
 
@@ -66,6 +67,9 @@ class ProspectiveState(EpochState):
         self.election_deadline = election_deadline
         self.retries = retries
 
+    def record_vote(self, voter_id: int, granted: bool) -> None:
+        self.tally.record(voter_id, granted)
+
     def can_grant_vote(self, candidate, log_up_to_date, pre_vote, now_ms):
         if pre_vote:
             return log_up_to_date
@@ -89,6 +93,13 @@ class CandidateState(EpochState):
         self.election_deadline = election_deadline
         self.retries = retries
         self.backoff_until: int | None = None
+
+    def record_vote(self, voter_id: int, granted: bool) -> None:
+        self.tally.record(voter_id, granted)
+
+    def back_off(self, until_ms: int) -> None:
+        """The election is lost or timed out: wait until ``until_ms``, then pre-vote again."""
+        self.backoff_until = until_ms
 
     def can_grant_vote(self, candidate, log_up_to_date, pre_vote, now_ms):
         if pre_vote:
@@ -115,6 +126,38 @@ class FollowerState(EpochState):
         self.last_fetch_ok_ms = -1  # last successful Fetch/FetchSnapshot response
         self.leader_resigned = False  # the leader sent EndQuorumEpoch
 
+    def fetch_succeeded(self, now_ms: int) -> None:
+        self.last_fetch_ok_ms = now_ms
+        self.fetch_deadline = now_ms + self.fetch_timeout_ms
+
+    def restart_fetching(self, now_ms: int) -> None:
+        """Drop any snapshot download; the next request is a Fetch."""
+        self.fetching_snapshot = None
+        self.fetch_deadline = now_ms + self.fetch_timeout_ms
+
+    def start_snapshot_download(self, writer) -> None:
+        self.fetching_snapshot = writer
+
+    def end_snapshot_download(self) -> None:
+        self.fetching_snapshot = None
+
+    def note_leader_high_watermark(self, hw: int) -> None:
+        if hw > self.leader_high_watermark:
+            self.leader_high_watermark = hw
+
+    def advance_high_watermark(self, hw: int) -> bool:
+        """Raise the high watermark to ``hw`` (never lowers it); True if it moved."""
+        if hw > self.high_watermark:
+            self.high_watermark = hw
+            return True
+        return False
+
+    def note_leader_resigned(self, election_deadline_ms: int) -> None:
+        """The leader sent EndQuorumEpoch: stop defending it against pre-votes, and start an
+        election no later than ``election_deadline_ms``."""
+        self.leader_resigned = True
+        self.fetch_deadline = min(self.fetch_deadline, election_deadline_ms)
+
     def has_recently_fetched(self, now_ms: int) -> bool:
         return self.last_fetch_ok_ms >= 0 and now_ms - self.last_fetch_ok_ms < self.fetch_timeout_ms
 
@@ -140,6 +183,10 @@ class ResignedState(EpochState):
         self.preferred_successors = tuple(preferred_successors)
         self.unacked = set(voter_ids) - {local.id}
         self.election_deadline = election_deadline
+
+    def acknowledged(self, voter_id: int) -> None:
+        """``voter_id`` answered our EndQuorumEpoch."""
+        self.unacked.discard(voter_id)
 
     def can_grant_vote(self, candidate, log_up_to_date, pre_vote, now_ms):
         return pre_vote and log_up_to_date

@@ -1,0 +1,191 @@
+"""The follower's (and observer's) side of replication: Fetch and FetchSnapshot requests
+built and sent, responses applied to the local log (append, truncate on divergence, install
+a snapshot), the follower's high watermark, and leader discovery for observers.
+
+A follower never reports or commits an offset it has not flushed and validated. Roles change
+only through ``Transitions`` or named methods on ``FollowerState``. No I/O beyond the log
+port.
+"""
+
+from __future__ import annotations
+
+from kraft.errors import ErrorCode, KraftError
+from kraft.raft.config import RaftConfig
+from kraft.raft.local_log import LocalLog
+from kraft.raft.messages import (
+    EpochEndOffset,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    OffsetAndEpoch,
+)
+from kraft.raft.quorum_state import QuorumState
+from kraft.raft.requests import Outbox
+from kraft.raft.roles import FollowerState
+from kraft.raft.transitions import Transitions
+from kraft.raft.voters import ReplicaKey, VoterSetHistory
+
+NONE = ErrorCode.NONE
+NO_DEADLINE = 1 << 62
+DISCOVERY_INTERVAL_MS = 100
+
+
+class FollowerReplication:
+    def __init__(self, local: ReplicaKey, quorum: QuorumState, local_log: LocalLog,
+                 voter_history: VoterSetHistory, outbox: Outbox, transitions: Transitions,
+                 config: RaftConfig):
+        self.local = local
+        self.node_id = local.id
+        self.quorum = quorum
+        self.local_log = local_log
+        self.voter_history = voter_history
+        self.outbox = outbox
+        self.transitions = transitions
+        self.config = config
+        self._bootstrap_cursor = 0
+        self._discovery_due = 0
+
+    # ------------------------------------------------------------ timers
+    def poll_follower(self, s: FollowerState, now: int) -> int:
+        voter = self.quorum.is_voter()
+        if now >= s.fetch_deadline:
+            if voter:
+                self.transitions.become_prospective(now)
+                return now
+            # An observer that lost its leader asks any voter who leads now.
+            return min(self.fetch_from_any_voter(now), now + self.config.fetch_timeout_ms)
+        deadline = s.fetch_deadline
+        if self.local_log.position_durable():
+            deadline = min(deadline, self.outbox.send_if_ready(s.leader_id, self._build_fetch_or_snapshot, now))
+        return deadline
+
+    def poll_observer(self, now: int) -> int:
+        """An unattached observer looks for the leader."""
+        return min(self.fetch_from_any_voter(now), now + self.config.fetch_timeout_ms)
+
+    def fetch_from_any_voter(self, now: int) -> int:
+        """Leader discovery for observers: one Fetch at a time, round robin over the voters,
+        at most every DISCOVERY_INTERVAL_MS (a voter that is not the leader answers with
+        what it knows of the leader)."""
+        ids = sorted(self.voter_history.last().ids - {self.node_id})
+        if not ids or not self.local_log.position_durable():
+            return NO_DEADLINE
+        if now < self._discovery_due:
+            return self._discovery_due
+        requests = self.outbox.requests
+        busy = [d for d in ids if requests.has_in_flight(d) and not requests.is_ready(d, now)]
+        if busy:
+            return min(requests.ready_at(d) for d in busy)
+        for _ in range(len(ids)):
+            dest = ids[self._bootstrap_cursor % len(ids)]
+            self._bootstrap_cursor += 1
+            if requests.is_ready(dest, now):
+                self.outbox.send(dest, self._build_fetch(), now)
+                self._discovery_due = now + DISCOVERY_INTERVAL_MS
+                return self._discovery_due
+        return max(now + 1, min(requests.ready_at(d) for d in ids))
+
+    # ------------------------------------------------------------ building requests
+    def _build_fetch(self) -> FetchRequest:
+        log = self.local_log.log
+        return FetchRequest(self.node_id, self.quorum.epoch, log.end_offset(), log.last_fetched_epoch(),
+                            self.config.fetch_max_wait_ms, self.config.fetch_max_bytes, -1,
+                            self.local.directory_id, self.config.cluster_id)
+
+    def _build_fetch_or_snapshot(self):
+        s = self.quorum.state
+        w = s.fetching_snapshot
+        if w is None:
+            return self._build_fetch()
+        return FetchSnapshotRequest(self.node_id, s.epoch, w.snapshot_id, w.size_in_bytes(),
+                                    self.config.fetch_snapshot_max_bytes, self.local.directory_id,
+                                    self.config.cluster_id)
+
+    # ------------------------------------------------------------ high watermark
+    def update_high_watermark(self, s: FollowerState) -> None:
+        # Only what the leader says is committed *and* we hold durably and have validated.
+        hw = min(s.leader_high_watermark, self.local_log.flushed)
+        if s.advance_high_watermark(hw):
+            self.local_log.set_high_watermark(hw)
+
+    def _snapshot_installed(self, s: FollowerState, snapshot_id: OffsetAndEpoch) -> None:
+        s.advance_high_watermark(snapshot_id.offset)  # a snapshot is only taken at a committed offset
+        self.local_log.snapshot_installed(snapshot_id)
+
+    # ------------------------------------------------------------ Fetch
+    def handle_fetch_response(self, source: int, request: FetchRequest, r: FetchResponse, now: int) -> bool:
+        handled = self.transitions.common_response(r.error_code, r.leader_id, r.leader_epoch, now)
+        if handled is not None:
+            return handled
+        s = self.quorum.state
+        if not isinstance(s, FollowerState) or s.leader_id != source or request.current_leader_epoch != s.epoch:
+            return False
+        log = self.local_log.log
+        if r.diverging_epoch is not None:
+            d = r.diverging_epoch
+            if d.epoch < 0 or d.end_offset < 0:
+                return False
+            self.local_log.truncate(self._divergence_truncation_offset(d))
+        elif r.snapshot_id is not None:
+            sid = r.snapshot_id
+            if sid.epoch < 0 or sid.offset < 0:
+                return False
+            writer = log.create_snapshot(sid)
+            if writer is not None:
+                s.start_snapshot_download(writer)
+            elif log.truncate_to_latest_snapshot():
+                self._snapshot_installed(s, log.latest_snapshot_id())
+        else:
+            if request.fetch_offset != log.end_offset():
+                return False  # our log moved since we asked: ask again
+            if r.records and not self.local_log.append_as_follower(r.records, self.quorum.leader_id, self.quorum.epoch):
+                return False  # corrupt data: the log is unchanged, retry after backoff
+            s.note_leader_high_watermark(r.high_watermark)
+            self.update_high_watermark(s)
+        s.fetch_succeeded(now)
+        return True
+
+    def _divergence_truncation_offset(self, d: EpochEndOffset) -> int:
+        """Kafka's truncateToEndOffset: cut where our copy of the leader's epoch ends."""
+        log = self.local_log.log
+        if d.epoch == 0:
+            return min(d.end_offset, log.end_offset())
+        local = log.end_offset_for_epoch(d.epoch)
+        if local.epoch == d.epoch:
+            return min(local.offset, d.end_offset)
+        return max(local.offset, 0)
+
+    # ------------------------------------------------------------ FetchSnapshot
+    def handle_fetch_snapshot_response(self, source: int, request, r: FetchSnapshotResponse, now: int) -> bool:
+        handled = self.transitions.common_response(r.error_code, r.leader_id, r.leader_epoch, now)
+        if handled is not None and r.error_code not in (ErrorCode.SNAPSHOT_NOT_FOUND, ErrorCode.POSITION_OUT_OF_RANGE):
+            return handled
+        s = self.quorum.state
+        if not isinstance(s, FollowerState) or s.leader_id != source or request.current_leader_epoch != s.epoch:
+            return False
+        w = s.fetching_snapshot
+        if r.error_code != NONE or w is None or r.snapshot_id != w.snapshot_id:
+            # The leader no longer has it (or we lost track): start over with a Fetch.
+            s.restart_fetching(now)
+            return r.error_code == NONE
+        if r.position != w.size_in_bytes() or r.size <= 0 or not r.unaligned_records:
+            return False
+        w.append(r.unaligned_records)
+        s.fetch_succeeded(now)
+        if w.size_in_bytes() >= r.size:
+            try:
+                w.freeze()  # validates the whole snapshot before making it visible
+            except KraftError:
+                # Corrupt in transit (or the leader's file changed under us): drop it and
+                # start over with a Fetch, which will point us at the snapshot again.
+                abort = getattr(w, "abort", None)
+                if abort is not None:
+                    abort()
+                s.end_snapshot_download()
+                return False
+            s.end_snapshot_download()
+            if not self.local_log.log.truncate_to_latest_snapshot():
+                raise AssertionError(f"snapshot {w.snapshot_id} installed but the log was not reset")
+            self._snapshot_installed(s, w.snapshot_id)
+        return True

@@ -1,0 +1,174 @@
+"""The leader's side of replication: proposals drained from the accumulator into the log,
+Fetch requests served (with long poll), FetchSnapshot requests served, and the high
+watermark published as follower progress moves it.
+
+The Fetch path is the hot path: it works on whole batches (one ``read`` of raw bytes, no
+per-record work), and only valid fetches move a replica's progress. It changes no role
+(QuorumState does that) and performs no I/O beyond the log port; answers go out as
+``Respond`` effects.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from kraft.errors import ErrorCode, StorageError
+from kraft.raft.accumulator import PendingBatch
+from kraft.raft.config import RaftConfig
+from kraft.raft.effects import Respond
+from kraft.raft.leader import LeaderState, ParkedFetch
+from kraft.raft.local_log import LocalLog
+from kraft.raft.messages import FetchRequest, FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse
+from kraft.raft.quorum_state import QuorumState
+from kraft.raft.validation import cluster_ok, fetch_position_error, fetch_request_malformed, leader_only_error
+from kraft.raft.voters import ReplicaKey
+from kraft.records import build_batch
+
+NONE = ErrorCode.NONE
+NO_DEADLINE = 1 << 62
+
+
+class LeaderReplication:
+    def __init__(self, node_id: int, quorum: QuorumState, local_log: LocalLog, config: RaftConfig,
+                 emit: Callable[[object], None]):
+        self.node_id = node_id
+        self.quorum = quorum
+        self.local_log = local_log
+        self.config = config
+        self._emit = emit
+        # A log read that failed with a storage error, as (fetch offset, reason): counted
+        # for the driver to log (no I/O here).
+        self.storage_read_errors = 0
+        self.last_storage_read_error: tuple | None = None
+
+    # ------------------------------------------------------------ proposals
+    def drain_if_due(self, s: LeaderState, now: int) -> int:
+        """Append what the accumulator holds once its linger is over; the next deadline."""
+        due = s.accumulator.drain_deadline()
+        if due is None:
+            return NO_DEADLINE
+        if now >= due:
+            self.drain(s, now)
+            return NO_DEADLINE
+        return due
+
+    def drain(self, s: LeaderState, now: int) -> None:
+        """Everything the accumulator holds goes to the log in one append."""
+        pending = s.accumulator.drain()
+        if not pending:
+            return
+        parts = []
+        for p in pending:
+            if type(p) is PendingBatch:
+                parts.append(build_batch(p.values, base_offset=p.base_offset,
+                                         partition_leader_epoch=s.epoch, timestamp=now))
+            else:
+                parts.append(p.data)
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        first, last = self.local_log.append_as_leader(data, s.epoch)
+        if first != pending[0].base_offset or last != s.accumulator.next_offset - 1:
+            raise AssertionError(f"accumulator offsets {pending[0].base_offset}..{s.accumulator.next_offset - 1}"
+                                 f" != log {first}..{last}")
+        self.local_log.request_flush()
+        self.complete_parked(s, now)
+
+    # ------------------------------------------------------------ high watermark
+    def on_flushed(self, s: LeaderState, now: int) -> None:
+        if s.update_local(self.local_log.flushed):
+            self.on_high_watermark(s, now)
+
+    def on_high_watermark(self, s: LeaderState, now: int) -> None:
+        self.local_log.set_high_watermark(s.high_watermark)
+        s.high_watermark_announced(now)
+        self.complete_parked(s, now)
+
+    # ------------------------------------------------------------ Fetch
+    def handle_fetch_request(self, message, now: int) -> None:
+        r = message.body
+        q = self.quorum
+        if not cluster_ok(self.config.cluster_id, r.cluster_id):
+            self._emit(Respond(message.handle, FetchResponse(ErrorCode.INCONSISTENT_CLUSTER_ID, q.leader_id, q.epoch)))
+            return
+        if fetch_request_malformed(r, self.node_id):
+            self._emit(Respond(message.handle, FetchResponse(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch)))
+            return
+        response = self._try_complete_fetch(message.source, r, now)
+        s = q.state
+        if (response.error_code != NONE or response.records or r.max_wait_ms == 0
+                or response.diverging_epoch is not None or response.snapshot_id is not None):
+            self._emit(Respond(message.handle, response))
+        else:
+            # Long poll: answer when data arrives, the high watermark moves, or max wait ends.
+            s.park(ParkedFetch(message.handle, message.source, r, now + r.max_wait_ms, s.high_watermark))
+
+    def _try_complete_fetch(self, source: int, r: FetchRequest, now: int) -> FetchResponse:
+        s = self.quorum.state
+        err = leader_only_error(s, r.current_leader_epoch)
+        if err is not None:
+            return FetchResponse(err, s.leader_id, s.epoch)
+        log = self.local_log.log
+        fetch_offset = r.fetch_offset
+        start = log.start_offset()
+        snapshot_id, diverging = fetch_position_error(log, fetch_offset, r.last_fetched_epoch)
+        if snapshot_id is not None:
+            return FetchResponse(NONE, self.node_id, s.epoch, s.high_watermark, start, snapshot_id=snapshot_id)
+        if diverging is not None:
+            return FetchResponse(NONE, self.node_id, s.epoch, s.high_watermark, start, diverging_epoch=diverging)
+        # Valid: the replica's log matches ours below fetch_offset, and it has flushed it.
+        if s.update_replica(ReplicaKey(r.replica_id, r.replica_directory_id), fetch_offset, now,
+                            log.end_offset()):
+            self.on_high_watermark(s, now)
+        try:
+            records = log.read(fetch_offset, r.max_bytes) if fetch_offset < log.end_offset() else b""
+        except StorageError as exc:
+            # Our own log failed the read (e.g. a batch failing its CRC on disk): never serve
+            # it; the follower backs off and asks again.
+            self.storage_read_errors += 1
+            self.last_storage_read_error = (fetch_offset, str(exc))
+            return FetchResponse(ErrorCode.KAFKA_STORAGE_ERROR, self.node_id, s.epoch, s.high_watermark, start)
+        return FetchResponse(NONE, self.node_id, s.epoch, s.high_watermark, start, records)
+
+    def answer_parked(self, s: LeaderState, now: int) -> int:
+        """Answer the parked fetches that are due; the deadline of those still waiting."""
+        deadline = NO_DEADLINE
+        if s.parked:
+            self.complete_parked(s, now)
+            hw_due = s.hw_changed_ms + self.config.hw_notify_delay_ms
+            for p in s.parked:
+                deadline = min(deadline, p.deadline if p.hw_seen == s.high_watermark else min(p.deadline, hw_due))
+        return deadline
+
+    def complete_parked(self, s: LeaderState, now: int, force: bool = False) -> None:
+        """Answer parked fetches that have data, a new high watermark (after the notify
+        delay) or an expired max wait; all of them if ``force`` (the leader stepped down,
+        so followers learn the new epoch or leader)."""
+        if not s.parked:
+            return
+        end = self.local_log.log.end_offset()
+        hw = s.high_watermark
+        hw_due = now >= s.hw_changed_ms + self.config.hw_notify_delay_ms
+        keep = []
+        for p in s.parked:
+            if force or now >= p.deadline or end > p.request.fetch_offset or (hw != p.hw_seen and hw_due):
+                self._emit(Respond(p.handle, self._try_complete_fetch(p.source, p.request, now)))
+            else:
+                keep.append(p)
+        s.keep_parked(keep)
+
+    # ------------------------------------------------------------ FetchSnapshot
+    def handle_fetch_snapshot_request(self, source: int, r: FetchSnapshotRequest, now: int) -> FetchSnapshotResponse:
+        q = self.quorum
+        if not cluster_ok(self.config.cluster_id, r.cluster_id):
+            return FetchSnapshotResponse(ErrorCode.INCONSISTENT_CLUSTER_ID, q.leader_id, q.epoch)
+        err = leader_only_error(q.state, r.current_leader_epoch)
+        if err is not None:
+            return FetchSnapshotResponse(err, q.leader_id, q.epoch)
+        reader = self.local_log.log.read_snapshot(r.snapshot_id)
+        if reader is None:
+            return FetchSnapshotResponse(ErrorCode.SNAPSHOT_NOT_FOUND, self.node_id, q.epoch)
+        size = reader.size_in_bytes()
+        if r.position < 0 or r.position >= size:
+            return FetchSnapshotResponse(ErrorCode.POSITION_OUT_OF_RANGE, self.node_id, q.epoch)
+        q.state.note_fetch_snapshot(ReplicaKey(r.replica_id, r.replica_directory_id), now)
+        chunk = reader.read(r.position, max(1, r.max_bytes))
+        return FetchSnapshotResponse(NONE, self.node_id, q.epoch, r.snapshot_id, size, r.position, chunk)
