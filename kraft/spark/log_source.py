@@ -51,6 +51,8 @@ class LogScan:
     def narrow(self, f) -> None:
         """Apply one pushed filter if it is one we prune by (silently ignore the rest)."""
         col = f.attribute[0] if len(f.attribute) == 1 else None
+        if not hasattr(f, "value"):  # IsNull, IsNotNull, Not...: nothing to prune by
+            return
         if col == "topic" and isinstance(f, EqualTo) and isinstance(f.value, str):
             self.topics = {f.value} if self.topics is None else self.topics & {f.value}
         elif col == "topic" and isinstance(f, In) and all(isinstance(v, str) for v in f.value):
