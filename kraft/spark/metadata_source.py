@@ -5,7 +5,8 @@ PATH is a node's ``log.dirs`` directory or its ``__cluster_metadata-0`` director
 or a comma list of them. By default a node's rows are its latest snapshot plus the log
 after it (the state a restarting node would load); option ``history=true`` reads every
 segment and no snapshot. Option ``node`` labels the rows (one label, or one per
-directory); without it the node's directory name is used. One input partition per file;
+directory); without it the node's directory name is used. Column ``source`` says where a
+row came from (``log`` or ``snapshot``); a snapshot's rows carry its own offsets, from 0. One input partition per file;
 option ``mode`` as for ``kraft-log``.
 """
 

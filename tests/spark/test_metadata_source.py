@@ -97,3 +97,19 @@ def test_corrupt_segment_is_an_error_row_or_a_failure(spark, tmp_path):
     assert len(bad) == 1 and bad[0]["offset"] == 1 and "invalid batch" in bad[0]["error"]
     with pytest.raises(Exception, match="invalid batch"):
         spark.read.format("kraft-metadata").option("mode", "FAILFAST").load(str(tmp_path / "n1")).collect()
+
+
+def test_undecodable_metadata_record_is_an_error_row_in_its_place():
+    """A batch with a valid CRC whose record is not a metadata record (no Spark needed)."""
+    from kraft.spark.metadata_rows import MetadataRows
+
+    buf = records.build_batch([encode_record(TopicRecord(name="ok", topic_id=TOPIC_IDS[0])), b"\x01\x7f\x00garbage"])
+    batch = records.RecordBatch(buf, 0)
+    rows = MetadataRows("n1", "log", failfast=False)
+    rows.add_batch(batch, batch.decode(), 0, 1 << 62)
+    table = rows.take().to_pylist()
+    assert [(r["offset"], r["record_type"], r["error"] is None) for r in table] == [(0, "TopicRecord", True),
+                                                                                    (1, None, False)]
+    assert "unknown metadata record type" in table[1]["error"]
+    with pytest.raises(Exception, match="unknown metadata record type"):
+        MetadataRows("n1", "log", failfast=True).add_batch(batch, batch.decode(), 0, 1 << 62)
