@@ -29,6 +29,7 @@ RULES = {
     "testing": ({"raft", "log", "records"}, {"asyncio", "socket", "selectors", "time"}),
     "client": ({"protocol", "records"}, set()),
     "server": ({"raft", "log", "records", "protocol", "testing", "client", "metadata"}, set()),
+    "spark": ({"log", "records", "metadata", "types"}, {"asyncio", "socket", "selectors"}),
     "cli": ({"server", "client", "log", "protocol", "records", "raft", "metadata", "spark"}, set()),
 }
 
