@@ -26,5 +26,6 @@ def test_no_acknowledged_write_is_lost_and_no_node_diverges_under_faults(tmp_pat
     assert result["acked"] > 1000, result
     assert sum(result["faults"].values()) >= 8, result
     assert result["lost"] == 0 and result["divergent"] == 0, result
+    assert result["acked_below_log_start"] == 0, result  # every acknowledged write was checked
     assert result["faults"].get("disk_exit_0", 0) == 0, result  # a full disk never exits 0
     assert proc.returncode == 0, proc.stderr[-4000:]
