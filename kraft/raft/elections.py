@@ -169,6 +169,10 @@ class Elections:
             if granted and not r.pre_vote and isinstance(s, (UnattachedState, ProspectiveState)) \
                     and s.voted_key is None:
                 self.transitions.vote_for(candidate, now)
+            if r.pre_vote and isinstance(s, ProspectiveState) and r.candidate_epoch == s.epoch:
+                # Whoever refused us while it still followed the old leader and now campaigns
+                # itself would answer differently: ask again (the poll after this step does).
+                s.voter_now_campaigns(candidate.id)
         return VoteResponse(NONE, q.leader_id, q.epoch, granted)
 
     def handle_vote_response(self, source: int, request, r: VoteResponse, now: int) -> bool:

@@ -50,6 +50,13 @@ class VoteTally:
         (self.granted if granted else self.rejected).add(voter_id)
         return True
 
+    def reconsider(self, voter_id: int) -> bool:
+        """Forget a rejection (the voter's reason for it may be gone); True if there was one."""
+        if voter_id in self.rejected:
+            self.rejected.discard(voter_id)
+            return True
+        return False
+
     def unrecorded(self) -> list[int]:
         return sorted(self.voter_ids - self.granted - self.rejected)
 

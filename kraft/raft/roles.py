@@ -70,6 +70,11 @@ class ProspectiveState(EpochState):
     def record_vote(self, voter_id: int, granted: bool) -> None:
         self.tally.record(voter_id, granted)
 
+    def voter_now_campaigns(self, voter_id: int) -> bool:
+        """``voter_id`` refused our pre-vote (still following the old leader) but now asks
+        for one itself: it no longer defends that leader, so ask it again. True if so."""
+        return self.tally.reconsider(voter_id)
+
     def can_grant_vote(self, candidate, log_up_to_date, pre_vote, now_ms):
         if pre_vote:
             return log_up_to_date

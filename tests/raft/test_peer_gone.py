@@ -3,10 +3,10 @@ reset or refused (RequestFailed.peer_gone) starts a pre-vote at once instead of 
 controller.quorum.fetch.timeout.ms, as ZooKeeper's followers react to a dropped leader
 connection. Pre-vote keeps it safe (KIP-996): voters still hearing from a live leader refuse."""
 
-from kraft.raft import BeginQuorumEpochRequest, RequestFailed, VoteRequest
+from kraft.raft import BeginQuorumEpochRequest, RequestFailed, VoteRequest, VoteResponse
 from kraft.testing import SimCluster
 
-from raft_harness import Replica
+from raft_harness import NONE, Replica
 
 
 def _follower_of_2():
@@ -84,3 +84,26 @@ def test_crashed_leader_is_replaced_well_within_the_fetch_timeout():
     assert new.id != old.id
     assert c.now - crashed_at < c.config.fetch_timeout_ms // 2, c.describe()
     c.commit()
+
+
+def test_a_voter_that_refused_our_pre_vote_is_asked_again_once_it_campaigns_itself():
+    """The leader dies; voter 1 (longer log) notices first and asks 3, which still follows
+    the leader and refuses. When 3 notices too and asks 1 for a pre-vote, 1 asks 3 again,
+    instead of waiting out its election timeout (one slow failover in the benchmark)."""
+    r = _follower_of_2()
+    r.append_leader_batch([b"x"], epoch=5)
+    r.core.on_flushed(r.log.end_offset(), r.now)  # durable, as the follower would have it
+    r.collect()
+    r.take()
+    r.core.step(RequestFailed(2, 999, peer_gone=True), r.now)
+    r.collect()
+    asks = {v.destination: v for v in r.sent(VoteRequest)}
+    assert set(asks) == {2, 3}
+    r.respond(asks[3], VoteResponse(NONE, 2, 5, False))  # 3 still hears from 2
+    assert r.core.role == "prospective" and r.sent(VoteRequest) == []
+    behind = VoteRequest(candidate_epoch=5, candidate_id=3, last_offset_epoch=0, last_offset=0, pre_vote=True,
+                         voter_id=1)
+    answer = r.request(3, behind)
+    assert not answer.vote_granted  # 3's log is behind ours
+    again = r.sent(VoteRequest, dest=3)
+    assert len(again) == 1 and again[0].request.pre_vote
