@@ -12,7 +12,7 @@ import json
 import os
 import urllib.request
 
-from bench.peers.procs import free_ports, kill, spawn, temp_dir, wait_until
+from bench.peers.procs import ServerProcesses, free_ports, spawn, temp_dir, wait_until
 
 KEYS_PER_WRITER = 128
 
@@ -43,7 +43,7 @@ def txn_request(puts: list[tuple[bytes, bytes]]) -> bytes:
     return b"".join(_field(2, _field(2, put_request(k, v))) for k, v in puts)
 
 
-class EtcdCluster:
+class EtcdCluster(ServerProcesses):
     name = "etcd 3.4"
 
     def __init__(self, size: int = 3):
@@ -97,19 +97,6 @@ class EtcdCluster:
                 return None
             return lead if all(self.status(i).get("leader") for i in self.running()) else None
         return wait_until(ready, timeout, 0.1, "etcd cluster with a leader")
-
-    def running(self) -> list[int]:
-        return [i for i, p in self.procs.items() if p.poll() is None]
-
-    def kill(self, i: int) -> None:
-        kill(self.procs.get(i))
-
-    def stop(self) -> None:
-        for i in list(self.procs):
-            self.kill(i)
-
-    def server_pids(self) -> list[int]:
-        return [p.pid for p in self.procs.values() if p.poll() is None]
 
     def spec(self, ids: list[int] | None = None) -> dict:
         """Writers talk to the leader (no forwarding hop), or to every member."""

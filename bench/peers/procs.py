@@ -119,3 +119,22 @@ def tcp_command(host: str, port: int, payload: bytes, timeout: float = 1.0) -> b
                 break
             chunks.append(b)
     return b"".join(chunks)
+
+
+class ServerProcesses:
+    """What every peer launcher does with its server processes (``self.procs``: id -> Popen)."""
+
+    procs: dict
+
+    def running(self) -> list[int]:
+        return [i for i, p in self.procs.items() if p.poll() is None]
+
+    def kill(self, i: int) -> None:
+        kill(self.procs.get(i))
+
+    def stop(self) -> None:
+        for i in list(self.procs):
+            self.kill(i)
+
+    def server_pids(self) -> list[int]:
+        return [p.pid for p in self.procs.values() if p.poll() is None]

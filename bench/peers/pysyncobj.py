@@ -12,14 +12,14 @@ import socket
 import struct
 import sys
 
-from bench.peers.procs import free_ports, kill, spawn, temp_dir, wait_until
+from bench.peers.procs import ServerProcesses, free_ports, spawn, temp_dir, wait_until
 
 NODE_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pysyncobj_node.py")
 REQ = struct.Struct("<IHI")
 REP = struct.Struct("<IB")
 
 
-class PySyncObjCluster:
+class PySyncObjCluster(ServerProcesses):
     name = "PySyncObj"
 
     def __init__(self, size: int = 3):
@@ -60,19 +60,6 @@ class PySyncObjCluster:
 
     def wait_ready(self, timeout: float = 60.0) -> int:
         return wait_until(self.leader, timeout, 0.1, "PySyncObj leader")
-
-    def running(self) -> list[int]:
-        return [i for i, p in self.procs.items() if p.poll() is None]
-
-    def kill(self, i: int) -> None:
-        kill(self.procs.get(i))
-
-    def stop(self) -> None:
-        for i in list(self.procs):
-            self.kill(i)
-
-    def server_pids(self) -> list[int]:
-        return [p.pid for p in self.procs.values() if p.poll() is None]
 
     def spec(self, ids: list[int] | None = None) -> dict:
         ids = ids or [self.leader()]

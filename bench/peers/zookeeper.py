@@ -9,14 +9,14 @@ from __future__ import annotations
 import asyncio
 import os
 
-from bench.peers.procs import free_ports, kill, spawn, tcp_command, temp_dir, wait_until
+from bench.peers.procs import ServerProcesses, free_ports, spawn, tcp_command, temp_dir, wait_until
 
 CLASSPATH = "/usr/share/java/zookeeper.jar"  # its manifest lists the other jars
 MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 KEYS_PER_WRITER = 128
 
 
-class ZooKeeperCluster:
+class ZooKeeperCluster(ServerProcesses):
     name = "ZooKeeper 3.8"
 
     def __init__(self, size: int = 3, heap: str = "1g"):
@@ -76,19 +76,6 @@ class ZooKeeperCluster:
             modes = [self.mode(i) for i in self.running()]
             return lead if all(m in ("leader", "follower") for m in modes) else None
         return wait_until(ready, timeout, 0.1, "ZooKeeper ensemble serving")
-
-    def running(self) -> list[int]:
-        return [i for i, p in self.procs.items() if p.poll() is None]
-
-    def kill(self, i: int) -> None:
-        kill(self.procs.get(i))
-
-    def stop(self) -> None:
-        for i in list(self.procs):
-            self.kill(i)
-
-    def server_pids(self) -> list[int]:
-        return [p.pid for p in self.procs.values() if p.poll() is None]
 
     def hosts(self, ids) -> str:
         return ",".join(f"127.0.0.1:{self.client_ports[i]}" for i in ids)
