@@ -26,11 +26,17 @@ RULES = {
     "log": ({"records", "_native"}, {"asyncio", "socket", "selectors"}),
     "raft": ({"records", "protocol"}, {"asyncio", "socket", "selectors", "threading", "time", "os", "random"}),
     "metadata": ({"records", "protocol", "types"}, {"asyncio", "socket", "selectors"}),
-    "testing": ({"raft", "log", "records"}, {"asyncio", "socket", "selectors", "time"}),
+    "controller": ({"raft", "records", "protocol", "metadata", "types"},
+                   {"asyncio", "socket", "selectors", "threading", "time", "random"}),
+    "broker": ({"log", "records", "protocol", "raft", "metadata", "types", "_native"}, {"socket", "selectors"}),
+    "testing": ({"raft", "log", "records", "controller", "broker", "metadata", "protocol"},
+                {"asyncio", "socket", "selectors", "time"}),
     "client": ({"protocol", "records"}, set()),
-    "server": ({"raft", "log", "records", "protocol", "testing", "client", "metadata"}, set()),
+    "server": ({"raft", "log", "records", "protocol", "testing", "client", "metadata", "controller", "broker"},
+               set()),
     "spark": ({"log", "records", "metadata", "types"}, {"asyncio", "socket", "selectors"}),
-    "cli": ({"server", "client", "log", "protocol", "records", "raft", "metadata", "spark"}, set()),
+    "cli": ({"server", "client", "log", "protocol", "records", "raft", "metadata", "spark", "controller", "broker"},
+            set()),
 }
 
 
