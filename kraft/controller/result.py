@@ -39,3 +39,8 @@ class ControllerContext:
     node_id: int = -1
     #: cluster id of this quorum
     cluster_id: str = ""
+    #: the controller's soft state about broker leases (``BrokerLeases``), read-only here
+    leases: Any = None
+    #: an offset above every offset written so far: new broker epochs come from it (Kafka uses
+    #: the next write offset), so they only ever grow
+    next_offset: int = 0

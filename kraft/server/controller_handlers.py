@@ -51,8 +51,11 @@ _ERROR_RESPONSES = {
 
 class ControllerHandlers:
     def __init__(self, driver: RaftDriver, endpoints, *, listener_name: str = "CONTROLLER", metrics=None,
-                 max_decompressed_bytes: int = 2 * MAX_BATCH_SIZE_BYTES):
+                 max_decompressed_bytes: int = 2 * MAX_BATCH_SIZE_BYTES, controller_requests=None):
         self.driver = driver
+        # The quorum controller's requests (controller_requests.py); None: Raft-only node.
+        self.controller_requests = controller_requests
+        self.served_apis = SERVED_APIS | (controller_requests.apis if controller_requests is not None else set())
         self.endpoints = list(endpoints)  # (node_id, host, port) of every voter's controller listener
         self.listener_name = listener_name
         self.metrics = metrics
@@ -69,11 +72,13 @@ class ControllerHandlers:
         if isinstance(request, ApiVersionsRequest):
             if not ApiVersionsRequest.supports(version):
                 return unsupported_api_versions_response()
-            return api_versions_response(None, only=SERVED_APIS, max_versions={1: 17})
+            return api_versions_response(None, only=self.served_apis, max_versions={1: 17})
         if isinstance(request, _RAFT_REQUESTS):
             return self._raft(request, version, ctx.peer)
         if isinstance(request, DescribeQuorumRequest):
             return self._describe(request, version)
+        if self.controller_requests is not None and request.API_KEY in self.controller_requests.apis:
+            return self.controller_requests.handle(request, version)
         if isinstance(request, DescribeClusterRequest):
             return self._describe_cluster(request, version)
         if isinstance(request, ProduceRequest):

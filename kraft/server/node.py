@@ -26,7 +26,10 @@ from kraft.log.dir_lock import lock_directories
 from kraft.log.retention import CLEAN_INTERVAL_MS, MetadataRetention
 from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties, QuorumStateFile
 from kraft.raft import RaftConfig, RaftCore
+from kraft.controller.quorum_controller import QuorumController
 from kraft.server.controller_handlers import ControllerHandlers
+from kraft.server.controller_requests import (ControllerRequests, ListenerFanOut, controller_gauges,
+                                              controller_settings, image_stats)
 from kraft.log.replicated_log import MetadataLog
 from kraft.server.metrics import MetricsServer, NodeMetrics
 from kraft.server.network import KafkaServer, connection_limits
@@ -177,7 +180,9 @@ class KraftNode:
                         election_state=election, now_ms=wall_ms())
         peers = {v.node_id: (v.host, v.port) for v in cfg.voters}
         self.listener = CommittedRecordsListener()
-        self.driver = RaftDriver(core, self.log, state_file, self.listener, peers=peers,
+        self.controller = QuorumController(cfg.node_id, cluster_id=meta.cluster_id, settings=controller_settings(cfg))
+        self.driver = RaftDriver(core, self.log, state_file, ListenerFanOut(self.listener, self.controller),
+                                 peers=peers,
                                  cluster_id=meta.cluster_id, voters=voters, metrics=self.metrics,
                                  request_timeout_ms=cfg.int("controller.quorum.request.timeout.ms"),
                                  retry_backoff_ms=cfg.int("controller.quorum.retry.backoff.ms"))
@@ -187,7 +192,10 @@ class KraftNode:
             max_interval_ms=cfg.int("metadata.log.max.snapshot.interval.ms"))
         endpoints = [(v.node_id, v.host, v.port) for v in cfg.voters]
         ctl = cfg.controller_listener
-        handlers = ControllerHandlers(self.driver, endpoints, listener_name=ctl.name, metrics=self.metrics)
+        self.controller_requests = ControllerRequests(self.driver, self.controller, endpoints)
+        controller_gauges(self.metrics, self.controller)
+        handlers = ControllerHandlers(self.driver, endpoints, listener_name=ctl.name, metrics=self.metrics,
+                                      controller_requests=self.controller_requests)
         self.server = KafkaServer(handlers, ctl.host, ctl.port, listener_name=ctl.name,
                                   max_frame_bytes=cfg.int("socket.request.max.bytes"), **connection_limits(cfg))
         await _listen(f"the {ctl.name} listener", "listeners", ctl.host, ctl.port, self.server.start)
@@ -195,6 +203,7 @@ class KraftNode:
         server = self.server
         self.metrics.before_render = lambda: server.export_counters(self.metrics)
         self.driver.start()
+        self.controller_requests.start()
         self._cleaner = loop.call_later(CLEAN_INTERVAL_MS / 1000, self._clean_periodically)
         if self.log.flushed_offset() < self.log.end_offset():
             self.log.request_flush()
@@ -224,6 +233,8 @@ class KraftNode:
         if self.driver is not None and self.driver.core.is_leader():
             self.driver.resign()
             await asyncio.sleep(resign_wait_s)  # let EndQuorumEpoch reach the voters
+        if getattr(self, "controller_requests", None) is not None:
+            self.controller_requests.close()
         if self.server is not None:
             await self.server.close()
         if self.metrics_server is not None:
@@ -242,3 +253,9 @@ class KraftNode:
         if lst is not None:
             log.info("node %d: stopped; applied up to offset %d, %d records, digest %s", self.cfg.node_id,
                      lst.next_offset, lst.records, lst.digest)
+        ctl = getattr(self, "controller", None)
+        if ctl is not None:
+            stats = image_stats(ctl.image)
+            log.info("node %d: metadata image at offset %d: %d topics, %d partitions, %d brokers, digest %012x, "
+                     "%d metadata errors", self.cfg.node_id, ctl.next_offset, stats["topics"], stats["partitions"],
+                     stats["active_brokers"] + stats["fenced_brokers"], stats["digest"], ctl.metadata_errors)

@@ -7,8 +7,11 @@ the codec, framing, ApiVersions table and the generated tests pick it up from th
 
 from kraft.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kraft.protocol.messages.broker_lifecycle import (BrokerHeartbeatRequest, BrokerHeartbeatResponse,
-                                                      BrokerRegistrationRequest, BrokerRegistrationResponse)
+                                                      BrokerRegistrationRequest, BrokerRegistrationResponse,
+                                                      UnregisterBrokerRequest, UnregisterBrokerResponse)
+from kraft.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from kraft.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from kraft.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from kraft.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from kraft.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from kraft.protocol.messages.fetch import FetchRequest, FetchResponse
@@ -25,7 +28,9 @@ __all__ = [
     "BeginQuorumEpochRequest", "BeginQuorumEpochResponse",
     "BrokerHeartbeatRequest", "BrokerHeartbeatResponse",
     "BrokerRegistrationRequest", "BrokerRegistrationResponse",
+    "CreatePartitionsRequest", "CreatePartitionsResponse",
     "CreateTopicsRequest", "CreateTopicsResponse",
+    "DeleteTopicsRequest", "DeleteTopicsResponse",
     "DescribeClusterRequest", "DescribeClusterResponse",
     "DescribeQuorumRequest", "DescribeQuorumResponse",
     "EndQuorumEpochRequest", "EndQuorumEpochResponse",
@@ -34,5 +39,6 @@ __all__ = [
     "ListOffsetsRequest", "ListOffsetsResponse",
     "MetadataRequest", "MetadataResponse",
     "ProduceRequest", "ProduceResponse",
+    "UnregisterBrokerRequest", "UnregisterBrokerResponse",
     "VoteRequest", "VoteResponse",
 ]

@@ -85,3 +85,26 @@ class BrokerHeartbeatResponse(Response):
         Field("is_fenced", BOOL, default=True),
         Field("should_shut_down", BOOL),
     )
+
+
+class UnregisterBrokerRequest(Request):
+    """UnregisterBroker (64, KIP-631): an operator removes a broker's registration for good."""
+
+    API_KEY = 64
+    VERSIONS = "0"
+    FLEXIBLE = "0+"
+    LISTENERS = ("broker", "controller")
+
+    FIELDS = (Field("broker_id", INT32),)
+
+
+class UnregisterBrokerResponse(Response):
+    API_KEY = 64
+    VERSIONS = "0"
+    FLEXIBLE = "0+"
+
+    FIELDS = (
+        Field("throttle_time_ms", INT32),
+        Field("error_code", INT16),
+        Field("error_message", STRING, nullable="0+", default=None),
+    )

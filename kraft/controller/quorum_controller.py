@@ -1,0 +1,349 @@
+"""``QuorumController``: the KIP-631 controller as a Raft listener (seed 004's "future state").
+
+Every node replays committed records into ``image`` (standbys stay warm). The node that leads
+the Raft epoch is the active controller once the listener has read everything before its epoch:
+each request runs its handler against ``view`` (the committed image plus the records this
+controller proposed and not yet saw committed), the records are appended as one unit (split into
+proposals of at most ``MAX_RECORDS_PER_PROPOSAL`` records; an atomic unit larger than that is
+wrapped in Begin/EndTransaction so replay applies all of it or none), and the answer is released
+through ``respond`` only once the unit's last offset commits. A request that writes nothing is
+answered once everything proposed before it committed, so no answer ever reflects uncommitted
+state. The active controller does not replay its own committed records again: it adopts the image
+it computed for them (Kafka does the same), and replays only records others appended (the
+Produce writer), re-basing its uncommitted view on top. Losing leadership drops the uncommitted
+view (back to ``image`` exactly) and answers every waiting request NOT_CONTROLLER. Records that
+are not metadata records (raw bytes from the Produce writer) or do not fit the image are counted
+in ``metadata_errors`` and skipped.
+
+Sans-I/O: time comes in as ``now_ms``; ``append(values) -> last offset`` (raises NotLeaderError)
+and ``respond(token, response)`` are injected. This module must not import asyncio or sockets.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+
+from kraft.controller.api_error import ApiError
+from kraft.controller.broker_handlers import fence_records
+from kraft.controller.handlers import ERROR_RESPONSES, HANDLERS
+from kraft.controller.leases import BrokerLeases
+from kraft.controller.result import ControllerContext
+from kraft.errors import ErrorCode, MetadataParseError, MetadataReplayError, NotLeaderError
+from kraft.metadata import EMPTY_IMAGE, MetadataDelta, decode_record, encode_record
+from kraft.metadata.records import (AbortTransactionRecord, BeginTransactionRecord, EndTransactionRecord,
+                                    RegisterBrokerRecord)
+
+log = logging.getLogger("kraft.controller")
+
+#: The Raft core's limit for one atomic append (Kafka's controller uses the same 10,000).
+MAX_RECORDS_PER_PROPOSAL = 10_000
+#: Bytes per proposal, well under the 8 MiB Raft batch limit.
+MAX_BYTES_PER_PROPOSAL = 4 * 1024 * 1024
+
+
+def replay_records(image, open_txn, records) -> tuple:
+    """(image, open transaction, errors) after replaying ``records`` in order; a record that does
+    not fit is counted and skipped, a transaction that does not fit is dropped whole."""
+    delta = MetadataDelta(image, open_txn)
+    errors = 0
+    for r in records:
+        if type(r) is EndTransactionRecord and delta.in_transaction:
+            before = delta.apply()  # without the open transaction
+            try:
+                delta.replay(r)
+            except MetadataReplayError:
+                errors += 1
+                delta = MetadataDelta(before)
+            continue
+        try:
+            delta.replay(r)
+        except MetadataReplayError:
+            errors += 1
+    return delta.apply(), delta.open_transaction, errors
+
+
+class _Proposal:
+    """One append of ours: offsets ``first..last`` and the view once it commits."""
+
+    __slots__ = ("first", "last", "records", "image", "txn")
+
+    def __init__(self, first, last, records, image, txn):
+        self.first, self.last, self.records, self.image, self.txn = first, last, records, image, txn
+
+
+class _Waiter:
+    __slots__ = ("offset", "token", "response", "api_key", "request", "version")
+
+    def __init__(self, offset, token, response, api_key, request, version):
+        self.offset, self.token, self.response = offset, token, response
+        self.api_key, self.request, self.version = api_key, request, version
+
+
+class QuorumController:
+    """Invariants: ``view`` is ``image`` when not active; ``_pending`` proposals are in offset
+    order and all at or above ``next_offset``; waiters are in offset order."""
+
+    def __init__(self, node_id: int, *, cluster_id: str = "", settings: dict | None = None,
+                 append=None, respond=None):
+        self.node_id = node_id
+        self.cluster_id = cluster_id
+        self.settings = dict(settings or {})
+        self.append = append
+        self.respond = respond
+        self.image = EMPTY_IMAGE  # committed
+        self.next_offset = 0  # the next committed offset to apply
+        self._txn = None  # records of a transaction open in the committed log
+        self.active = False
+        self.epoch = -1
+        self.leader_id = -1
+        self._pending: collections.deque[_Proposal] = collections.deque()
+        self._waiters: collections.deque[_Waiter] = collections.deque()
+        self.leases = BrokerLeases(int(self.settings.get("broker.session.timeout.ms", 9000)))
+        self._leases_started = False
+        self._last_appended = -1
+        self.metadata_errors = 0
+        self.fenced_by_expiry = 0
+
+    # --- views ----------------------------------------------------------------------------
+    @property
+    def view(self):
+        """What handlers see: committed image + our uncommitted proposals."""
+        return self._pending[-1].image if self._pending else self.image
+
+    @property
+    def _view_txn(self):
+        return self._pending[-1].txn if self._pending else self._txn
+
+    @property
+    def uncommitted_offsets(self) -> int:
+        return self._pending[-1].last + 1 - self.next_offset if self._pending else 0
+
+    def _next_write_hint(self) -> int:
+        return max(self.next_offset, self._last_appended + 1)
+
+    # --- RaftListener -----------------------------------------------------------------------
+    def handle_commit(self, batches) -> None:
+        pending = self._pending
+        foreign = []
+        for batch in batches:
+            base = batch.base_offset
+            if batch.is_control:
+                pass
+            elif pending and pending[0].first <= base <= pending[0].last:
+                if foreign:
+                    self._apply_foreign(foreign)
+                    foreign = []
+                end = batch.next_offset
+                while pending and pending[0].last < end:
+                    p = pending.popleft()
+                    self.image, self._txn = p.image, p.txn
+            else:
+                foreign.append(batch)
+            self.next_offset = batch.next_offset
+        if foreign:
+            self._apply_foreign(foreign)
+        self._release()
+
+    def _apply_foreign(self, batches) -> None:
+        records = []
+        registered = {}
+        for batch in batches:
+            offset = batch.base_offset
+            for value in batch.values():
+                try:
+                    rec = decode_record(value).record
+                except MetadataParseError:
+                    self.metadata_errors += 1
+                else:
+                    records.append(rec)
+                    if type(rec) is RegisterBrokerRecord:
+                        registered[rec.broker_id] = offset
+                offset += 1
+        if not records:
+            return
+        self.image, self._txn, errors = replay_records(self.image, self._txn, records)
+        self.metadata_errors += errors
+        self.leases.registered_at.update(registered)
+        if self._pending:
+            self._rebase()
+
+    def _rebase(self) -> None:
+        """Records of another writer committed while ours wait: our view moves onto them."""
+        image, txn = self.image, self._txn
+        for p in self._pending:
+            image, txn, _ = replay_records(image, txn, p.records)
+            p.image, p.txn = image, txn
+
+    def handle_load_snapshot(self, reader) -> None:
+        records = []
+        for value in reader.values():
+            try:
+                records.append(decode_record(value).record)
+            except MetadataParseError:
+                self.metadata_errors += 1
+        self._drop_uncommitted()
+        self.image, self._txn, errors = replay_records(EMPTY_IMAGE, None, records)
+        self.metadata_errors += errors
+        self.next_offset = reader.snapshot_id.offset
+
+    def handle_leader_change(self, leader_and_epoch) -> None:
+        self.leader_id = leader_and_epoch.leader_id
+        if leader_and_epoch.leader_id == self.node_id:
+            if not self.active or self.epoch != leader_and_epoch.epoch:
+                self._drop_uncommitted()
+                self.active = True
+                self.epoch = leader_and_epoch.epoch
+                self._leases_started = False  # started at the first now_ms we see
+                log.info("node %d: active controller in epoch %d at offset %d", self.node_id, self.epoch,
+                         self.next_offset)
+        else:
+            if self.active:
+                log.info("node %d: no longer the active controller (leader %d, epoch %d); %d uncommitted "
+                         "offsets dropped", self.node_id, leader_and_epoch.leader_id, leader_and_epoch.epoch,
+                         self.uncommitted_offsets)
+            self._drop_uncommitted()
+            self.active = False
+            self.epoch = leader_and_epoch.epoch
+
+    def _drop_uncommitted(self) -> None:
+        """Back to the committed image exactly; every waiting request fails NOT_CONTROLLER."""
+        self._pending.clear()
+        self.leases.clear()
+        self._leases_started = False
+        waiters, self._waiters = self._waiters, collections.deque()
+        for w in waiters:
+            self.answer_error(w.token, w.api_key, w.request, w.version, ErrorCode.NOT_CONTROLLER)
+
+    def _release(self) -> None:
+        w = self._waiters
+        committed = self.next_offset
+        while w and w[0].offset < committed:
+            x = w.popleft()
+            self.respond(x.token, x.response)
+
+    # --- the active controller --------------------------------------------------------------
+    def context(self, version: int, now_ms: int) -> ControllerContext:
+        return ControllerContext(image=self.view, version=version, now_ms=now_ms, settings=self.settings,
+                                 node_id=self.node_id, cluster_id=self.cluster_id, leases=self.leases,
+                                 next_offset=self._next_write_hint())
+
+    def submit(self, api_key: int, request, version: int, now_ms: int, token) -> None:
+        """Run the handler of ``api_key``; ``respond(token, response)`` is called once its records
+        committed (at once for errors and when nothing is uncommitted)."""
+        if not self.active:
+            self.answer_error(token, api_key, request, version, ErrorCode.NOT_CONTROLLER)
+            return
+        self._start_leases(now_ms)
+        try:
+            result = HANDLERS[api_key](self.context(version, now_ms), request)
+        except ApiError as e:
+            self.answer_error(token, api_key, request, version, e.code, e.message)
+            return
+        if result.records:
+            try:
+                first = self._propose(result.records, result.atomic)
+            except NotLeaderError:
+                self.answer_error(token, api_key, request, version, ErrorCode.NOT_CONTROLLER)
+                return
+            if api_key == 62:  # the registration record is the first of the unit
+                self.leases.registered_at[request.broker_id] = first
+        if result.response is not None and getattr(result.response, "error_code", 0) == 0:
+            if api_key in (62, 63):
+                offset = request.current_metadata_offset if api_key == 63 else -1
+                self.leases.touch(request.broker_id, now_ms, offset)
+            elif api_key == 64:
+                self.leases.forget(request.broker_id)
+        wait = self._pending[-1].last if self._pending else -1
+        if wait < self.next_offset:
+            self.respond(token, result.response)
+        else:
+            self._waiters.append(_Waiter(wait, token, result.response, api_key, request, version))
+
+    def tick(self, now_ms: int) -> int:
+        """Periodic work of the active controller: fence brokers whose lease expired. Returns
+        how many brokers it fenced."""
+        if not self.active:
+            return 0
+        self._start_leases(now_ms)
+        view = self.view
+        live = [b.id for b in view.cluster.brokers.values() if not b.fenced]
+        expired = self.leases.expired(live, now_ms)
+        if not expired:
+            return 0
+        log.info("node %d: fencing broker(s) %s: no heartbeat within %d ms", self.node_id, expired,
+                 self.leases.session_timeout_ms)
+        try:
+            self._propose(fence_records(view, expired, self.settings), atomic=False)
+        except NotLeaderError:
+            return 0
+        self.fenced_by_expiry += len(expired)
+        return len(expired)
+
+    def _start_leases(self, now_ms: int) -> None:
+        if self._leases_started:
+            return
+        self._leases_started = True
+        self.leases.reset(self.view.cluster.brokers, now_ms)
+        if self._txn is not None:
+            # The previous controller died inside a transaction: end it for everyone.
+            try:
+                self._propose([AbortTransactionRecord(reason="controller failover")], atomic=False)
+            except NotLeaderError:
+                pass
+
+    def _propose(self, records: list, atomic: bool) -> int:
+        """Append ``records``; returns the offset of the first one. NotLeaderError (and the
+        uncommitted view dropped) if this node cannot append."""
+        values = [encode_record(r) for r in records]
+        chunks = _chunks(values)
+        if atomic and len(chunks) > 1:
+            records = [BeginTransactionRecord(), *records, EndTransactionRecord()]
+            values = [encode_record(records[0]), *values, encode_record(records[-1])]
+            chunks = _chunks(values)
+        image, txn = self.view, self._view_txn
+        at = 0
+        first_offset = None
+        try:
+            for chunk in chunks:
+                recs = records[at:at + len(chunk)]
+                at += len(chunk)
+                image, txn, errors = replay_records(image, txn, recs)
+                if errors:
+                    self.metadata_errors += errors
+                    log.error("node %d: %d of our own records did not replay (a handler bug)", self.node_id, errors)
+                last = self.append(chunk)
+                self._last_appended = last
+                first = last - len(chunk) + 1
+                if first_offset is None:
+                    first_offset = first
+                if last >= self.next_offset:  # (an append that committed at once was replayed already)
+                    self._pending.append(_Proposal(first, last, recs, image, txn))
+        except NotLeaderError:
+            self.handle_leader_change(_NoLeader(self.epoch))
+            raise
+        return first_offset
+
+    def answer_error(self, token, api_key, request, version, code, message=None) -> None:
+        make = ERROR_RESPONSES.get(api_key)
+        self.respond(token, make(request, version, code, message) if make is not None else None)
+
+
+class _NoLeader:
+    leader_id = -1
+
+    def __init__(self, epoch):
+        self.epoch = epoch
+
+
+def _chunks(values: list) -> list[list]:
+    out, cur, size = [], [], 0
+    for v in values:
+        if cur and (len(cur) >= MAX_RECORDS_PER_PROPOSAL or size + len(v) > MAX_BYTES_PER_PROPOSAL):
+            out.append(cur)
+            cur, size = [], 0
+        cur.append(v)
+        size += len(v)
+    if cur:
+        out.append(cur)
+    return out

@@ -1,0 +1,181 @@
+"""The controller listener's door to the ``QuorumController``: runs its request handlers,
+proposes their records through the ``RaftDriver`` and answers once they commit; ticks the
+controller so expired broker leases are fenced. A node that is not the active controller
+answers NOT_CONTROLLER (the controller itself decides). Also the listener fan-out that feeds
+one Raft log to both the ``CommittedRecordsListener`` (digest checks, snapshots) and the
+controller, and the controller's gauges.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+
+from kraft.controller.handlers import HANDLERS, READ_ONLY
+from kraft.controller.quorum_controller import QuorumController
+from kraft.errors import ErrorCode
+from kraft.server.metrics import Gauge
+from kraft.server.raft_driver import wall_ms
+
+log = logging.getLogger("kraft.controller")
+
+#: How often the active controller looks for expired leases (a fence decision follows an expiry
+#: by at most this much).
+TICK_INTERVAL_S = 0.1
+
+SETTINGS = ("num.partitions", "default.replication.factor", "min.insync.replicas",
+            "unclean.leader.election.enable", "broker.session.timeout.ms", "broker.heartbeat.interval.ms")
+
+
+def controller_settings(cfg) -> dict:
+    """The controller's settings by Kafka name from a NodeConfig (values as configured)."""
+    return {k: cfg.values[k] for k in SETTINGS if k in cfg.values}
+
+
+class ListenerFanOut:
+    """One RaftListener that feeds several, in order (the first one's counters are the node's)."""
+
+    def __init__(self, *listeners):
+        self.listeners = listeners
+
+    @property
+    def records(self):
+        return getattr(self.listeners[0], "records", None)
+
+    def handle_commit(self, batches) -> None:
+        for lst in self.listeners:
+            lst.handle_commit(batches)
+
+    def handle_load_snapshot(self, reader) -> None:
+        for lst in self.listeners:
+            lst.handle_load_snapshot(reader)
+
+    def handle_leader_change(self, leader_and_epoch) -> None:
+        for lst in self.listeners:
+            lst.handle_leader_change(leader_and_epoch)
+
+
+def _retrieve(fut) -> None:
+    if not fut.cancelled():
+        fut.exception()  # the controller learns of failures through the listener
+
+
+class ControllerRequests:
+    """``apis``: the API keys this serves. Answers are futures completed at commit."""
+
+    def __init__(self, driver, controller: QuorumController, endpoints=()):
+        self.driver = driver
+        self.controller = controller
+        controller.append = self._append
+        controller.respond = self._respond
+        controller.settings.setdefault("controller.endpoints", tuple(endpoints))
+        self.apis = frozenset(HANDLERS)
+        self._timer = None
+        self.closed = False
+
+    def start(self) -> None:
+        self._timer = self.driver.loop.call_later(TICK_INTERVAL_S, self._tick)
+
+    def close(self) -> None:
+        self.closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def handle(self, request, version: int):
+        api_key = request.API_KEY
+        ctl = self.controller
+        if api_key in READ_ONLY:  # from the committed image, on any controller
+            ctx = dataclasses.replace(ctl.context(version, wall_ms()), image=ctl.image)
+            return HANDLERS[api_key](ctx, request).response
+        fut = self.driver.loop.create_future()
+        core = self.driver.core
+        if ctl.active and not (core.is_leader() and core.epoch == ctl.epoch):
+            # The core moved on and the listener has not heard yet: not ours to answer.
+            ctl.answer_error(fut, api_key, request, version, ErrorCode.NOT_CONTROLLER)
+            return fut
+        ctl.submit(api_key, request, version, wall_ms(), fut)
+        return fut
+
+    def _append(self, values) -> int:
+        last, fut = self.driver.propose(values)
+        fut.add_done_callback(_retrieve)
+        return last
+
+    @staticmethod
+    def _respond(fut, response) -> None:
+        if not fut.done():
+            fut.set_result(response)
+
+    def _tick(self) -> None:
+        self._timer = None
+        if self.closed or self.driver.closed:
+            return
+        try:
+            self.controller.tick(wall_ms())
+        finally:
+            self._timer = self.driver.loop.call_later(TICK_INTERVAL_S, self._tick)
+
+
+def controller_gauges(metrics, controller: QuorumController) -> None:
+    """Kafka's controller gauges (a subset) on the node's metrics, refreshed at render."""
+    g = {
+        "active": Gauge("kraft_controller_active_controller_count", "1 on the active controller"),
+        "topics": Gauge("kraft_controller_global_topic_count", "Topics in the committed image"),
+        "partitions": Gauge("kraft_controller_global_partition_count", "Partitions in the committed image"),
+        "offline": Gauge("kraft_controller_offline_partitions_count", "Partitions without a leader"),
+        "fenced_leaders": Gauge("kraft_controller_partitions_led_by_fenced_brokers",
+                                "Partitions whose leader is fenced or unregistered (must be 0)"),
+        "imbalance": Gauge("kraft_controller_preferred_replica_imbalance_count",
+                           "Partitions not led by their first replica"),
+        "active_brokers": Gauge("kraft_controller_active_broker_count", "Registered unfenced brokers"),
+        "fenced_brokers": Gauge("kraft_controller_fenced_broker_count", "Registered fenced brokers"),
+        "errors": Gauge("kraft_controller_metadata_error_count", "Committed records that are not metadata "
+                        "records or did not fit the image"),
+        "applied": Gauge("kraft_controller_last_applied_offset", "Next offset the image will apply"),
+        "digest": Gauge("kraft_controller_image_digest", "48-bit digest of the committed image's brokers, "
+                        "topics and partitions (equal on every controller at the same offset)"),
+    }
+    for name, gauge in g.items():
+        setattr(metrics, f"controller_{name}", gauge)
+    previous = metrics.before_render
+
+    def refresh():
+        if previous is not None:
+            previous()
+        stats = image_stats(controller.image)
+        g["active"].set(1 if controller.active else 0)
+        for k in ("topics", "partitions", "offline", "fenced_leaders", "imbalance", "active_brokers",
+                  "fenced_brokers", "digest"):
+            g[k].set(stats[k])
+        g["errors"].set(controller.metadata_errors)
+        g["applied"].set(controller.next_offset)
+    metrics.before_render = refresh
+
+
+def image_stats(image) -> dict:
+    brokers = image.cluster.brokers
+    h = hashlib.blake2b(digest_size=6)
+    for b in sorted(brokers.values(), key=lambda b: b.id):
+        h.update(f"b{b.id}:{b.epoch}:{int(b.fenced)}:{int(b.in_controlled_shutdown)};".encode())
+    partitions = offline = fenced_leaders = imbalance = 0
+    for name in sorted(image.topics.by_name):
+        t = image.topics.by_name[name]
+        h.update(f"t{name}:{t.id};".encode())
+        for pid in sorted(t.partitions):
+            p = t.partitions[pid]
+            partitions += 1
+            h.update(f"{pid}:{p.replicas}:{p.isr}:{p.leader}:{p.leader_epoch}:{p.partition_epoch};".encode())
+            if p.leader == -1:
+                offline += 1
+            else:
+                b = brokers.get(p.leader)
+                if b is None or b.fenced:
+                    fenced_leaders += 1
+                if p.replicas and p.replicas[0] != p.leader:
+                    imbalance += 1
+    return {"topics": len(image.topics.by_id), "partitions": partitions, "offline": offline,
+            "fenced_leaders": fenced_leaders, "imbalance": imbalance,
+            "active_brokers": sum(1 for b in brokers.values() if not b.fenced),
+            "fenced_brokers": sum(1 for b in brokers.values() if b.fenced),
+            "digest": int.from_bytes(h.digest(), "big")}
