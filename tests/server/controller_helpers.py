@@ -1,5 +1,5 @@
-"""A controller in a test process: RaftCore over an InMemoryLog, a real RaftDriver, and
-ControllerHandlers behind a real KafkaServer on 127.0.0.1. Peers are silent by default, or
+"""A controller in a test process: RaftCore over an InMemoryLog, a real RaftDriver feeding a
+QuorumController, and ControllerHandlers behind a real KafkaServer on 127.0.0.1. Peers are silent by default, or
 reached with the real NodeClient (``real_peers=True``) for multi-node tests."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ import random
 from kraft.raft import RaftConfig, RaftCore
 from kraft.raft.voters import ReplicaKey
 from kraft.client.node_client import NodeClient
+from kraft.controller.quorum_controller import QuorumController
 from kraft.server.controller_handlers import ControllerHandlers
+from kraft.server.controller_requests import ControllerRequests
 from kraft.server.metrics import NodeMetrics
 from kraft.server.network import KafkaServer
 from kraft.server.raft_driver import RaftDriver, wall_ms
@@ -90,16 +92,21 @@ class Controller:
         ports = ports or {}
         endpoints = [(i, "127.0.0.1", ports.get(i, self.server.port if i == self.node_id else 19090 + i))
                      for i in ids]
-        self.driver = RaftDriver(self.core, self.log, NoStateFile(), NullListener(),
+        self.controller = QuorumController(self.node_id, cluster_id=self.cluster_id)
+        self.driver = RaftDriver(self.core, self.log, NoStateFile(), self.controller,
                                  peers={i: ("127.0.0.1", p) for i, _, p in endpoints}, cluster_id=self.cluster_id,
                                  voters=ids, metrics=self.metrics,
                                  client_factory=NodeClient if real_peers else SilentPeer)
         self.log.driver = self.driver
-        self.handlers = ControllerHandlers(self.driver, endpoints, metrics=self.metrics)
+        self.requests = ControllerRequests(self.driver, self.controller, endpoints)
+        self.handlers = ControllerHandlers(self.driver, endpoints, metrics=self.metrics,
+                                           controller_requests=self.requests)
         self.server.handler = self.handlers
         self.driver.start()
 
     async def close(self):
+        if self.driver is not None:
+            self.requests.close()
         await self.server.close()
         if self.driver is not None:
             await self.driver.close()

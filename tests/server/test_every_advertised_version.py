@@ -15,7 +15,9 @@ import uuid
 import pytest
 
 from kraft.errors import ErrorCode
-from kraft.protocol import (METADATA_TOPIC_ID, ApiVersionsRequest, BeginQuorumEpochRequest, DescribeClusterRequest,
+from kraft.protocol import (METADATA_TOPIC_ID, ApiVersionsRequest, BeginQuorumEpochRequest, BrokerHeartbeatRequest,
+                            BrokerRegistrationRequest, CreatePartitionsRequest, CreateTopicsRequest,
+                            DeleteTopicsRequest, DescribeClusterRequest, UnregisterBrokerRequest,
                             DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest,
                             ProduceRequest, Struct, VoteRequest, decode_response, encode_request)
 from kraft.raft.messages import OffsetAndEpoch
@@ -46,6 +48,15 @@ async def _leader_with_snapshot() -> Controller:
     last, committed = node.driver.propose([b"d"])  # something to read past the snapshot
     await asyncio.wait_for(committed, 5)
     node.snapshot_id = sid
+    # One registered, unfenced broker, so CreateTopics has somewhere to place replicas.
+    assert await settle(lambda: node.controller.active)
+    reg = asyncio.get_running_loop().create_future()
+    node.controller.submit(62, _registration(0, 1), 0, 0, reg)
+    node.broker_epoch = (await asyncio.wait_for(reg, 5)).broker_epoch
+    hb = asyncio.get_running_loop().create_future()
+    node.controller.submit(63, BrokerHeartbeatRequest(broker_id=1, broker_epoch=node.broker_epoch,
+                                                      current_metadata_offset=node.log.end_offset()), 0, 0, hb)
+    assert not (await asyncio.wait_for(hb, 5)).is_fenced
     return node
 
 
@@ -205,7 +216,58 @@ def _describe_cluster_cases(node, version):
     if version == 0:
         return [("brokers", D(), _expect(OK))]
     return [("controllers", D(endpoint_type=2), _expect(OK)),
-            ("brokers", D(endpoint_type=1), _expect(ErrorCode.UNSUPPORTED_ENDPOINT_TYPE))]
+            ("brokers", D(endpoint_type=1), _expect(OK))]  # from the metadata image
+
+
+def _registration(version, broker_id, cluster_id="c"):
+    R = BrokerRegistrationRequest
+    return R(broker_id=broker_id, cluster_id=cluster_id, incarnation_id=uuid.UUID(int=broker_id + 1),
+             listeners=[R.Listener(name="PLAINTEXT", host="127.0.0.1", port=9092, security_protocol=0)], rack=None)
+
+
+def _create_topics_cases(node, version):
+    T = CreateTopicsRequest.Topic
+    ok = CreateTopicsRequest(topics=[T(name=f"t{version}", num_partitions=1, replication_factor=1),
+                                     T(name=f"keep{version}", num_partitions=1, replication_factor=1)])
+    bad = CreateTopicsRequest(topics=[T(name="bad/name", num_partitions=1, replication_factor=1),
+                                      T(name="rf", num_partitions=1, replication_factor=3)])
+    return [("create", ok, _expect(OK)),
+            ("errors", bad, _expect(ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.INVALID_REPLICATION_FACTOR))]
+
+
+def _delete_topics_cases(node, version):
+    name = f"t{version + 1}"  # created by the CreateTopics sweep (versions 2..7)
+    if version >= 6:
+        T = DeleteTopicsRequest.Topic
+        ok, unknown = DeleteTopicsRequest(topics=[T(name=name)]), DeleteTopicsRequest(topics=[T(name="nope")])
+    else:
+        ok, unknown = DeleteTopicsRequest(topic_names=[name]), DeleteTopicsRequest(topic_names=["nope"])
+    return [("delete", ok, _expect(OK)), ("unknown", unknown, _expect(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))]
+
+
+def _create_partitions_cases(node, version):
+    T = CreatePartitionsRequest.Topic
+    return [("grow", CreatePartitionsRequest(topics=[T(name="keep7", count=version + 2)]), _expect(OK)),
+            ("unknown", CreatePartitionsRequest(topics=[T(name="nope", count=2)]),
+             _expect(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))]
+
+
+def _registration_cases(node, version):
+    return [("register", _registration(version, 50 + version), _expect(OK)),
+            ("other cluster", _registration(version, 60, cluster_id="other"),
+             _expect(ErrorCode.INCONSISTENT_CLUSTER_ID))]
+
+
+def _heartbeat_cases(node, version):
+    H = BrokerHeartbeatRequest
+    return [("live", H(broker_id=1, broker_epoch=node.broker_epoch, current_metadata_offset=0), _expect(OK)),
+            ("unknown", H(broker_id=77, broker_epoch=0, current_metadata_offset=0),
+             _expect(ErrorCode.BROKER_ID_NOT_REGISTERED))]
+
+
+def _unregister_cases(node, version):
+    return [("unregister", UnregisterBrokerRequest(broker_id=50), _expect(OK)),
+            ("unknown", UnregisterBrokerRequest(broker_id=77), _expect(ErrorCode.BROKER_ID_NOT_REGISTERED))]
 
 
 def _api_versions_cases(node, version):
@@ -214,7 +276,9 @@ def _api_versions_cases(node, version):
 
 CASES = {0: _produce_cases, 1: _fetch_cases, 18: _api_versions_cases, 52: _election_cases(_vote),
          53: _election_cases(_begin), 54: _election_cases(_end), 55: _describe_quorum_cases,
-         59: _fetch_snapshot_cases, 60: _describe_cluster_cases}
+         59: _fetch_snapshot_cases, 60: _describe_cluster_cases, 19: _create_topics_cases, 20: _delete_topics_cases,
+         37: _create_partitions_cases, 62: _registration_cases, 63: _heartbeat_cases, 64: _unregister_cases}
+CONTROLLER_WRITES = (19, 20, 37, 62, 63, 64)
 
 
 async def _advertised(port) -> dict[int, tuple[int, int]]:
@@ -286,6 +350,9 @@ def _follower_cases(node, version, api_key):
     if api_key == 55:
         return [(n, r, _expect(ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 for n, r, _ in _describe_quorum_cases(node, version)]
+    if api_key in CONTROLLER_WRITES:
+        node.broker_epoch = 0
+        return [(n, r, _expect(ErrorCode.NOT_CONTROLLER)) for n, r, _ in _LEADER_CASES[api_key](node, version)]
     return _LEADER_CASES[api_key](node, version)
 
 
