@@ -193,7 +193,6 @@ class KraftNode:
         endpoints = [(v.node_id, v.host, v.port) for v in cfg.voters]
         ctl = cfg.controller_listener
         self.controller_requests = ControllerRequests(self.driver, self.controller, endpoints)
-        controller_gauges(self.metrics, self.controller)
         handlers = ControllerHandlers(self.driver, endpoints, listener_name=ctl.name, metrics=self.metrics,
                                       controller_requests=self.controller_requests)
         self.server = KafkaServer(handlers, ctl.host, ctl.port, listener_name=ctl.name,
@@ -202,6 +201,7 @@ class KraftNode:
         self.log.on_append = self.metrics.append_latency.observe
         server = self.server
         self.metrics.before_render = lambda: server.export_counters(self.metrics)
+        controller_gauges(self.metrics, self.controller)  # chains the line above
         self.driver.start()
         self.controller_requests.start()
         self._cleaner = loop.call_later(CLEAN_INTERVAL_MS / 1000, self._clean_periodically)

@@ -1,0 +1,155 @@
+"""Talking to the quorum controller: ``ControllerClient`` sends controller requests
+(CreateTopics, BrokerRegistration, ...) to whichever node is the active controller, following
+NOT_CONTROLLER and dead nodes; ``SimulatedBroker`` is a broker's lifecycle as seen by the
+controller (register, then heartbeat every ``broker.heartbeat.interval.ms``, reporting the
+metadata offset it has "read", here the quorum's high watermark), for tests, benchmarks and
+demos until real brokers exist. Retries are for answers that say "not me" or connections that
+failed; a request that timed out may have been applied (a retry of CreateTopics then answers
+TOPIC_ALREADY_EXISTS, which callers treat as success when they created it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+from kraft.errors import ErrorCode, KraftError, NetworkError
+from kraft.client.node_client import NodeClient
+from kraft.protocol import (BrokerHeartbeatRequest, BrokerRegistrationRequest, CreateTopicsRequest,
+                            DescribeQuorumRequest, Struct)
+
+NOT_CONTROLLER = int(ErrorCode.NOT_CONTROLLER)
+#: the version each controller API is sent at
+VERSIONS = {19: 7, 20: 6, 37: 3, 62: 4, 63: 1, 64: 0, 55: 2}
+
+
+class NoControllerError(KraftError):
+    code = ErrorCode.NOT_CONTROLLER
+
+
+def _codes(obj) -> list[int]:
+    out = []
+    if isinstance(obj, list):
+        for x in obj:
+            out += _codes(x)
+    elif isinstance(obj, Struct):
+        for f in type(obj).FIELDS:
+            v = getattr(obj, f.name, None)
+            if f.name == "error_code" and isinstance(v, int):
+                out.append(v)
+            elif isinstance(v, (list, Struct)):
+                out += _codes(v)
+    return out
+
+
+class ControllerClient:
+    def __init__(self, addresses, *, client_id: str = "kraft-controller-client", request_timeout_ms: int = 30000):
+        self.addresses = list(addresses)
+        self._clients = {a: NodeClient(a[0], a[1], client_id=client_id, request_timeout_ms=request_timeout_ms,
+                                       max_in_flight=64) for a in self.addresses}
+        self._active = 0
+
+    async def close(self) -> None:
+        await asyncio.gather(*(c.close() for c in self._clients.values()), return_exceptions=True)
+
+    async def call(self, request, *, deadline_s: float = 30.0, version: int | None = None):
+        """The active controller's answer to ``request``; NoControllerError past the deadline."""
+        if version is None:
+            version = VERSIONS[request.API_KEY]
+        end = time.monotonic() + deadline_s
+        last = None
+        while time.monotonic() < end:
+            addr = self.addresses[self._active % len(self.addresses)]
+            try:
+                resp = await self._clients[addr].request(request, version)
+            except NetworkError as e:
+                last = e
+            else:
+                if NOT_CONTROLLER not in _codes(resp):
+                    return resp
+                last = "NOT_CONTROLLER"
+            self._active += 1
+            if self._active % len(self.addresses) == 0:
+                await asyncio.sleep(0.05)
+        raise NoControllerError(f"no active controller answered within {deadline_s} s (last: {last})")
+
+    async def high_watermark(self) -> int:
+        D = DescribeQuorumRequest
+        req = D(topics=[D.Topic(topic_name="__cluster_metadata", partitions=[D.Topic.Partition(partition_index=0)])])
+        for i in range(len(self.addresses)):
+            addr = self.addresses[(self._active + i) % len(self.addresses)]
+            try:
+                resp = await self._clients[addr].request(req, VERSIONS[55], timeout_ms=2000)
+            except NetworkError:
+                continue
+            p = resp.topics[0].partitions[0] if resp.topics and resp.topics[0].partitions else None
+            if p is not None and p.error_code == 0:
+                return p.high_watermark
+        return -1
+
+    async def create_topics(self, specs, *, deadline_s: float = 60.0):
+        """``specs``: (name, partitions, replication factor); the CreateTopics answer."""
+        T = CreateTopicsRequest.Topic
+        req = CreateTopicsRequest(topics=[T(name=n, num_partitions=p, replication_factor=r) for n, p, r in specs],
+                                  timeout_ms=int(deadline_s * 1000))
+        return await self.call(req, deadline_s=deadline_s)
+
+
+class SimulatedBroker:
+    def __init__(self, client: ControllerClient, broker_id: int, cluster_id: str, *, rack: str | None = None,
+                 heartbeat_interval_s: float = 2.0, port: int = 9092):
+        self.client = client
+        self.broker_id = broker_id
+        self.cluster_id = cluster_id
+        self.rack = rack
+        self.interval = heartbeat_interval_s
+        self.port = port
+        self.incarnation = uuid.uuid4()
+        self.epoch = -1
+        self.fenced = True
+        self.errors = 0
+        self._task: asyncio.Task | None = None
+
+    async def register(self, deadline_s: float = 30.0) -> int:
+        R = BrokerRegistrationRequest
+        req = R(broker_id=self.broker_id, cluster_id=self.cluster_id, incarnation_id=self.incarnation,
+                listeners=[R.Listener(name="PLAINTEXT", host="127.0.0.1", port=self.port, security_protocol=0)],
+                features=[], rack=self.rack)
+        resp = await self.client.call(req, deadline_s=deadline_s)
+        if resp.error_code != 0:
+            raise KraftError(f"broker {self.broker_id}: registration failed: {ErrorCode(resp.error_code).name}")
+        self.epoch = resp.broker_epoch
+        return self.epoch
+
+    async def heartbeat(self, *, want_shut_down: bool = False):
+        offset = await self.client.high_watermark()
+        resp = await self.client.call(BrokerHeartbeatRequest(
+            broker_id=self.broker_id, broker_epoch=self.epoch, current_metadata_offset=offset, want_fence=False,
+            want_shut_down=want_shut_down), deadline_s=self.interval * 4)
+        if resp.error_code == 0:
+            self.fenced = resp.is_fenced
+        else:
+            self.errors += 1
+        return resp
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.heartbeat()
+            except KraftError:
+                self.errors += 1
+            await asyncio.sleep(self.interval)
+
+    async def stop(self) -> None:
+        """Stop heartbeating (the controller fences this broker once its lease expires)."""
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
