@@ -55,32 +55,47 @@ def change_record(topic_id, partition_id: int, part, acceptable, *, target_isr=N
     if leader != part.leader:
         record = PartitionChangeRecord(partition_id=partition_id, topic_id=topic_id, leader=leader)
         if unclean:
-            record.isr = [leader]
+            record.isr = (leader,)
             if part.leader_recovery_state != RECOVERING:
                 record.leader_recovery_state = RECOVERING
     if isr != part.isr and (record is None or record.isr is None):
         if record is None:
             record = PartitionChangeRecord(partition_id=partition_id, topic_id=topic_id)
-        record.isr = list(isr)
+        record.isr = tuple(isr)
     return record
 
 
 def elect_away(image, brokers: set, acceptable, *, unclean: bool = False) -> list:
     """Change records taking every broker in ``brokers`` out of the ISR of each partition and
-    moving leadership off them. ``acceptable`` must already reject every broker in ``brokers``."""
+    moving leadership off them. ``acceptable`` must already reject every broker in ``brokers``.
+    The outcome depends only on a partition's (replicas, ISR, leader, recovery state), which
+    repeat across thousands of partitions, so each shape is decided once."""
     out = []
     election = UNCLEAN if unclean else ONLINE
     append = out.append
+    decided: dict = {}
+    only = next(iter(brokers)) if len(brokers) == 1 else None
     for topic in image.topics.by_id.values():
         tid = topic.id
         for pid, part in topic.partitions.items():
             isr = part.isr
-            if part.leader not in brokers and not any(b in isr for b in brokers):
+            if only is not None:
+                if part.leader != only and only not in isr:
+                    continue
+            elif part.leader not in brokers and not any(b in isr for b in brokers):
                 continue
-            target = tuple(r for r in isr if r not in brokers)
-            rec = change_record(tid, pid, part, acceptable, target_isr=target, election=election)
-            if rec is not None:
-                append(rec)
+            shape = (part.replicas, isr, part.leader, part.leader_recovery_state)
+            change = decided.get(shape, False)
+            if change is False:
+                target = tuple(r for r in isr if r not in brokers)
+                rec = change_record(tid, pid, part, acceptable, target_isr=target, election=election)
+                change = decided[shape] = None if rec is None else (rec.leader, rec.isr, rec.leader_recovery_state)
+                if rec is not None:
+                    append(rec)
+                continue
+            if change is not None:
+                append(PartitionChangeRecord(partition_id=pid, topic_id=tid, leader=change[0], isr=change[1],
+                                             leader_recovery_state=change[2]))
     return out
 
 

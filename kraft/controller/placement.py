@@ -34,7 +34,7 @@ def striped_order(brokers) -> list[tuple[int, str | None]]:
     return out
 
 
-def place(brokers, num_partitions: int, replication_factor: int, start: int = 0) -> list[list[int]]:
+def place(brokers, num_partitions: int, replication_factor: int, start: int = 0) -> list[tuple[int, ...]]:
     """Replica lists (leader first) for ``num_partitions`` new partitions. ``brokers`` is a
     list of (id, rack) of the usable brokers. PlacementError if there are too few."""
     if replication_factor <= 0:
@@ -59,8 +59,8 @@ def place(brokers, num_partitions: int, replication_factor: int, start: int = 0)
         key = (first, shift)
         replicas = cache.get(key)
         if replicas is None:
-            replicas = cache[key] = _replicas(ids, racks_of, n_racks, first, shift, replication_factor)
-        out.append(list(replicas))
+            replicas = cache[key] = tuple(_replicas(ids, racks_of, n_racks, first, shift, replication_factor))
+        out.append(replicas)  # shared tuples: callers must not mutate
     return out
 
 

@@ -30,7 +30,8 @@ from kraft.controller.handlers import ERROR_RESPONSES, HANDLERS
 from kraft.controller.leases import BrokerLeases
 from kraft.controller.result import ControllerContext
 from kraft.errors import ErrorCode, MetadataParseError, MetadataReplayError, NotLeaderError
-from kraft.metadata import EMPTY_IMAGE, MetadataDelta, decode_record, encode_record
+from kraft.controller.record_cache import RecordCodecCache
+from kraft.metadata import EMPTY_IMAGE, MetadataDelta, encode_record
 from kraft.metadata.records import (AbortTransactionRecord, BeginTransactionRecord, EndTransactionRecord,
                                     RegisterBrokerRecord)
 
@@ -104,6 +105,7 @@ class QuorumController:
         self._last_appended = -1
         self.metadata_errors = 0
         self.fenced_by_expiry = 0
+        self.codec = RecordCodecCache()
 
     # --- views ----------------------------------------------------------------------------
     @property
@@ -148,11 +150,12 @@ class QuorumController:
     def _apply_foreign(self, batches) -> None:
         records = []
         registered = {}
+        decode = self.codec.decode
         for batch in batches:
             offset = batch.base_offset
             for value in batch.values():
                 try:
-                    rec = decode_record(value).record
+                    rec = decode(value)
                 except MetadataParseError:
                     self.metadata_errors += 1
                 else:
@@ -179,7 +182,7 @@ class QuorumController:
         records = []
         for value in reader.values():
             try:
-                records.append(decode_record(value).record)
+                records.append(self.codec.decode(value))
             except MetadataParseError:
                 self.metadata_errors += 1
         self._drop_uncommitted()
@@ -295,7 +298,7 @@ class QuorumController:
     def _propose(self, records: list, atomic: bool) -> int:
         """Append ``records``; returns the offset of the first one. NotLeaderError (and the
         uncommitted view dropped) if this node cannot append."""
-        values = [encode_record(r) for r in records]
+        values = self.codec.encode_all(records)
         chunks = _chunks(values)
         if atomic and len(chunks) > 1:
             records = [BeginTransactionRecord(), *records, EndTransactionRecord()]

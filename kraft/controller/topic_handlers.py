@@ -72,13 +72,16 @@ def new_topic_id(ctx, name: str, taken) -> uuid.UUID:
         salt += 1
 
 
-def _partition_records(topic_id, assignments, start_index: int, acceptable) -> list:
+def _partition_records(topic_id, assignments, start_index: int, acceptable=None) -> list:
+    """PartitionRecords (tuples for lists: records are never mutated, and tuples let the
+    encoder cache by value). ``acceptable`` None: every replica is usable (placed ones are)."""
     out = []
     for i, replicas in enumerate(assignments):
-        isr = [r for r in replicas if acceptable(r)]
-        out.append(PartitionRecord(partition_id=start_index + i, topic_id=topic_id, replicas=list(replicas),
-                                   isr=isr, removing_replicas=[], adding_replicas=[], leader=isr[0],
-                                   leader_epoch=0, partition_epoch=0, directories=[]))
+        replicas = tuple(replicas)
+        isr = replicas if acceptable is None else tuple(r for r in replicas if acceptable(r))
+        out.append(PartitionRecord(partition_id=start_index + i, topic_id=topic_id, replicas=replicas,
+                                   isr=isr, removing_replicas=(), adding_replicas=(), leader=isr[0],
+                                   leader_epoch=0, partition_epoch=0, directories=()))
     return out
 
 
@@ -189,7 +192,7 @@ def handle_create_topics(ctx, req: CreateTopicsRequest) -> ControllerResult:
         records.append(TopicRecord(name=t.name, topic_id=topic_id))
         records.extend(ConfigRecord(resource_type=TOPIC, resource_name=t.name, name=c.name, value=c.value)
                        for c in t.configs)
-        records.extend(_partition_records(topic_id, assignment, 0, acceptable))
+        records.extend(_partition_records(topic_id, assignment, 0, acceptable if t.assignments else None))
     return ControllerResult(records, CreateTopicsResponse(topics=answers), atomic=True)
 
 
@@ -286,7 +289,8 @@ def handle_create_partitions(ctx, req: CreatePartitionsRequest) -> ControllerRes
         start += adding
         answers.append(R(name=t.name, error_code=0, error_message=None))
         if not req.validate_only:
-            records.extend(_partition_records(topic.id, assignment, current, acceptable))
+            records.extend(_partition_records(topic.id, assignment, current,
+                                              acceptable if t.assignments is not None else None))
     return ControllerResult(records, CreatePartitionsResponse(results=answers), atomic=True)
 
 

@@ -8,9 +8,11 @@ controller, and the controller's gauges.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import hashlib
 import logging
+import time
 
 from kraft.controller.handlers import HANDLERS, READ_ONLY
 from kraft.controller.quorum_controller import QuorumController
@@ -23,6 +25,8 @@ log = logging.getLogger("kraft.controller")
 #: How often the active controller looks for expired leases (a fence decision follows an expiry
 #: by at most this much).
 TICK_INTERVAL_S = 0.1
+#: Longest run of controller requests between two looks at the network.
+WORK_SLICE_S = 0.02
 
 SETTINGS = ("num.partitions", "default.replication.factor", "min.insync.replicas",
             "unclean.leader.election.enable", "broker.session.timeout.ms", "broker.heartbeat.interval.ms")
@@ -72,6 +76,8 @@ class ControllerRequests:
         controller.settings.setdefault("controller.endpoints", tuple(endpoints))
         self.apis = frozenset(HANDLERS)
         self._timer = None
+        self._queue: collections.deque = collections.deque()
+        self._scheduled = False
         self.closed = False
 
     def start(self) -> None:
@@ -89,13 +95,32 @@ class ControllerRequests:
             ctx = dataclasses.replace(ctl.context(version, wall_ms()), image=ctl.image)
             return HANDLERS[api_key](ctx, request).response
         fut = self.driver.loop.create_future()
-        core = self.driver.core
-        if ctl.active and not (core.is_leader() and core.epoch == ctl.epoch):
-            # The core moved on and the listener has not heard yet: not ours to answer.
-            ctl.answer_error(fut, api_key, request, version, ErrorCode.NOT_CONTROLLER)
-            return fut
-        ctl.submit(api_key, request, version, wall_ms(), fut)
+        self._queue.append((api_key, request, version, fut))
+        if not self._scheduled:
+            self._scheduled = True
+            self.driver.loop.call_soon(self._work)
         return fut
+
+    def _work(self) -> None:
+        """Run queued requests for at most ``WORK_SLICE_S``, then let the loop serve others
+        (Raft fetches above all: a burst of big CreateTopics must not starve replication)."""
+        self._scheduled = False
+        ctl, core, q = self.controller, self.driver.core, self._queue
+        end = time.perf_counter() + WORK_SLICE_S
+        while q:
+            api_key, request, version, fut = q.popleft()
+            if fut.done():  # the connection went away
+                continue
+            if ctl.active and not (core.is_leader() and core.epoch == ctl.epoch):
+                # The core moved on and the listener has not heard yet: not ours to answer.
+                ctl.answer_error(fut, api_key, request, version, ErrorCode.NOT_CONTROLLER)
+            else:
+                ctl.submit(api_key, request, version, wall_ms(), fut)
+            if time.perf_counter() >= end:
+                break
+        if q and not self._scheduled:
+            self._scheduled = True
+            self.driver.loop.call_soon(self._work)
 
     def _append(self, values) -> int:
         last, fut = self.driver.propose(values)

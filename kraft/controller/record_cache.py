@@ -1,0 +1,94 @@
+"""Fast encode and decode of the two records a controller writes by the ten thousand:
+``PartitionRecord`` and ``PartitionChangeRecord``.
+
+Both start with ``partition_id`` (int32) and ``topic_id`` (uuid) right after the three header
+bytes (frame version, api key, version, one byte each), and the rest of a record repeats across
+partitions: a few replica lists, a few leaders, epochs 0. So a record's value is cached as the
+bytes after the topic id, keyed by the other fields (encode) or by those bytes (decode), and a
+new record only pays for splicing or reading its partition id and topic id. The result is
+byte-for-byte what ``encode_record`` writes and equal to what ``decode_record`` returns (the
+first of each kind is computed by them and checked); anything else takes the general path.
+Decoded records share their list fields with other records of the same shape: callers must
+treat them as read-only (replay does). This module must not know what records mean.
+"""
+
+from __future__ import annotations
+
+import operator
+import struct
+import uuid
+
+from kraft.metadata import decode_record, encode_record
+from kraft.metadata.records import PartitionChangeRecord, PartitionRecord
+
+_I32 = struct.Struct(">i")
+_HOT = (PartitionRecord, PartitionChangeRecord)
+_LIMIT = 1 << 14  # entries per cache; cleared when full (only speed is lost)
+
+
+def _frozen(v):
+    return tuple(v) if isinstance(v, list) else v
+
+
+class RecordCodecCache:
+    def __init__(self):
+        self._enc: dict = {}
+        self._dec: dict = {}
+        self._ids: dict[bytes, uuid.UUID] = {}
+        self._names = {cls: tuple(f.name for f in cls.FIELDS if f.name not in ("partition_id", "topic_id"))
+                       + ("unknown_tagged_fields",) for cls in _HOT}
+        self._hot_keys = {cls.API_KEY: cls for cls in _HOT}
+        self._getters = {cls: operator.attrgetter(*self._names[cls]) for cls in _HOT}
+
+    # --- encode ---------------------------------------------------------------------------
+    def encode(self, record) -> bytes:
+        cls = type(record)
+        if cls not in _HOT or record.unknown_tagged_fields:
+            return encode_record(record)
+        try:  # handlers build records with tuples: hashable as they are
+            key = (cls, self._getters[cls](record))
+            tail = self._enc.get(key)
+        except TypeError:  # a list somewhere
+            key = (cls, tuple(_frozen(getattr(record, n)) for n in self._names[cls]))
+            tail = self._enc.get(key)
+        if tail is None:
+            full = encode_record(record)
+            if (len(full) < 23 or full[3:7] != _I32.pack(record.partition_id)
+                    or full[7:23] != record.topic_id.bytes):
+                return full
+            if len(self._enc) >= _LIMIT:
+                self._enc.clear()
+            tail = self._enc[key] = (full[:3], full[23:])
+            return full
+        return b"".join((tail[0], _I32.pack(record.partition_id), record.topic_id.bytes, tail[1]))
+
+    def encode_all(self, records) -> list[bytes]:
+        enc = self.encode
+        return [enc(r) for r in records]
+
+    # --- decode ---------------------------------------------------------------------------
+    def decode(self, value):
+        """The record in ``value`` (a framed record value); MetadataParseError as decode_record."""
+        if len(value) < 24 or value[0] != 1 or value[1] not in self._hot_keys or value[2] >= 0x80:
+            return decode_record(value).record
+        key = bytes(value[:3]) + bytes(value[23:])
+        proto = self._dec.get(key)
+        if proto is None:
+            record = decode_record(value).record
+            if len(self._dec) >= _LIMIT:
+                self._dec.clear()
+            self._dec[key] = record
+            return record
+        cls = type(proto)
+        r = cls.new_default()
+        for n in self._names[cls]:
+            setattr(r, n, getattr(proto, n))
+        r.partition_id = _I32.unpack_from(value, 3)[0]
+        raw = bytes(value[7:23])
+        tid = self._ids.get(raw)
+        if tid is None:
+            if len(self._ids) >= _LIMIT:
+                self._ids.clear()
+            tid = self._ids[raw] = uuid.UUID(bytes=raw)
+        r.topic_id = tid
+        return r
