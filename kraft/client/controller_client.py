@@ -20,6 +20,8 @@ from kraft.protocol import (BrokerHeartbeatRequest, BrokerRegistrationRequest, C
                             DescribeQuorumRequest, Struct)
 
 NOT_CONTROLLER = int(ErrorCode.NOT_CONTROLLER)
+#: a simulated broker claims every metadata.version (it reads no records that would care)
+METADATA_VERSION_MAX = 0x7FFF
 #: the version each controller API is sent at
 VERSIONS = {19: 7, 20: 6, 37: 3, 62: 4, 63: 1, 64: 0, 55: 2}
 
@@ -115,7 +117,8 @@ class SimulatedBroker:
         R = BrokerRegistrationRequest
         req = R(broker_id=self.broker_id, cluster_id=self.cluster_id, incarnation_id=self.incarnation,
                 listeners=[R.Listener(name="PLAINTEXT", host="127.0.0.1", port=self.port, security_protocol=0)],
-                features=[], rack=self.rack)
+                features=[R.Feature(name="metadata.version", min_supported_version=1,
+                                    max_supported_version=METADATA_VERSION_MAX)], rack=self.rack)
         resp = await self.client.call(req, deadline_s=deadline_s)
         if resp.error_code != 0:
             raise KraftError(f"broker {self.broker_id}: registration failed: {ErrorCode(resp.error_code).name}")

@@ -24,12 +24,11 @@ from __future__ import annotations
 import collections
 import logging
 
-from kraft.controller.api_error import ApiError
 from kraft.controller.broker_handlers import fence_records
 from kraft.controller.handlers import ERROR_RESPONSES, HANDLERS
 from kraft.controller.leases import BrokerLeases
 from kraft.controller.result import ControllerContext
-from kraft.errors import ErrorCode, MetadataParseError, MetadataReplayError, NotLeaderError
+from kraft.errors import ErrorCode, KraftError, MetadataParseError, MetadataReplayError, NotLeaderError
 from kraft.controller.record_cache import RecordCodecCache
 from kraft.metadata import EMPTY_IMAGE, MetadataDelta, encode_record
 from kraft.metadata.records import (AbortTransactionRecord, BeginTransactionRecord, EndTransactionRecord,
@@ -240,8 +239,8 @@ class QuorumController:
         self._start_leases(now_ms)
         try:
             result = HANDLERS[api_key](self.context(version, now_ms), request)
-        except ApiError as e:
-            self.answer_error(token, api_key, request, version, e.code, e.message)
+        except KraftError as e:  # ApiError above all: a request-level Kafka error
+            self.answer_error(token, api_key, request, version, e.code, getattr(e, "message", None) or str(e))
             return
         if result.records:
             try:

@@ -115,7 +115,12 @@ class ControllerRequests:
                 # The core moved on and the listener has not heard yet: not ours to answer.
                 ctl.answer_error(fut, api_key, request, version, ErrorCode.NOT_CONTROLLER)
             else:
-                ctl.submit(api_key, request, version, wall_ms(), fut)
+                try:
+                    ctl.submit(api_key, request, version, wall_ms(), fut)
+                except Exception as e:  # a handler bug: that request fails, the queue goes on
+                    log.exception("controller request %s failed", type(request).__name__)
+                    if not fut.done():
+                        fut.set_exception(e)
             if time.perf_counter() >= end:
                 break
         if q and not self._scheduled:
