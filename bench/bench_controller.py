@@ -13,8 +13,9 @@
     heartbeat's round trip = fence decision -> all new leaders committed (+ one loopback RTT),
     and the records that took. Then every controller's image shows no partition led by a fenced
     broker.
-Anchor in the same run (in-process, no Raft, no network): the controller's CPU time to compute
-and replay the same fence for the same image, so the ratio says how much is replication.
+Anchors in the same run (in-process, no Raft, no network): (a) the controller's CPU time for the
+same creates plus one standby's replay of them; (b) its time to compute and replay the same
+fence for the same image. The ratios say how much is replication, network and the other nodes.
 Not a test: nothing asserts a time. Prints a table and writes JSON to bench/results/.
 """
 
@@ -123,10 +124,14 @@ async def workload_a(args, out):
             committed = await create_all(client, args.topics, args.partitions, args.per_request)
             applied = committed + await until_all(
                 cluster, lambda g: g.get("global_partition_count") == total)
+            anchor = create_anchor(args.topics, args.partitions, args.per_request)
+            floor = anchor["leader_cpu_s"] + anchor["standby_cpu_s"]
             print(f"(a) {total:,} partitions ({args.topics} topics x {args.partitions}, RF 3, "
                   f"{args.per_request} topics/request): all committed {committed:.2f} s, "
                   f"in every controller's image {applied:.2f} s "
-                  f"({total / committed:,.0f} partitions/s)", flush=True)
+                  f"({total / committed:,.0f} partitions/s); anchor, in-process controller alone: leader "
+                  f"{anchor['leader_cpu_s']:.2f} s CPU + one standby's replay {anchor['standby_cpu_s']:.2f} s CPU "
+                  f"(committed / anchor = {committed / floor:.1f}x)", flush=True)
             for spy in spies:
                 spy.send_signal(2)
                 spy.wait(30)
@@ -135,12 +140,36 @@ async def workload_a(args, out):
             fenced = sum(b.errors for b in brokers)
             out["a"] = {"partitions": total, "topics": args.topics, "per_request": args.per_request,
                         "committed_s": committed, "applied_everywhere_s": applied,
-                        "broker_heartbeat_errors": fenced, "elapsed_s": time.perf_counter() - started}
+                        "broker_heartbeat_errors": fenced, "elapsed_s": time.perf_counter() - started,
+                        "anchor": anchor}
         finally:
             for b in brokers:
                 await b.stop()
             await client.close()
             cluster.close()
+
+
+def create_anchor(topics, partitions, per_request) -> dict:
+    """In-process: the same creates run by the controller alone (no Raft, no network), plus one
+    standby replaying the resulting log: the CPU floor of workload (a)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "controller"))
+    from controller_fakes import FakeRaft, active_controller, cluster_of, create_topics, standby
+    from kraft.records import iter_batches
+    raft = FakeRaft()
+    ctl, _ = active_controller(raft)
+    cluster_of(raft, ctl, 5)
+    first = len(raft.batches)
+    t0, c0 = time.perf_counter(), time.process_time()
+    for i in range(0, topics, per_request):
+        ctl.submit(19, create_topics(*[(f"t{j:05d}", partitions, 3) for j in range(i, min(i + per_request, topics))]),
+                   7, 0, ("c", i))
+    leader_wall, leader_cpu = time.perf_counter() - t0, time.process_time() - c0
+    other, _ = standby()
+    views = [b for raw in raft.batches for b in iter_batches(raw)]
+    t0, c0 = time.perf_counter(), time.process_time()
+    other.handle_commit(views)
+    return {"leader_wall_s": leader_wall, "leader_cpu_s": leader_cpu, "standby_wall_s": time.perf_counter() - t0,
+            "standby_cpu_s": time.process_time() - c0, "batches": len(raft.batches) - first}
 
 
 def fence_anchor(n_brokers, topics, partitions) -> dict:
