@@ -197,6 +197,7 @@ STR_SETTINGS: dict[str, str] = {
     "metadata.log.dir": "",
     "log.dirs": "",
     "log.dir": "/tmp/kafka-logs",
+    "unclean.leader.election.enable": "false",  # the controller elects outside the ISR only if "true"
     "node.id": "",
     "kraft.metrics.host": "127.0.0.1",
 }

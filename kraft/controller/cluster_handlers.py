@@ -26,7 +26,8 @@ def broker_entries(image, listener: str | None = None) -> list:
 
 def handle_describe_cluster(ctx, req: DescribeClusterRequest) -> ControllerResult:
     version = ctx.version
-    controller_id = ctx.settings.get("controller.id", ctx.node_id)
+    # The active controller (the quorum leader) as the caller knows it; this node otherwise.
+    controller_id = ctx.settings.get("active.controller.id", ctx.node_id)
     if version >= 1 and req.endpoint_type == ENDPOINT_BROKERS:
         brokers = broker_entries(ctx.image, ctx.settings.get("listener.name"))
         return ControllerResult([], W(error_code=0, endpoint_type=ENDPOINT_BROKERS, cluster_id=ctx.cluster_id,

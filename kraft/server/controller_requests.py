@@ -92,7 +92,8 @@ class ControllerRequests:
         api_key = request.API_KEY
         ctl = self.controller
         if api_key in READ_ONLY:  # from the committed image, on any controller
-            ctx = dataclasses.replace(ctl.context(version, wall_ms()), image=ctl.image)
+            ctx = dataclasses.replace(ctl.context(version, wall_ms()), image=ctl.image,
+                                      settings={**ctl.settings, "active.controller.id": self.driver.core.leader_id})
             return HANDLERS[api_key](ctx, request).response
         fut = self.driver.loop.create_future()
         self._queue.append((api_key, request, version, fut))

@@ -257,5 +257,6 @@ class KraftNode:
         if ctl is not None:
             stats = image_stats(ctl.image)
             log.info("node %d: metadata image at offset %d: %d topics, %d partitions, %d brokers, digest %012x, "
-                     "%d metadata errors", self.cfg.node_id, ctl.next_offset, stats["topics"], stats["partitions"],
-                     stats["active_brokers"] + stats["fenced_brokers"], stats["digest"], ctl.metadata_errors)
+                     "%d records skipped (not metadata or not fitting)", self.cfg.node_id, ctl.next_offset,
+                     stats["topics"], stats["partitions"], stats["active_brokers"] + stats["fenced_brokers"],
+                     stats["digest"], ctl.metadata_errors)
