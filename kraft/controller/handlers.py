@@ -8,10 +8,15 @@ code for the whole request (NOT_CONTROLLER, or an ``ApiError`` a handler raised)
 
 from __future__ import annotations
 
-from kraft.controller import broker_handlers, cluster_handlers, topic_handlers
+from kraft.controller import (acls, admin_errors, broker_handlers, cluster_handlers, configs, features, producer_ids,
+                              reassignments, topic_handlers)
 
-HANDLERS = {**topic_handlers.HANDLERS, **broker_handlers.HANDLERS, **cluster_handlers.HANDLERS}
-ERROR_RESPONSES = {**topic_handlers.ERROR_RESPONSES, **broker_handlers.ERROR_RESPONSES}
-READ_ONLY = frozenset(cluster_handlers.HANDLERS)
+HANDLERS = {**topic_handlers.HANDLERS, **broker_handlers.HANDLERS, **cluster_handlers.HANDLERS,
+            **configs.HANDLERS, **acls.HANDLERS, **features.HANDLERS, **producer_ids.HANDLERS,
+            **reassignments.HANDLERS}
+ERROR_RESPONSES = {**topic_handlers.ERROR_RESPONSES, **broker_handlers.ERROR_RESPONSES, **admin_errors.ERROR_RESPONSES}
+# Pure reads: answered from the committed image on any controller (Kafka's controllers answer
+# DescribeConfigs/DescribeAcls/ListPartitionReassignments from their committed state too).
+READ_ONLY = frozenset(cluster_handlers.HANDLERS) | {32, 29, 46}
 #: APIs that need the active controller
 WRITE_APIS = frozenset(HANDLERS) - READ_ONLY

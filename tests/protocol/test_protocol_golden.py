@@ -217,3 +217,26 @@ def test_records_encode_from_any_bytes_like():
         data = FetchResponse(responses=[FetchResponse.Topic(partitions=[part])]).encode(12)
         got = FetchResponse.decode(data, 12).responses[0].partitions[0].records
         assert bytes(got) == bytes(value) and len(got) == 8
+
+
+def test_allocate_producer_ids_v0_request_is_flexible():
+    from kraft.protocol import AllocateProducerIdsRequest
+    check(AllocateProducerIdsRequest(broker_id=1, broker_epoch=5), 0, hx(
+        "00000001",                                     # BrokerId
+        "0000000000000005",                             # BrokerEpoch
+        "00",                                           # tagged fields
+    ))
+
+
+def test_incremental_alter_configs_v1_request():
+    from kraft.protocol import IncrementalAlterConfigsRequest as R
+    msg = R(resources=[R.Resource(resource_type=2, resource_name="t", configs=[
+        R.Resource.Config(name="retention.ms", config_operation=0, value="1000")])], validate_only=True)
+    check(msg, 1, hx(
+        "02 02 0274",                                   # Resources[1], ResourceType TOPIC, ResourceName "t"
+        "02 0d 726574656e74696f6e2e6d73",               # Configs[1], Name "retention.ms" (12 + 1)
+        "00 05 31303030 00",                            # ConfigOperation SET, Value "1000", config tags
+        "00 01 00",                                     # resource tags, ValidateOnly, request tags
+    ))
+    # v0 is the same shape with int16/int32 lengths and no tag sections
+    assert msg.encode(0) == hx("00000001 02 00 0174 00000001 000c 726574656e74696f6e2e6d73 00 0004 31303030 01")

@@ -12,6 +12,9 @@ import pytest
 
 pytest.importorskip("kafka.protocol.api_message")
 
+from kafka.protocol.admin import acl as kacl  # noqa: E402
+from kafka.protocol.admin import configs as kconfigs  # noqa: E402
+from kafka.protocol.admin import topics as ktopics  # noqa: E402
 from kafka.protocol.admin.cluster import DescribeQuorumRequest as KDescribeQuorumRequest  # noqa: E402
 from kafka.protocol.admin.cluster import DescribeQuorumResponse as KDescribeQuorumResponse  # noqa: E402
 from kafka.protocol.admin.topics import CreateTopicsRequest as KCreateTopicsRequest  # noqa: E402
@@ -39,7 +42,17 @@ PAIRS = [
     (kp.ProduceRequest, KProduceRequest), (kp.ProduceResponse, KProduceResponse),
     (kp.ListOffsetsRequest, KListOffsetsRequest), (kp.ListOffsetsResponse, KListOffsetsResponse),
     (kp.CreateTopicsRequest, KCreateTopicsRequest), (kp.CreateTopicsResponse, KCreateTopicsResponse),
-]
+] + [(getattr(kp, name), getattr(module, name)) for module, names in [
+    (kconfigs, ("DescribeConfigs", "AlterConfigs", "IncrementalAlterConfigs")),
+    (kacl, ("DescribeAcls", "CreateAcls", "DeleteAcls")),
+    (ktopics, ("ElectLeaders", "AlterPartitionReassignments", "ListPartitionReassignments")),
+] for base in names for name in (base + "Request", base + "Response")]
+try:  # UpdateFeatures sits in kafka-python's cluster module
+    from kafka.protocol.admin.cluster import UpdateFeaturesRequest as KUpdateFeaturesRequest  # noqa: E402
+    from kafka.protocol.admin.cluster import UpdateFeaturesResponse as KUpdateFeaturesResponse  # noqa: E402
+    PAIRS += [(kp.UpdateFeaturesRequest, KUpdateFeaturesRequest), (kp.UpdateFeaturesResponse, KUpdateFeaturesResponse)]
+except ImportError:  # pragma: no cover - older kafka-python
+    pass
 CASES = [(ours, theirs, v) for ours, theirs in PAIRS
          for v in range(ours.MIN_VERSION, min(ours.MAX_VERSION, theirs.max_version) + 1)]
 IDS = [f"{ours.__name__}-v{v}" for ours, _, v in CASES]

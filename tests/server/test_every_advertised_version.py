@@ -23,6 +23,7 @@ from kraft.protocol import (METADATA_TOPIC_ID, ApiVersionsRequest, BeginQuorumEp
 from kraft.raft.messages import OffsetAndEpoch
 from kraft.raft.voters import ReplicaKey
 from kraft.records import SnapshotFooterRecord, SnapshotHeaderRecord, build_batch, build_control_record_batch
+from admin_api_cases import admin_cases
 from controller_helpers import Controller
 from server_helpers import RawConnection, api_versions_frame, decode_api_versions, run, settle
 
@@ -277,8 +278,9 @@ def _api_versions_cases(node, version):
 CASES = {0: _produce_cases, 1: _fetch_cases, 18: _api_versions_cases, 52: _election_cases(_vote),
          53: _election_cases(_begin), 54: _election_cases(_end), 55: _describe_quorum_cases,
          59: _fetch_snapshot_cases, 60: _describe_cluster_cases, 19: _create_topics_cases, 20: _delete_topics_cases,
-         37: _create_partitions_cases, 62: _registration_cases, 63: _heartbeat_cases, 64: _unregister_cases}
-CONTROLLER_WRITES = (19, 20, 37, 62, 63, 64)
+         37: _create_partitions_cases, 62: _registration_cases, 63: _heartbeat_cases, 64: _unregister_cases,
+         **admin_cases(_expect, OK)}
+CONTROLLER_WRITES = (19, 20, 37, 62, 63, 64, 33, 44, 30, 31, 57, 67)
 
 
 async def _advertised(port) -> dict[int, tuple[int, int]]:
@@ -350,6 +352,8 @@ def _follower_cases(node, version, api_key):
     if api_key == 55:
         return [(n, r, _expect(ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 for n, r, _ in _describe_quorum_cases(node, version)]
+    if api_key == 32:  # a pure read of this node's committed image, which has no topics
+        return [(n, r, _expect(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)) for n, r, _ in _LEADER_CASES[32](node, version)]
     if api_key in CONTROLLER_WRITES:
         node.broker_epoch = 0
         return [(n, r, _expect(ErrorCode.NOT_CONTROLLER)) for n, r, _ in _LEADER_CASES[api_key](node, version)]

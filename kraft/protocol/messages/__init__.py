@@ -5,40 +5,65 @@ One module per API (or per closely related pair of APIs). To add an API, write a
 the codec, framing, ApiVersions table and the generated tests pick it up from the registry.
 """
 
+from kraft.protocol.messages.acls import (CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest,
+                                          DeleteAclsResponse, DescribeAclsRequest, DescribeAclsResponse)
+from kraft.protocol.messages.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
+from kraft.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from kraft.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kraft.protocol.messages.broker_lifecycle import (BrokerHeartbeatRequest, BrokerHeartbeatResponse,
                                                       BrokerRegistrationRequest, BrokerRegistrationResponse,
                                                       UnregisterBrokerRequest, UnregisterBrokerResponse)
 from kraft.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
+from kraft.protocol.messages.configs import (AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest,
+                                             DescribeConfigsResponse, IncrementalAlterConfigsRequest,
+                                             IncrementalAlterConfigsResponse)
 from kraft.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from kraft.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from kraft.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from kraft.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
+from kraft.protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from kraft.protocol.messages.fetch import FetchRequest, FetchResponse
 from kraft.protocol.messages.fetch_snapshot import FetchSnapshotRequest, FetchSnapshotResponse
 from kraft.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from kraft.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from kraft.protocol.messages.partition_reassignments import (AlterPartitionReassignmentsRequest,
+                                                             AlterPartitionReassignmentsResponse,
+                                                             ListPartitionReassignmentsRequest,
+                                                             ListPartitionReassignmentsResponse)
 from kraft.protocol.messages.produce import ProduceRequest, ProduceResponse
 from kraft.protocol.messages.quorum_epoch import (BeginQuorumEpochRequest, BeginQuorumEpochResponse,
                                                   EndQuorumEpochRequest, EndQuorumEpochResponse)
+from kraft.protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from kraft.protocol.messages.vote import VoteRequest, VoteResponse
 
 __all__ = [
+    "AllocateProducerIdsRequest", "AllocateProducerIdsResponse",
+    "AlterConfigsRequest", "AlterConfigsResponse",
+    "AlterPartitionRequest", "AlterPartitionResponse",
+    "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse",
     "ApiVersionsRequest", "ApiVersionsResponse",
     "BeginQuorumEpochRequest", "BeginQuorumEpochResponse",
     "BrokerHeartbeatRequest", "BrokerHeartbeatResponse",
     "BrokerRegistrationRequest", "BrokerRegistrationResponse",
     "CreatePartitionsRequest", "CreatePartitionsResponse",
     "CreateTopicsRequest", "CreateTopicsResponse",
+    "CreateAclsRequest", "CreateAclsResponse",
+    "DeleteAclsRequest", "DeleteAclsResponse",
     "DeleteTopicsRequest", "DeleteTopicsResponse",
+    "DescribeAclsRequest", "DescribeAclsResponse",
     "DescribeClusterRequest", "DescribeClusterResponse",
+    "DescribeConfigsRequest", "DescribeConfigsResponse",
     "DescribeQuorumRequest", "DescribeQuorumResponse",
+    "ElectLeadersRequest", "ElectLeadersResponse",
     "EndQuorumEpochRequest", "EndQuorumEpochResponse",
     "FetchRequest", "FetchResponse",
     "FetchSnapshotRequest", "FetchSnapshotResponse",
+    "IncrementalAlterConfigsRequest", "IncrementalAlterConfigsResponse",
     "ListOffsetsRequest", "ListOffsetsResponse",
+    "ListPartitionReassignmentsRequest", "ListPartitionReassignmentsResponse",
     "MetadataRequest", "MetadataResponse",
     "ProduceRequest", "ProduceResponse",
     "UnregisterBrokerRequest", "UnregisterBrokerResponse",
+    "UpdateFeaturesRequest", "UpdateFeaturesResponse",
     "VoteRequest", "VoteResponse",
 ]
