@@ -25,7 +25,8 @@ from kraft.errors import ProtocolError, UnsupportedVersionError
 from kraft.protocol.headers import (API_VERSIONS_KEY, RequestHeader, ResponseHeader, decode_request_header,
                                     decode_request_header_prefix, decode_response_header, encode_request_header,
                                     encode_response_header, request_header_version, response_header_version)
-from kraft.protocol.message import DECODE_FAILURES, REQUESTS, RESPONSES, EncodedBody, Request, Response, as_view
+from kraft.protocol.message import (DECODE_FAILURES, REQUESTS, RESPONSES, EncodedBody, EncodedParts, Request, Response,
+                                    as_view)
 from kraft.protocol.messages.api_versions import ApiVersionsRequest
 
 _I32 = struct.Struct(">i")
@@ -160,6 +161,16 @@ def encode_response(header_or_correlation, api_key: int, api_version: int, messa
         message.encode_into(out, version)
     _I32.pack_into(out, 0, len(out) - 4)
     return bytes(out)
+
+
+def encode_response_parts(header: RequestHeader, api_key: int, api_version: int, parts: EncodedParts) -> list:
+    """The response frame for an :class:`EncodedParts` body: the size prefix and response
+    header as bytes, then the body's buffers as they are (no copy of the views)."""
+    version = response_version(api_key, api_version)
+    out = bytearray(4)
+    encode_response_header(out, header.correlation_id, response_header_version(api_key, version))
+    _I32.pack_into(out, 0, len(out) - 4 + parts.nbytes)
+    return [bytes(out), *parts]
 
 
 # --- client side ---------------------------------------------------------------
