@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import os
 
+from kraft.log.log_reads import segment_max_timestamp
 from kraft.log.retention import MetadataRetention
 from kraft.log.segmented_log import SegmentedLog
 
 
-def segment_max_timestamp(seg) -> int:
-    """The largest timestamp in a segment: the last time-index entry (entries hold the max
-    timestamp so far), else the file's modification time, as Kafka falls back to."""
-    if seg.index.loaded and seg.index.ts.n:
-        return int(seg.index.ts.view()[-1])
+def _largest_timestamp(seg) -> int:
+    """The segment's largest batch timestamp; without one (no timestamps) the file's
+    modification time, as Kafka falls back to."""
+    ts = segment_max_timestamp(seg)
+    if ts >= 0:
+        return ts
     try:
         return int(os.stat(seg.path).st_mtime * 1000)
     except OSError:
@@ -39,7 +41,7 @@ def retention_start_offset(log: SegmentedLog, high_watermark: int, retention_ms:
             break
         if not seg.index.loaded:
             log._segment_with_index(i)
-        old = by_time.beyond_time(segment_max_timestamp(seg), now_ms)
+        old = by_time.beyond_time(_largest_timestamp(seg), now_ms)
         big = excess >= seg.size
         if not (old or big):
             break

@@ -90,6 +90,19 @@ def _start_position(seg, timestamp: int) -> int:
     return seg.index.lookup(seg.base_offset + int(rel[below - 1]) + 1)
 
 
+def segment_max_timestamp(seg) -> int:
+    """The largest batch timestamp in a loaded segment (Kafka's ``largestTimestamp``): the last
+    time-index entry, then a header walk over the batches after it (a few at most: entries are
+    ``index.interval.bytes`` apart). -1 for an empty segment."""
+    best, position = -1, 0
+    if seg.index.ts.n:
+        best = int(seg.index.ts.view()[-1])
+        position = seg.index.lookup(seg.base_offset + int(seg.index.trel.view()[-1]))
+    for _, _, _, max_ts in _walk(seg, position, seg.size):
+        best = max(best, max_ts)
+    return best
+
+
 def offset_for_timestamp(log: SegmentedLog, timestamp: int, upper_offset: int | None = None):
     """Kafka's ``fetchOffsetByTimestamp``: ``(timestamp, offset)`` of the first record whose
     timestamp is >= ``timestamp`` below ``upper_offset``, or None."""
