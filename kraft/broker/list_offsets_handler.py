@@ -51,9 +51,10 @@ def _one(state: BrokerState, topic: str, p, version: int) -> L.Topic.Partition:
     else:
         found = offset_for_timestamp(log, ts, hw)
     if found is None:
-        return L.Topic.Partition(partition_index=p.partition_index, error_code=NONE, timestamp=-1, offset=-1,
-                                 leader_epoch=-1)
+        return L.Topic.Partition(partition_index=p.partition_index, error_code=NONE, timestamp=-1, offset=-1)
     timestamp, offset = found
-    epoch = log.epoch_for_offset(offset) if offset < log.end_offset else log.latest_epoch
-    return L.Topic.Partition(partition_index=p.partition_index, error_code=NONE, timestamp=timestamp, offset=offset,
-                             leader_epoch=-1 if epoch is None else epoch)
+    out = L.Topic.Partition(partition_index=p.partition_index, error_code=NONE, timestamp=timestamp, offset=offset)
+    if version >= 4:  # the field exists from v4; the codec refuses a value a version cannot carry
+        epoch = log.epoch_for_offset(offset) if offset < log.end_offset else log.latest_epoch
+        out.leader_epoch = -1 if epoch is None else epoch
+    return out
