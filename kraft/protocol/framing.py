@@ -110,7 +110,7 @@ def decode_request(frame) -> tuple[RequestHeader, Request]:
     it with :func:`kraft.protocol.api_table.unsupported_api_versions_response` through
     :func:`encode_response`, which writes it at v0. Trailing bytes after the body are rejected
     (Kafka ignores them, but they would hide schema bugs) unless the request class sets
-    ``TRAILING_BYTES_ALLOWED`` for a client that really sends them.
+    ``TRAILING_BYTES_FROM_VERSION`` for versions a real client sends them at.
     """
     view = as_view(frame)
     try:
@@ -134,7 +134,7 @@ def decode_request(frame) -> tuple[RequestHeader, Request]:
         body, end = cls.decode_from(view, pos, api_version)
     except ProtocolError as e:
         raise _fail(ProtocolError, str(e), header, e)
-    if end != len(view) and not getattr(cls, "TRAILING_BYTES_ALLOWED", False):
+    if end != len(view) and not api_version >= getattr(cls, "TRAILING_BYTES_FROM_VERSION", 1 << 15):
         raise _fail(ProtocolError, f"{len(view) - end} trailing bytes after {cls.__name__} v{api_version}", header)
     return header, body
 

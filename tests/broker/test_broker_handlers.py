@@ -16,7 +16,7 @@ from kraft.broker.image_publisher import publish_image
 from kraft.broker.partition_logs import PartitionLogs
 from kraft.errors import ErrorCode
 from kraft.log import LogConfig
-from kraft.metadata import (ConfigRecord, FenceBrokerRecord, MetadataDelta, PartitionChangeRecord, PartitionRecord,
+from kraft.metadata import (ConfigRecord, MetadataDelta, PartitionChangeRecord, PartitionRecord,
                             RegisterBrokerRecord, TopicRecord)
 from kraft.metadata.image import EMPTY_IMAGE
 from kraft.protocol import (EncodedParts, FetchRequest, ListOffsetsRequest, MetadataRequest,
@@ -212,14 +212,8 @@ def test_acks_all_waits_for_the_fsync_and_rf2_times_out_without_a_follower(broke
         ok = broker.call(produce(build_batch([b"a"]), acks=-1), 9)
         stuck = broker.call(produce(build_batch([b"b"]), topic="bar", acks=-1, timeout_ms=50), 9)
         return await ok, await stuck
-    # on_flushed reaches the handler through the loop, as BrokerNode wires it.
-    for plog in broker.logs:
-        plog.log.set_flush_listener(None)
-    loop_holder = {}
-
-    async def wired():
+    async def wired():  # on_flushed reaches the handler through the loop, as BrokerNode wires it
         loop = asyncio.get_running_loop()
-        loop_holder["loop"] = loop
         for plog in broker.logs:
             plog.log.set_flush_listener(
                 lambda off, p=plog: loop.call_soon_threadsafe(broker.handlers.on_flushed, p, off))
@@ -273,7 +267,6 @@ def test_fetch_errors(broker):
     assert code(fetch(0, partition=1)) == E.NOT_LEADER_OR_FOLLOWER
     assert code(fetch(0, topic="nope")) == E.UNKNOWN_TOPIC_OR_PARTITION
     assert code(fetch(0, topic_id=uuid.UUID(int=99)), 13) == E.UNKNOWN_TOPIC_ID
-    F = FetchRequest
     incremental = fetch(0)
     incremental.session_id = 42
     assert broker.call(incremental, 11).error_code == E.FETCH_SESSION_ID_NOT_FOUND
