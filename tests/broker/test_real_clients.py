@@ -200,3 +200,46 @@ def test_restart_keeps_every_acknowledged_record(tmp_path, how):
         p = _producer(b.bootstrap, acks="1")
         more, _ = _produce_all(p, "r", [(b"k0", b"after")], 2)
         assert more[0][1] == sum(1 for a in acked if a[0] == 0)  # offsets continue after the restart
+
+
+def test_log_append_time_topic_and_topic_deletion_seen_by_a_real_client(tmp_path):
+    from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME
+    from confluent_kafka.admin import AdminClient
+
+    from kraft.metadata import ConfigRecord, MetadataDelta, RemoveTopicRecord
+    with BrokerThread(str(tmp_path / "logs"), {"lat": 1, "doomed": 1}) as b:
+        def set_config():
+            d = MetadataDelta(b.node.state.image)
+            d.replay(ConfigRecord(resource_type=2, resource_name="lat", name="message.timestamp.type",
+                                  value="LogAppendTime"))
+            b.node.publish(d.apply())
+        b.call(set_config)
+        p = _producer(b.bootstrap)
+        before = int(time.time() * 1000)
+        p.produce("lat", value=b"x", partition=0, timestamp=5)
+        p.produce("doomed", value=b"y", partition=0)
+        assert p.flush(10) == 0
+        [(_, _, _, _, ts)] = _consume(b.bootstrap, [TopicPartition("lat", 0, OFFSET_BEGINNING)], 1)
+        assert ts >= before  # the broker's clock, not the 5 the producer set
+        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "lat", "enable.auto.commit": False})
+        c.assign([TopicPartition("lat", 0, OFFSET_BEGINNING)])
+        m = None
+        while m is None or m.error():
+            m = c.poll(1.0)
+        assert m.timestamp()[0] == TIMESTAMP_LOG_APPEND_TIME
+        c.close()
+
+        doomed_dir = tmp_path / "logs" / "doomed-0"
+        assert doomed_dir.is_dir()
+
+        def delete_topic():
+            image = b.node.state.image
+            d = MetadataDelta(image)
+            d.replay(RemoveTopicRecord(topic_id=image.topics.by_name["doomed"].id))
+            b.node.publish(d.apply())
+        b.call(delete_topic)
+        b.node.logs.wait_for_deletions(10)
+        assert not doomed_dir.exists()
+        assert not any(n.startswith("doomed-0") for n in __import__("os").listdir(tmp_path / "logs"))
+        md = AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=10)
+        assert "doomed" not in md.topics and "lat" in md.topics
