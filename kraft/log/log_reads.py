@@ -6,7 +6,9 @@ segment files (Fetch), and the offset for a timestamp or of the largest timestam
 header walk, and returns a ``memoryview`` of the segment's read-only map, which the server
 writes to the socket as it is. Batches are not CRC-checked here (every byte was validated
 when appended or recovered; clients check CRCs themselves). Functions over a
-``SegmentedLog``'s segments, called on the thread that owns the log; no writes, no asyncio.
+``SegmentedLog``'s segments (its ``_bases`` and ``_segment_with_index``, the lazily loaded
+indexes: a sibling module of the log, not a client of it), called on the thread that owns the
+log; no writes, no asyncio.
 """
 
 from __future__ import annotations

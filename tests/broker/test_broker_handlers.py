@@ -353,3 +353,25 @@ def test_offset_for_leader_epoch_answers_from_the_epoch_cache(broker):
     p = ask(6)  # above every epoch: undefined
     assert (p.leader_epoch, p.end_offset) == (-1, -1)
     assert ask(5, current=4).error_code == E.FENCED_LEADER_EPOCH
+
+
+def test_a_decompression_bomb_is_refused_off_the_loop_and_the_log_is_unchanged(tmp_path):
+    from kraft.testing.hostile import gzip_bomb_batch
+    b = Broker(tmp_path, max_decompressed_bytes=1 << 20)
+    try:
+        async def go():
+            fut = b.call(produce(gzip_bomb_batch(8 << 20)), 9)
+            assert asyncio.isfuture(fut)  # checked on the worker thread, not inline
+            return await fut
+        p = run(go()).responses[0].partition_responses[0]
+        assert p.error_code == E.RECORD_LIST_TOO_LARGE
+        assert b.logs.get("foo", 0).log.end_offset == 0
+    finally:
+        b.close()
+
+
+def test_api_versions_at_an_unknown_version_is_answered_with_the_supported_range(broker):
+    from kraft.protocol import ApiVersionsRequest
+    resp = broker.call(ApiVersionsRequest(), 9)
+    assert resp.error_code == E.UNSUPPORTED_VERSION
+    assert [(a.api_key, a.min_version, a.max_version) for a in resp.api_keys] == [(18, 0, 4)]

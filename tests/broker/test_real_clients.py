@@ -243,3 +243,22 @@ def test_log_append_time_topic_and_topic_deletion_seen_by_a_real_client(tmp_path
         assert not any(n.startswith("doomed-0") for n in __import__("os").listdir(tmp_path / "logs"))
         md = AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=10)
         assert "doomed" not in md.topics and "lat" in md.topics
+
+
+def test_broker_node_applies_size_retention_on_its_timer(tmp_path):
+    props = {"log.segment.bytes": 4096, "log.retention.bytes": 8192, "log.retention.check.interval.ms": 50}
+    with BrokerThread(str(tmp_path / "logs"), {"ret": 1}, props=props) as b:
+        p = _producer(b.bootstrap, **{"linger.ms": 0, "batch.size": 1000})
+        for i in range(200):
+            p.produce("ret", value=b"%04d" % i + b"z" * 200, partition=0)
+            p.flush(10)
+        plog = b.node.logs.get("ret", 0)
+        deadline = time.monotonic() + 20
+        # Retention runs on the broker's timer: wait until it has caught up with the writes.
+        while b.call(lambda: plog.log.size_bytes) >= 8192 + 4096 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        start = b.call(lambda: plog.log.start_offset)
+        assert start > 0 and b.call(lambda: plog.log.size_bytes) < 8192 + 4096
+        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "ret", "enable.auto.commit": False})
+        assert c.get_watermark_offsets(TopicPartition("ret", 0), timeout=10) == (start, 200)
+        c.close()
