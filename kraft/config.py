@@ -208,6 +208,30 @@ INT_SETTINGS.update({"connections.max.idle.ms": (600_000, -1), "max.connections.
 LONG_SETTINGS = LONG_SETTINGS | {"connections.max.idle.ms"}
 STR_SETTINGS["max.connections.per.ip.overrides"] = ""
 
+# Broker log settings (Kafka's ServerLogConfigs); log.retention.ms/minutes, when set, win
+# over log.retention.hours as in Kafka. -1 disables a retention rule.
+INT_SETTINGS.update({
+    "message.max.bytes": (1048588, 0),
+    "log.retention.hours": (168, -1),
+    "log.retention.bytes": (-1, -1),
+    "log.retention.check.interval.ms": (300_000, 1),
+    "log.flush.offset.checkpoint.interval.ms": (60_000, 0),
+    "log.flush.interval.ms": (1000, 0),
+})
+LONG_SETTINGS = LONG_SETTINGS | {"log.retention.bytes", "log.retention.check.interval.ms", "log.flush.interval.ms"}
+STR_SETTINGS.update({"log.retention.ms": "", "log.retention.minutes": "", "log.message.timestamp.type": "CreateTime"})
+
+
+def log_retention_ms(values: dict) -> int:
+    """``log.retention.ms``, else ``log.retention.minutes``, else ``log.retention.hours`` (Kafka's order)."""
+    if values.get("log.retention.ms"):
+        return _int("log.retention.ms", values["log.retention.ms"], -1, INT64_MAX)
+    if values.get("log.retention.minutes"):
+        minutes = _int("log.retention.minutes", values["log.retention.minutes"], -1, INT32_MAX)
+        return -1 if minutes < 0 else minutes * 60_000
+    hours = values["log.retention.hours"]
+    return -1 if hours < 0 else hours * 3_600_000
+
 
 def parse_connection_overrides(key: str, value: str) -> dict[str, int]:
     """``host:count,...`` (max.connections.per.ip.overrides); the count follows the last colon,

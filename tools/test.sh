@@ -13,6 +13,8 @@ if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   need=()
   command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu)
   command -v qemu-aarch64-static >/dev/null 2>&1 || need+=(qemu-user-static)
+  # kcat (librdkafka's CLI) for tests/broker/test_real_clients.py.
+  command -v kcat >/dev/null 2>&1 || need+=(kcat)
   if [ ${#need[@]} -gt 0 ]; then
     echo "+ apt-get install ${need[*]}"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null

@@ -55,6 +55,9 @@ class LogSegment:
         #: batch's timestamp with it (or the clock with ``created_ms`` when it is None).
         self.rolling_timestamp_ms: int | None = None
         self.created_ms = 0
+        #: A read-only map of the file's first ``len(_map)`` bytes for zero-copy reads
+        #: (``view``); replaced by a larger one as the segment grows, dropped on truncation.
+        self._map: mmap.mmap | None = None
 
     # --- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -92,7 +95,13 @@ class LogSegment:
         seg.created_ms = int(st.st_mtime * 1000)
         return seg
 
+    def _drop_map(self) -> None:
+        # Views handed out keep the old map alive (and valid: an unlinked file stays mapped)
+        # until they are released; closing it here would fail while they exist.
+        self._map = None
+
     def close(self) -> None:
+        self._drop_map()
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
@@ -132,6 +141,7 @@ class LogSegment:
         the first removed batch (or the offset after the last kept one). Returns the number
         of bytes removed."""
         removed = self.size - position
+        self._drop_map()
         try:
             os.ftruncate(self.fd, position)
         except OSError as exc:
@@ -193,6 +203,21 @@ class LogSegment:
         if first_size < 0:
             raise LogCorruptionError(f"invalid batch at position {position} of {self.path}")
         return self.pread(first_size, position)
+
+    def view(self, position: int, length: int) -> memoryview:
+        """``length`` bytes at ``position`` as a view of a read-only map of the file: no copy.
+        The caller must not ask past ``size``. A view stays valid after the segment is
+        deleted (the mapping keeps the inode); truncating the file under it would not be,
+        which is why only followers truncate and drop the map first."""
+        end = position + length
+        mm = self._map
+        if mm is None or len(mm) < end:
+            try:
+                mm = mmap.mmap(self.fd, self.size, prot=mmap.PROT_READ)
+            except (OSError, ValueError) as exc:
+                raise FatalLogError(f"cannot map {self.path}: {exc}") from exc
+            self._map = mm
+        return memoryview(mm)[position:end]
 
     def scan(self, start: int = 0, stop: int | None = None) -> BatchScan:
         """Validate the batches in ``[start, stop)`` (default: to the end of the file):

@@ -25,7 +25,8 @@ from kraft.errors import ProtocolError, UnsupportedVersionError
 from kraft.protocol.headers import (API_VERSIONS_KEY, RequestHeader, ResponseHeader, decode_request_header,
                                     decode_request_header_prefix, decode_response_header, encode_request_header,
                                     encode_response_header, request_header_version, response_header_version)
-from kraft.protocol.message import DECODE_FAILURES, REQUESTS, RESPONSES, EncodedBody, Request, Response, as_view
+from kraft.protocol.message import (DECODE_FAILURES, REQUESTS, RESPONSES, EncodedBody, EncodedParts, Request, Response,
+                                    as_view)
 from kraft.protocol.messages.api_versions import ApiVersionsRequest
 
 _I32 = struct.Struct(">i")
@@ -107,8 +108,9 @@ def decode_request(frame) -> tuple[RequestHeader, Request]:
     For an ApiVersions request at an unsupported version the body is not parsed: the result is
     an empty ``ApiVersionsRequest`` and ``header.api_version`` is what the client sent; answer
     it with :func:`kraft.protocol.api_table.unsupported_api_versions_response` through
-    :func:`encode_response`, which writes it at v0. Trailing bytes after the body are rejected:
-    Kafka ignores them, but no conforming client sends any and they would hide schema bugs.
+    :func:`encode_response`, which writes it at v0. Trailing bytes after the body are rejected
+    (Kafka ignores them, but they would hide schema bugs) unless the request class sets
+    ``TRAILING_BYTES_FROM_VERSION`` for versions a real client sends them at.
     """
     view = as_view(frame)
     try:
@@ -132,7 +134,7 @@ def decode_request(frame) -> tuple[RequestHeader, Request]:
         body, end = cls.decode_from(view, pos, api_version)
     except ProtocolError as e:
         raise _fail(ProtocolError, str(e), header, e)
-    if end != len(view):
+    if end != len(view) and not api_version >= getattr(cls, "TRAILING_BYTES_FROM_VERSION", 1 << 15):
         raise _fail(ProtocolError, f"{len(view) - end} trailing bytes after {cls.__name__} v{api_version}", header)
     return header, body
 
@@ -160,6 +162,16 @@ def encode_response(header_or_correlation, api_key: int, api_version: int, messa
         message.encode_into(out, version)
     _I32.pack_into(out, 0, len(out) - 4)
     return bytes(out)
+
+
+def encode_response_parts(header: RequestHeader, api_key: int, api_version: int, parts: EncodedParts) -> list:
+    """The response frame for an :class:`EncodedParts` body: the size prefix and response
+    header as bytes, then the body's buffers as they are (no copy of the views)."""
+    version = response_version(api_key, api_version)
+    out = bytearray(4)
+    encode_response_header(out, header.correlation_id, response_header_version(api_key, version))
+    _I32.pack_into(out, 0, len(out) - 4 + parts.nbytes)
+    return [bytes(out), *parts]
 
 
 # --- client side ---------------------------------------------------------------

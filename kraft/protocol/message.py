@@ -151,6 +151,17 @@ class EncodedBody(bytes):
     __slots__ = ()
 
 
+class EncodedParts(list):
+    """A response body already encoded at the request's version, as buffers written in order
+    and never joined: the record bytes of a Fetch answer stay views of the log's files."""
+
+    __slots__ = ()
+
+    @property
+    def nbytes(self) -> int:
+        return sum(len(p) if not isinstance(p, memoryview) else p.nbytes for p in self)
+
+
 def request_class(api_key: int) -> type[Request]:
     cls = REQUESTS.get(api_key)
     if cls is None:

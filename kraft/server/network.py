@@ -28,12 +28,13 @@ from typing import Awaitable, Protocol, Union
 
 from kraft.config import parse_connection_overrides
 from kraft.errors import ErrorCode, KraftError, ProtocolError, UnsupportedVersionError
-from kraft.protocol import (DEFAULT_MAX_FRAME_BYTES, EncodedBody, FrameDecoder, RequestHeader, Response,
-                            decode_request, encode_response, response_class, response_version)
+from kraft.protocol import (DEFAULT_MAX_FRAME_BYTES, EncodedBody, EncodedParts, FrameDecoder, RequestHeader, Response,
+                            decode_request, encode_response, encode_response_parts, response_class,
+                            response_version)
 
 log = logging.getLogger("kraft.network")
 # What a handler may return as an answer that is already known (anything else is awaited).
-_IMMEDIATE = (Response, EncodedBody)
+_IMMEDIATE = (Response, EncodedBody, EncodedParts)
 
 
 @dataclass
@@ -171,6 +172,7 @@ class _Connection:
             if item is None:  # the reader finished
                 return
             frames = []
+            views = False
             while item is not None:
                 header, result = item
                 try:
@@ -187,7 +189,11 @@ class _Connection:
                 self.slots.release()
                 if response is not None and not self.closed:
                     try:
-                        frames.append(encode_response(header, header.api_key, header.api_version, response))
+                        if type(response) is EncodedParts:  # views of log files: written, never joined
+                            frames.extend(encode_response_parts(header, header.api_key, header.api_version, response))
+                            views = True
+                        else:
+                            frames.append(encode_response(header, header.api_key, header.api_version, response))
                     except Exception:
                         log.exception("cannot encode response to api_key=%s for %s", header.api_key, self.peer)
                         self._close()
@@ -197,7 +203,11 @@ class _Connection:
                 item = self._ready()
             if frames and not self.closed:
                 try:
-                    self.writer.write(frames[0] if len(frames) == 1 else b"".join(frames))
+                    if views:
+                        for frame in frames:
+                            self.writer.write(frame)
+                    else:
+                        self.writer.write(frames[0] if len(frames) == 1 else b"".join(frames))
                     self.last_active = time.monotonic()
                     if self.writer.transport.get_write_buffer_size() > 1 << 20:
                         await self.writer.drain()

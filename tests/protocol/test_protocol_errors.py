@@ -49,8 +49,21 @@ def test_every_truncation_and_trailing_garbage_is_a_protocol_error(cls, version)
     for cut in range(len(frame)):
         with pytest.raises(ProtocolError):
             decode_request(frame[:cut])
+    if version >= getattr(cls, "TRAILING_BYTES_FROM_VERSION", 1 << 15):
+        decode_request(frame + b"\x00")  # a real client sends these (see the class)
+        return
     with pytest.raises(ProtocolError, match="trailing"):
         decode_request(frame + b"\x00")
+
+
+def test_librdkafka_all_topics_metadata_request_with_its_placeholder_bytes_decodes():
+    # librdkafka 2.x, Metadata v12 for all topics: int32 0 placeholder left as the compact
+    # array count, then allow_auto_topic_creation=1 and two more bytes. Kafka accepts it.
+    frame = bytes.fromhex("0003000c00000003000772646b61666b610000000000010000")
+    header, body = decode_request(frame)
+    assert (header.api_version, body.topics) == (12, None)
+    with pytest.raises(ProtocolError, match="trailing"):  # below v9 Metadata stays strict
+        decode_request(bytes.fromhex("00030008000000030007") + b"rdkafka" + bytes.fromhex("ffffffff000000") + b"\x00")
 
 
 def test_client_id_length_past_the_end():

@@ -19,6 +19,7 @@ from kraft.protocol.messages.configs import (AlterConfigsRequest, AlterConfigsRe
                                              IncrementalAlterConfigsResponse)
 from kraft.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from kraft.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from kraft.protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from kraft.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from kraft.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from kraft.protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
@@ -30,6 +31,7 @@ from kraft.protocol.messages.partition_reassignments import (AlterPartitionReass
                                                              AlterPartitionReassignmentsResponse,
                                                              ListPartitionReassignmentsRequest,
                                                              ListPartitionReassignmentsResponse)
+from kraft.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from kraft.protocol.messages.produce import ProduceRequest, ProduceResponse
 from kraft.protocol.messages.quorum_epoch import (BeginQuorumEpochRequest, BeginQuorumEpochResponse,
                                                   EndQuorumEpochRequest, EndQuorumEpochResponse)
@@ -53,6 +55,7 @@ __all__ = [
     "DescribeAclsRequest", "DescribeAclsResponse",
     "DescribeClusterRequest", "DescribeClusterResponse",
     "DescribeConfigsRequest", "DescribeConfigsResponse",
+    "DescribeLogDirsRequest", "DescribeLogDirsResponse",
     "DescribeQuorumRequest", "DescribeQuorumResponse",
     "ElectLeadersRequest", "ElectLeadersResponse",
     "EndQuorumEpochRequest", "EndQuorumEpochResponse",
@@ -62,6 +65,7 @@ __all__ = [
     "ListOffsetsRequest", "ListOffsetsResponse",
     "ListPartitionReassignmentsRequest", "ListPartitionReassignmentsResponse",
     "MetadataRequest", "MetadataResponse",
+    "OffsetForLeaderEpochRequest", "OffsetForLeaderEpochResponse",
     "ProduceRequest", "ProduceResponse",
     "UnregisterBrokerRequest", "UnregisterBrokerResponse",
     "UpdateFeaturesRequest", "UpdateFeaturesResponse",

@@ -15,6 +15,9 @@ class MetadataRequest(Request):
     VERSIONS = "0-13"
     FLEXIBLE = "9+"
     LISTENERS = ("broker",)
+    #: librdkafka (2.x) asks for all topics at v9+ with its 4-byte array-count placeholder
+    #: left in place (a compact null plus 3 extra bytes); Kafka ignores what follows a body.
+    TRAILING_BYTES_FROM_VERSION = 9
 
     class Topic(Struct):
         FIELDS = (

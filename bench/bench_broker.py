@@ -1,0 +1,280 @@
+"""One kraft broker against a real client: produce and fetch throughput beside a raw-file anchor.
+
+The broker runs as its own process (``python -m kraft.server.broker_node``). A confluent-kafka
+(librdkafka) producer sends ``--records`` records of 100 bytes (batch.size 16 KB, lz4,
+acks=1, linger.ms 5) to one partition; then a consumer reads them all from the beginning
+(``consume`` in batches). The anchor, in the same run: the same number of payload bytes
+written raw to a file in 16 KB writes with one fsync at the end, then read back raw
+(page cache, as the broker's fetch is). Reports MB/s (payload bytes), records/s, and the
+ratio to the anchor. With ``--profile`` py-spy samples the broker during produce and the
+Python time per Produce request is the produce-handler samples x interval / requests (the
+request count comes from librdkafka's statistics).
+
+    python bench/bench_broker.py [--records 2000000] [--profile]
+
+Not a test: nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+TOPIC = "bench"
+RECORD = 100
+
+
+def start_broker(workdir: str):
+    port_file = os.path.join(workdir, "port")
+    proc = subprocess.Popen([sys.executable, "-m", "kraft.server.broker_node", "--log-dir",
+                             os.path.join(workdir, "logs"), "--topic", f"{TOPIC}:1", "--port-file", port_file],
+                            env=dict(os.environ, PYTHONPATH=ROOT), stdout=subprocess.DEVNULL,
+                            stderr=open(os.path.join(workdir, "broker.log"), "w"))
+    deadline = time.monotonic() + 30
+    while not os.path.exists(port_file):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"broker did not start: see {workdir}/broker.log")
+        time.sleep(0.05)
+    with open(port_file) as f:
+        return proc, f"127.0.0.1:{int(f.read())}"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (all threads), from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def produce(bootstrap: str, n: int):
+    from confluent_kafka import Producer
+    stats = {}
+
+    def on_stats(text):
+        data = json.loads(text)
+        for b in data.get("brokers", {}).values():
+            if b.get("nodeid", -1) >= 0:
+                stats["produce_requests"] = b.get("req", {}).get("Produce", 0)
+    p = Producer({"bootstrap.servers": bootstrap, "compression.type": "lz4", "batch.size": 16384, "acks": 1,
+                  "linger.ms": 5, "enable.idempotence": False, "queue.buffering.max.messages": 1_000_000,
+                  "queue.buffering.max.kbytes": 1 << 20, "statistics.interval.ms": 100, "stats_cb": on_stats})
+    value = os.urandom(RECORD // 2).hex().encode()
+    p.list_topics(TOPIC, timeout=10)
+    chunk = [{"value": value}] * 10_000  # produce_batch: the Python loop is not what is measured
+    began = time.perf_counter()
+    left = n
+    while left:
+        part = chunk if left >= len(chunk) else chunk[:left]
+        try:
+            queued = p.produce_batch(TOPIC, part, partition=0)
+        except BufferError:
+            queued = 0
+        left -= queued
+        if queued < len(part):
+            p.poll(0.005)
+    p.flush(120)
+    elapsed = time.perf_counter() - began
+    time.sleep(0.3)
+    p.poll(0.2)  # last statistics
+    return elapsed, stats.get("produce_requests", 0)
+
+
+def consume(bootstrap: str, n: int):
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 8 << 20,
+                  "queued.max.messages.kbytes": 1 << 20})
+    c.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
+    got, began = 0, time.perf_counter()
+    while got < n:
+        msgs = c.consume(100_000, 5.0)
+        if not msgs:
+            break
+        got += len(msgs)
+    elapsed = time.perf_counter() - began
+    c.close()
+    return elapsed, got
+
+
+def kcat_produce(bootstrap: str, n: int, workdir: str):
+    """The same records from kcat (librdkafka in C, no Python in the client)."""
+    path = os.path.join(workdir, "records.txt")
+    line = os.urandom(RECORD // 2).hex()[: RECORD - 1] + "\n"
+    with open(path, "w") as f:
+        f.write(line * n)
+    began = time.perf_counter()
+    subprocess.run(["kcat", "-b", bootstrap, "-P", "-t", TOPIC, "-p", "0", "-z", "lz4", "-X", "batch.size=16384",
+                    "-X", "acks=1", "-X", "linger.ms=5", "-X", "queue.buffering.max.kbytes=1048576",
+                    "-l", path], check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - began
+
+
+def kcat_consume(bootstrap: str, start: int) -> float:
+    began = time.perf_counter()
+    subprocess.run(["kcat", "-b", bootstrap, "-C", "-t", TOPIC, "-p", "0", "-o", str(start), "-e", "-q",
+                    "-X", "fetch.max.bytes=52428800", "-X", "max.partition.fetch.bytes=8388608"],
+                   check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - began
+
+
+def raw_fetch(bootstrap: str, upto: int) -> tuple[float, int]:
+    """Fetch v12 requests in a loop from offset 0 (8 MB per partition, our client; records
+    are counted by their batch headers, not decoded): the broker's fetch path without a
+    client that turns every record into an object."""
+    import asyncio
+    import struct
+    sys.path.insert(0, ROOT)
+    from kraft.client.node_client import NodeClient
+    from kraft.protocol import FetchRequest as F
+
+    async def go():
+        host, port = bootstrap.split(":")
+        client = NodeClient(host, int(port), request_timeout_ms=30000)
+        offset, nbytes = 0, 0
+        began = time.perf_counter()
+        while offset < upto:
+            req = F(replica_id=-1, max_wait_ms=500, min_bytes=1, max_bytes=64 << 20, isolation_level=0,
+                    session_id=0, session_epoch=-1, forgotten_topics_data=[], topics=[F.Topic(topic=TOPIC, partitions=[
+                        F.Topic.Partition(partition=0, fetch_offset=offset, partition_max_bytes=8 << 20)])])
+            resp = await client.request(req, 12)
+            data = resp.responses[0].partitions[0].records
+            pos, n = 0, len(data)
+            while pos + 61 <= n:  # walk batch headers to the next offset
+                base, length = struct.unpack_from(">qi", data, pos)
+                if pos + 12 + length > n:
+                    break
+                last = base + struct.unpack_from(">i", data, pos + 23)[0]
+                pos += 12 + length
+            nbytes += n
+            offset = last + 1
+        elapsed = time.perf_counter() - began
+        await client.close()
+        return elapsed, nbytes
+    return asyncio.run(go())
+
+
+def raw_anchor(workdir: str, total: int):
+    chunk = os.urandom(16384)
+    path = os.path.join(workdir, "raw.bin")
+    began = time.perf_counter()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    written = 0
+    while written < total:
+        written += os.write(fd, chunk)
+    os.fsync(fd)
+    os.close(fd)
+    write_s = time.perf_counter() - began
+    began = time.perf_counter()
+    fd = os.open(path, os.O_RDONLY)
+    while os.read(fd, 1 << 20):
+        pass
+    os.close(fd)
+    read_s = time.perf_counter() - began
+    return write_s, read_s
+
+
+def profile_produce(pid: int, seconds_file: str):
+    """Start py-spy on the broker; returns the process (stop it with SIGINT)."""
+    if shutil.which("py-spy") is None:
+        return None
+    return subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "250",
+                             "--output", seconds_file, "--nonblocking"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def handler_seconds(raw_path: str, rate: int = 250):
+    """Seconds of samples (by stack content) from a py-spy raw (collapsed) file."""
+    out = collections.Counter()
+    with open(raw_path) as f:
+        for line in f:
+            stack, _, count = line.rstrip().rpartition(" ")
+            n = int(count)
+            out["all"] += n
+            if "produce_handler.py" in stack:
+                out["produce handler"] += n
+                if "append (kraft/log/segmented_log.py" in stack or "segmented_log.py" in stack:
+                    out["  log append"] += n
+                if "inspect_batches" in stack:
+                    out["  batch check"] += n
+            if "network.py" in stack and "_read_requests" in stack:
+                out["request read+decode"] += n
+            if "_write_responses" in stack:
+                out["response write"] += n
+            if "idle" in stack or "select (selectors.py" in stack:
+                out["idle (select)"] += n
+    return {k: v / rate for k, v in out.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=2_000_000)
+    ap.add_argument("--profile", action="store_true")
+    args = ap.parse_args()
+    total = args.records * RECORD
+    workdir = tempfile.mkdtemp(prefix="bench-broker-")
+    proc, bootstrap = start_broker(workdir)
+    spy = None
+    try:
+        raw_path = os.path.join(workdir, "produce.raw")
+        if args.profile:
+            spy = profile_produce(proc.pid, raw_path)
+            time.sleep(1.0)
+        cpu0 = cpu_seconds(proc.pid)
+        p_s, requests = produce(bootstrap, args.records)
+        cpu1 = cpu_seconds(proc.pid)
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(30)
+        cpu2 = cpu_seconds(proc.pid)
+        c_s, got = consume(bootstrap, args.records)
+        cpu3 = cpu_seconds(proc.pid)
+        rf_s, rf_bytes = raw_fetch(bootstrap, args.records)
+        cpu_rf = cpu_seconds(proc.pid)
+        kp_s = kc_s = None
+        cpu4 = cpu5 = cpu_rf
+        if shutil.which("kcat"):
+            kp_s = kcat_produce(bootstrap, args.records, workdir)
+            cpu4 = cpu_seconds(proc.pid)
+            kc_s = kcat_consume(bootstrap, args.records)
+            cpu5 = cpu_seconds(proc.pid)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    w_s, r_s = raw_anchor(workdir, total)
+    mb = total / 1e6
+    print(f"records: {args.records} x {RECORD} B = {mb:.0f} MB payload (lz4, batch 16 KB, acks=1)")
+    print(f"produce : {mb / p_s:8.1f} MB/s  {args.records / p_s:12,.0f} records/s  ({p_s:.2f} s, "
+          f"{requests} Produce requests; broker CPU {cpu1 - cpu0:.2f} s)")
+    print(f"anchor  : {mb / w_s:8.1f} MB/s raw write + fsync   produce/anchor = {w_s / p_s:.3f}")
+    print(f"fetch   : {mb / c_s:8.1f} MB/s  {got / c_s:12,.0f} records/s  ({c_s:.2f} s, {got} records; "
+          f"broker CPU {cpu3 - cpu2:.2f} s)")
+    print(f"anchor  : {mb / r_s:8.1f} MB/s raw read            fetch/anchor = {r_s / c_s:.3f}")
+    print(f"raw fetch (kraft client, records not decoded): {rf_bytes / 1e6 / rf_s:8.1f} MB/s of batches "
+          f"({rf_bytes / 1e6:.0f} MB in {rf_s:.2f} s; broker CPU {cpu_rf - cpu3:.2f} s)  fetch/anchor = "
+          f"{(rf_bytes / total) * r_s / rf_s:.3f}")
+    print(f"broker CPU per payload MB: produce {(cpu1 - cpu0) / mb * 1e3:.2f} ms, fetch {(cpu3 - cpu2) / mb * 1e3:.2f} ms "
+          f"(one core could take {mb / max(cpu1 - cpu0, 1e-9):.0f} MB/s in, {mb / max(cpu3 - cpu2, 1e-9):.0f} MB/s out)")
+    if kp_s is not None:
+        print(f"kcat produce: {mb / kp_s:8.1f} MB/s  {args.records / kp_s:12,.0f} records/s  (broker CPU "
+              f"{cpu4 - cpu_rf:.2f} s)  produce/anchor = {w_s / kp_s:.3f}")
+        print(f"kcat fetch  : {mb / kc_s:8.1f} MB/s  {args.records / kc_s:12,.0f} records/s  (broker CPU "
+              f"{cpu5 - cpu4:.2f} s)  fetch/anchor = {r_s / kc_s:.3f}")
+    if spy is not None and os.path.exists(raw_path) and requests:
+        secs = handler_seconds(raw_path)
+        print(f"profile (py-spy, broker process, produce phase; {secs.get('all', 0):.2f} s sampled):")
+        for k, v in sorted(secs.items(), key=lambda kv: -kv[1]):
+            print(f"  {k:24s} {v:7.2f} s  {v / requests * 1e6:8.1f} us per Produce request")
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

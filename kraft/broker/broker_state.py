@@ -1,0 +1,98 @@
+"""What every client request handler of a broker reads: this broker's id, the current
+``MetadataImage`` (replaced whole on each change, never mutated), the partition logs, the
+size limits, and the rules that decide who may serve a partition (leader and leader-epoch
+checks, Kafka's ``Partition.checkCurrentLeaderEpoch``) and how far consumers may read
+(the high watermark). No I/O and no asyncio; the server layer owns the loop.
+
+High watermark until replication exists: a partition whose ISR is this leader alone has
+HW = log end offset (RF 1 is exactly Kafka's behaviour); with other ISR members the HW does
+not move (followers do not fetch yet), so acks=-1 produce to such a partition times out and
+consumers see only what was below the HW at start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kraft.errors import ErrorCode
+from kraft.metadata.configs import TOPIC as TOPIC_RESOURCE
+from kraft.metadata.image import EMPTY_IMAGE, MetadataImage
+
+#: Kafka's ``message.max.bytes`` default (1 MiB + record batch overhead).
+DEFAULT_MESSAGE_MAX_BYTES = 1048588
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+NONE = int(ErrorCode.NONE)
+
+
+@dataclass
+class BrokerLimits:
+    message_max_bytes: int = DEFAULT_MESSAGE_MAX_BYTES
+    #: Decompressed bytes one Produce request may inflate to (a bound on untrusted work).
+    max_decompressed_bytes: int = 64 * 1024 * 1024
+    #: ``log.message.timestamp.type`` (a topic's ``message.timestamp.type`` overrides it).
+    timestamp_type: str = "CreateTime"
+
+
+class BrokerState:
+    def __init__(self, broker_id: int, logs, *, cluster_id: str | None = None, limits: BrokerLimits | None = None,
+                 controller_id: int | None = None):
+        self.broker_id = broker_id
+        self.logs = logs
+        self.cluster_id = cluster_id
+        self.limits = limits or BrokerLimits()
+        #: What Metadata answers as controller id (Kafka's KRaft brokers name an alive broker).
+        self.controller_id = broker_id if controller_id is None else controller_id
+        self.image: MetadataImage = EMPTY_IMAGE
+
+    # --- partitions ------------------------------------------------------------------------
+    def partition(self, topic: str, partition: int):
+        """(TopicImage, PartitionRegistration) or (topic or None, None)."""
+        t = self.image.topics.by_name.get(topic)
+        if t is None:
+            return None, None
+        return t, t.partitions.get(partition)
+
+    def leader_error(self, reg, current_leader_epoch: int = -1) -> int:
+        """NONE if this broker leads ``reg`` at ``current_leader_epoch`` (-1: any epoch) and
+        has its log; else the error Kafka answers."""
+        if current_leader_epoch >= 0:
+            if current_leader_epoch < reg.leader_epoch:
+                return int(ErrorCode.FENCED_LEADER_EPOCH)
+            if current_leader_epoch > reg.leader_epoch:
+                return int(ErrorCode.UNKNOWN_LEADER_EPOCH)
+        if reg.leader != self.broker_id:
+            return int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return NONE
+
+    def local_leader(self, topic: str, partition: int, current_leader_epoch: int = -1):
+        """(error code, PartitionLog or None, registration or None) for a leader-only request."""
+        t, reg = self.partition(topic, partition)
+        if reg is None:
+            return int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None, None
+        code = self.leader_error(reg, current_leader_epoch)
+        if code != NONE:
+            return code, None, reg
+        plog = self.logs.get(topic, partition)
+        if plog is None or plog.topic_id != t.id:
+            return int(ErrorCode.NOT_LEADER_OR_FOLLOWER), None, reg
+        return NONE, plog, reg
+
+    def advance_high_watermark(self, plog, reg) -> int:
+        """Kafka's HW rule as far as it applies without replication (see the module doc)."""
+        if reg is not None and tuple(reg.isr) == (self.broker_id,):
+            plog.high_watermark = plog.log.end_offset
+        return plog.high_watermark
+
+    def leader_endpoint(self, broker_id: int, listener: str):
+        """(host, port, rack) of ``broker_id`` on ``listener`` if registered there, else None."""
+        b = self.image.cluster.brokers.get(broker_id)
+        if b is None:
+            return None
+        for e in b.listeners:
+            if e.name == listener:
+                return e.host, e.port, b.rack
+        return None
+
+    def timestamp_type(self, topic_name: str) -> str:
+        value = self.image.configs.config(TOPIC_RESOURCE, topic_name).get("message.timestamp.type")
+        return value or self.limits.timestamp_type

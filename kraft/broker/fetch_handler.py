@@ -1,0 +1,195 @@
+"""Fetch (API key 1, v4-v13) for consumers (Kafka's ``ReplicaManager.fetchMessages`` with
+``FetchIsolation.HIGH_WATERMARK``; follower fetches wait for the replication issue).
+
+Per partition: leader and leader-epoch checks (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
+UNKNOWN_LEADER_EPOCH), OFFSET_OUT_OF_RANGE outside ``[log start, log end]``, then whole
+batches below the high watermark, at most ``partition_max_bytes`` each and ``max_bytes`` in
+all (the first batch of the response always, Kafka's ``minOneMessage``). read_committed
+sees the same as read_uncommitted: without transactions the last stable offset is the high
+watermark. Fetch sessions (KIP-227) are not kept: every answer says session 0, so clients
+send full fetches; an incremental one gets FETCH_SESSION_ID_NOT_FOUND.
+
+Zero copy: the records are views of the segment files' maps (``log_reads.read_view``); the
+answer is an ``EncodedParts`` whose record parts are those views, spliced into the encoding
+of the rest of the response at marker positions, and the server writes them to the socket
+as they are. A request that finds fewer than ``min_bytes`` parks until an append to one of
+its partitions (``wake``) or ``max_wait_ms``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import struct
+
+from kraft.broker.broker_state import NONE, BrokerState
+from kraft.errors import ErrorCode, FatalLogError, KraftError, OffsetOutOfRangeError
+from kraft.log.log_reads import read_view
+from kraft.protocol import EncodedParts, FetchRequest, FetchResponse
+from kraft.protocol.primitives import uvarint_bytes
+
+F = FetchResponse
+_MARKER_PREFIX = os.urandom(12)
+_I32 = struct.Struct(">i")
+_EMPTY = b""
+
+
+class _Read:
+    """One partition's outcome."""
+
+    __slots__ = ("topic", "topic_id", "partition", "code", "hw", "log_start", "records", "plog", "leader")
+
+    def __init__(self, topic, topic_id, partition):
+        self.topic, self.topic_id, self.partition = topic, topic_id, partition
+        self.code, self.hw, self.log_start = NONE, -1, -1
+        self.records = _EMPTY
+        self.plog = None
+        self.leader = None
+
+
+class FetchHandler:
+    def __init__(self, state: BrokerState):
+        self.state = state
+        self._parked: dict = {}  # PartitionLog -> set of _Parked
+
+    def handle(self, request: FetchRequest, version: int):
+        if version >= 7 and request.session_id != 0:
+            return F(throttle_time_ms=0, error_code=int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND), session_id=0,
+                     responses=[])
+        wanted = []
+        by_id = self.state.image.topics.by_id
+        for t in request.topics:
+            if version >= 13:
+                topic = by_id.get(t.topic_id)
+                name = topic.name if topic is not None else None
+            else:
+                name = t.topic
+            for p in t.partitions:
+                wanted.append((name, t.topic_id if version >= 13 else None, p))
+        reads, size, errors = self._read_all(wanted, request.max_bytes, version)
+        if request.max_wait_ms <= 0 or size >= request.min_bytes or errors or not wanted:
+            return _encode(reads, version)
+        loop = asyncio.get_running_loop()
+        parked = _Parked(self, wanted, request, version, loop.create_future())
+        parked.timer = loop.call_later(request.max_wait_ms / 1000, parked.finish)
+        for r in reads:
+            if r.plog is not None:
+                self._parked.setdefault(r.plog, set()).add(parked)
+                parked.plogs.append(r.plog)
+        parked.fut.add_done_callback(lambda _: parked.unpark())
+        return parked.fut
+
+    def wake(self, plog) -> None:
+        """An append to ``plog``: parked fetches on it look again."""
+        waiting = self._parked.get(plog)
+        if waiting:
+            for parked in list(waiting):
+                parked.check()
+
+    def _read_all(self, wanted, max_bytes: int, version: int):
+        remaining = max_bytes
+        size, errors = 0, False
+        reads = []
+        for name, topic_id, p in wanted:
+            r = self._read(name, topic_id, p, remaining, size == 0, version)
+            n = len(r.records)
+            size += n
+            remaining -= n
+            errors = errors or r.code != NONE
+            reads.append(r)
+        return reads, size, errors
+
+    def _read(self, name, topic_id, p, remaining: int, first: bool, version: int) -> _Read:
+        r = _Read(name, topic_id, p.partition)
+        if name is None:
+            r.code = int(ErrorCode.UNKNOWN_TOPIC_ID)
+            return r
+        code, plog, reg = self.state.local_leader(name, p.partition, p.current_leader_epoch)
+        if code != NONE:
+            r.code = code
+            if reg is not None:
+                r.leader = (reg.leader, reg.leader_epoch)
+            return r
+        r.plog = plog
+        log = plog.log
+        r.hw = self.state.advance_high_watermark(plog, reg)
+        r.log_start = log.start_offset
+        try:
+            r.records = read_view(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)),
+                                  upper_offset=r.hw, min_one=first)
+        except OffsetOutOfRangeError:
+            r.code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+        except FatalLogError:
+            r.code = int(ErrorCode.KAFKA_STORAGE_ERROR)
+        except KraftError as exc:
+            r.code = int(exc.code)
+        return r
+
+
+class _Parked:
+    __slots__ = ("handler", "wanted", "request", "version", "fut", "timer", "plogs")
+
+    def __init__(self, handler, wanted, request, version, fut):
+        self.handler, self.wanted, self.request, self.version, self.fut = handler, wanted, request, version, fut
+        self.timer = None
+        self.plogs = []
+
+    def check(self) -> None:
+        if self.fut.done():
+            return
+        reads, size, errors = self.handler._read_all(self.wanted, self.request.max_bytes, self.version)
+        if size >= self.request.min_bytes or errors:
+            self.fut.set_result(_encode(reads, self.version))
+
+    def finish(self) -> None:
+        if not self.fut.done():
+            reads, _, _ = self.handler._read_all(self.wanted, self.request.max_bytes, self.version)
+            self.fut.set_result(_encode(reads, self.version))
+
+    def unpark(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        parked = self.handler._parked
+        for plog in self.plogs:
+            s = parked.get(plog)
+            if s is not None:
+                s.discard(self)
+                if not s:
+                    del parked[plog]
+
+
+def _encode(reads, version: int) -> EncodedParts | FetchResponse:
+    """The answer: encoded once with a marker for each non-empty records field, then cut at
+    the markers so the views go out as they are."""
+    topics: dict = {}
+    views = []
+    for r in reads:
+        records = r.records
+        if len(records):
+            records = _MARKER_PREFIX + _I32.pack(len(views))
+            views.append(r.records)
+        part = F.Topic.Partition(partition_index=r.partition, error_code=r.code, high_watermark=r.hw,
+                                 last_stable_offset=r.hw, log_start_offset=r.log_start, aborted_transactions=None,
+                                 preferred_read_replica=-1, records=records)
+        if r.leader is not None and version >= 12:
+            part.current_leader = F.LeaderIdAndEpoch(leader_id=r.leader[0], leader_epoch=r.leader[1])
+        key = (r.topic, r.topic_id)
+        topics.setdefault(key, []).append(part)
+    resp = F(throttle_time_ms=0, error_code=NONE, session_id=0,
+             responses=[F.Topic(topic=name or "", topic_id=tid, partitions=ps) for (name, tid), ps in topics.items()])
+    if not views:
+        return resp
+    body = resp.encode(version)
+    flexible = version >= 12
+    prefix_len = 1 if flexible else 4  # uvarint(17) / int32 16 before each 16-byte marker
+    parts = EncodedParts()
+    at = 0
+    for i, view in enumerate(views):
+        m = body.find(_MARKER_PREFIX + _I32.pack(i), at)
+        parts.append(body[at:m - prefix_len])
+        n = view.nbytes
+        parts.append(uvarint_bytes(n + 1) if flexible else _I32.pack(n))
+        parts.append(view)
+        at = m + 16
+    parts.append(body[at:])
+    return parts

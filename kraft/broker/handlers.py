@@ -1,0 +1,59 @@
+"""Client request handlers of a broker listener: ApiVersions with the broker's table, then
+Metadata, Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch and DescribeLogDirs over the
+broker's ``MetadataImage`` and partition logs. Each handler lives in its own module; this
+one dispatches and says which versions are advertised (every advertised version has a case
+in ``tests/broker/test_broker_every_advertised_version.py``). No sockets: ``network.py``
+calls ``handle(ctx, request)`` and writes what comes back.
+"""
+
+from __future__ import annotations
+
+from kraft.broker.broker_state import BrokerState
+from kraft.broker.fetch_handler import FetchHandler
+from kraft.broker.leader_epoch_handler import handle_describe_log_dirs, handle_offsets_for_leader_epoch
+from kraft.broker.list_offsets_handler import handle_list_offsets
+from kraft.broker.metadata_handler import handle_metadata
+from kraft.broker.produce_handler import ProduceHandler
+from kraft.errors import InvalidRequestError
+from kraft.protocol import (ApiVersionsRequest, DescribeLogDirsRequest, FetchRequest, ListOffsetsRequest,
+                            MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest, api_versions_response,
+                            unsupported_api_versions_response)
+
+#: API key -> highest version this broker answers with the semantics it has.
+BROKER_MAX_VERSIONS = {0: 11, 1: 13, 2: 8, 3: 12, 18: 4, 23: 4, 35: 4}
+BROKER_APIS = frozenset(BROKER_MAX_VERSIONS)
+
+
+class BrokerHandlers:
+    def __init__(self, state: BrokerState, *, clock_ms=None, executor=None):
+        self.state = state
+        self.fetch = FetchHandler(state)
+        self.produce = ProduceHandler(state, on_append=self.fetch.wake, clock_ms=clock_ms, executor=executor)
+
+    def close(self) -> None:
+        self.produce.close()
+
+    def on_flushed(self, plog, offset: int) -> None:
+        """On the loop thread: a partition log is durable below ``offset``."""
+        self.produce.on_flushed(plog, offset)
+
+    def handle(self, ctx, request):
+        version = ctx.header.api_version
+        kind = type(request)
+        if kind is ProduceRequest:
+            return self.produce.handle(request, version, ctx.listener)
+        if kind is FetchRequest:
+            return self.fetch.handle(request, version)
+        if kind is MetadataRequest:
+            return handle_metadata(self.state, request, version, ctx.listener)
+        if kind is ListOffsetsRequest:
+            return handle_list_offsets(self.state, request, version)
+        if kind is OffsetForLeaderEpochRequest:
+            return handle_offsets_for_leader_epoch(self.state, request, version)
+        if kind is DescribeLogDirsRequest:
+            return handle_describe_log_dirs(self.state, request, version)
+        if kind is ApiVersionsRequest:
+            if not ApiVersionsRequest.supports(version):
+                return unsupported_api_versions_response()
+            return api_versions_response(None, only=BROKER_APIS, max_versions=BROKER_MAX_VERSIONS)
+        raise InvalidRequestError(f"{kind.__name__} is not served on a broker listener")

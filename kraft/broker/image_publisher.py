@@ -1,0 +1,70 @@
+"""Turns a metadata image change into local partition logs (Kafka's broker-side
+``ReplicaManager.applyDelta`` for log creation and deletion): a partition that names this
+broker among its replicas gets a log; a partition whose topic was removed (or that no longer
+names this broker) loses its log (``-delete`` rename, removal in the background). On the
+first image after a start (``previous`` empty), local logs the image does not know, or whose
+topic id differs, are renamed ``-stray`` instead of deleted, as Kafka does. Leadership and
+high watermarks are read from the image by the request handlers; nothing else happens here.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kraft.broker import partition_dir as names
+from kraft.broker.partition_logs import PartitionLogs
+from kraft.metadata.image import MetadataImage
+
+log = logging.getLogger("kraft.broker.publisher")
+
+
+class LogChanges:
+    """What ``publish_image`` did, for logs and tests."""
+
+    __slots__ = ("created", "deleted", "strays")
+
+    def __init__(self):
+        self.created: list[tuple[str, int]] = []
+        self.deleted: list[tuple[str, int]] = []
+        self.strays: list[tuple[str, int]] = []
+
+    def __repr__(self) -> str:
+        return f"LogChanges(created={self.created}, deleted={self.deleted}, strays={self.strays})"
+
+
+def hosted_partitions(image: MetadataImage, broker_id: int) -> dict:
+    """(topic, partition) -> topic id of every partition with ``broker_id`` among its replicas."""
+    out = {}
+    for topic in image.topics.by_id.values():
+        for pid, reg in topic.partitions.items():
+            if broker_id in reg.replicas:
+                out[(topic.name, pid)] = topic.id
+    return out
+
+
+def publish_image(logs: PartitionLogs, previous: MetadataImage, image: MetadataImage, broker_id: int) -> LogChanges:
+    changes = LogChanges()
+    if previous is image:
+        return changes
+    first = previous.topics.by_id == {} and previous.cluster.brokers == {}
+    if previous.topics is image.topics and not first:
+        return changes
+    wanted = hosted_partitions(image, broker_id)
+    for plog in list(logs):
+        tp = (plog.topic, plog.partition)
+        topic_id = wanted.get(tp)
+        if topic_id == plog.topic_id:
+            continue
+        if first:
+            log.warning("partition %s-%d (topic id %s) is not in the metadata image: renamed %s", plog.topic,
+                        plog.partition, plog.topic_id, names.STRAY_SUFFIX)
+            logs.delete(*tp, suffix=names.STRAY_SUFFIX)
+            changes.strays.append(tp)
+        else:
+            logs.delete(*tp)
+            changes.deleted.append(tp)
+    for tp, topic_id in wanted.items():
+        if logs.get(*tp) is None:
+            logs.create(tp[0], tp[1], topic_id)
+            changes.created.append(tp)
+    return changes

@@ -1,0 +1,70 @@
+"""Metadata (API key 3, v0-v12) from the broker's ``MetadataImage`` (Kafka's
+``KRaftMetadataCache.getTopicMetadata``).
+
+Brokers: every registered, unfenced broker with an endpoint on the listener the request
+came in on. Topics: all (v0 empty list, v1+ null) or the named ones (v10+ also by id);
+unknown ones get UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id). Partitions: leader,
+leader epoch, replicas, ISR, offline replicas (replicas whose broker is unregistered, fenced
+or lacks the listener); a leader without an endpoint on this listener is LEADER_NOT_AVAILABLE
+with leader -1. Auto topic creation is not done here (it needs the controller). Pure: reads
+the image only.
+"""
+
+from __future__ import annotations
+
+from kraft.broker.broker_state import INTERNAL_TOPICS, NONE, BrokerState
+from kraft.errors import ErrorCode
+from kraft.protocol import ZERO_UUID, MetadataRequest, MetadataResponse
+
+M = MetadataResponse
+
+
+def handle_metadata(state: BrokerState, request: MetadataRequest, version: int, listener: str) -> MetadataResponse:
+    image = state.image
+    alive = {}
+    brokers = []
+    for b in sorted(image.cluster.brokers.values(), key=lambda b: b.id):
+        if b.fenced:
+            continue
+        for e in b.listeners:
+            if e.name == listener:
+                alive[b.id] = e
+                brokers.append(M.Broker(node_id=b.id, host=e.host, port=e.port, rack=b.rack))
+                break
+    topics_image = image.topics
+    wanted = request.topics
+    if wanted is None or (version == 0 and not wanted):
+        chosen = [(t.name, t) for t in sorted(topics_image.by_name.values(), key=lambda t: t.name)]
+    else:
+        chosen = []
+        for entry in wanted:
+            if entry.name is None and version >= 10:
+                chosen.append((None, topics_image.by_id.get(entry.topic_id), entry.topic_id))
+                continue
+            chosen.append((entry.name, topics_image.by_name.get(entry.name)))
+    out = []
+    for item in chosen:
+        name, topic = item[0], item[1]
+        if topic is None:
+            if name is None:  # asked by id
+                out.append(M.Topic(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None, topic_id=item[2],
+                                   partitions=[]))
+            else:
+                out.append(M.Topic(error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name=name,
+                                   topic_id=ZERO_UUID, partitions=[]))
+            continue
+        out.append(M.Topic(error_code=NONE, name=topic.name, topic_id=topic.id,
+                           is_internal=topic.name in INTERNAL_TOPICS,
+                           partitions=[_partition(pid, reg, alive, version)
+                                       for pid, reg in sorted(topic.partitions.items())]))
+    return M(throttle_time_ms=0, brokers=brokers, cluster_id=state.cluster_id, controller_id=state.controller_id,
+             topics=out)
+
+
+def _partition(pid: int, reg, alive: dict, version: int) -> M.Topic.Partition:
+    offline = [r for r in reg.replicas if r not in alive]
+    leader, code = reg.leader, NONE
+    if leader not in alive:
+        leader, code = -1, int(ErrorCode.LEADER_NOT_AVAILABLE)
+    return M.Topic.Partition(error_code=code, partition_index=pid, leader_id=leader, leader_epoch=reg.leader_epoch,
+                             replica_nodes=list(reg.replicas), isr_nodes=list(reg.isr), offline_replicas=offline)

@@ -1,0 +1,206 @@
+"""PartitionLogs: the broker's partition logs under ``log.dirs``, in Kafka's layout.
+
+Each partition is a ``SegmentedLog`` in ``<log.dir>/<topic>-<N>/`` (``.log``, ``.index``,
+``.timeindex``, ``leader-epoch-checkpoint``) with ``partition.metadata`` holding its topic
+id. Each log directory holds ``recovery-point-offset-checkpoint`` (the flushed offsets, so
+a restart CRC-scans only what may be torn), ``replication-offset-checkpoint`` (high
+watermarks) and ``log-start-offset-checkpoint``, in Kafka's checkpoint format. Open
+recovers every partition; a removed partition's directory is renamed to
+``<topic>-<N>.<uuid>-delete`` at once and removed on a worker thread (Kafka's async delete);
+``-delete`` directories left by a crash are removed at open.
+
+Which partitions exist is decided by the caller (``image_publisher``); this module only
+creates, opens, deletes and checkpoints. One owner thread (the event loop) calls it; logs'
+flusher threads call ``on_flushed``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import os
+import shutil
+import uuid
+from typing import Callable
+
+from kraft.broker import partition_dir as names
+from kraft.broker.log_retention import retention_start_offset
+from kraft.errors import StateFileError
+from kraft.log import files
+from kraft.log.checkpoint import OffsetCheckpointFile
+from kraft.log.config import LogConfig
+from kraft.log.segmented_log import SegmentedLog
+
+log = logging.getLogger("kraft.broker.logs")
+
+
+class PartitionLog:
+    """One local partition: its log and what the broker keeps beside it.
+
+    Invariant: ``log.start_offset <= high_watermark <= log.end_offset``."""
+
+    __slots__ = ("topic", "partition", "topic_id", "log", "log_dir", "high_watermark")
+
+    def __init__(self, topic: str, partition: int, topic_id: uuid.UUID, seg_log: SegmentedLog, log_dir: str,
+                 high_watermark: int):
+        self.topic = topic
+        self.partition = partition
+        self.topic_id = topic_id
+        self.log = seg_log
+        self.log_dir = log_dir
+        self.high_watermark = max(seg_log.start_offset, min(high_watermark, seg_log.end_offset))
+
+    @property
+    def directory(self) -> str:
+        return self.log.directory
+
+    def __repr__(self) -> str:
+        return f"PartitionLog({self.topic}-{self.partition}, hw={self.high_watermark}, {self.log!r})"
+
+
+class PartitionLogs:
+    def __init__(self, log_dirs, config: LogConfig, *, retention_ms: int = -1, retention_bytes: int = -1,
+                 on_flushed: Callable[[PartitionLog, int], None] | None = None, clock_ms=None):
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        self.config = config
+        self.retention_ms = retention_ms
+        self.retention_bytes = retention_bytes
+        self.on_flushed = on_flushed
+        self.clock_ms = clock_ms
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+        # Directory removal (possibly gigabytes) stays off the loop thread.
+        self._deleter = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kraft-log-delete")
+        self._deletions: list[concurrent.futures.Future] = []
+        self._closed = False
+
+    # --- opening --------------------------------------------------------------------------------
+    def open_all(self) -> list[PartitionLog]:
+        """Recover every partition directory in every log dir; remove leftover ``-delete``
+        directories in the background. Returns the opened partitions."""
+        opened = []
+        for log_dir in self.log_dirs:
+            os.makedirs(log_dir, exist_ok=True)
+            recovery = self._read_checkpoint(log_dir, names.RECOVERY_POINT_CHECKPOINT)
+            starts = self._read_checkpoint(log_dir, names.LOG_START_CHECKPOINT)
+            hws = self._read_checkpoint(log_dir, names.REPLICATION_CHECKPOINT)
+            for entry in sorted(os.listdir(log_dir)):
+                path = os.path.join(log_dir, entry)
+                if not os.path.isdir(path):
+                    continue
+                if names.is_deleted_dir(entry):
+                    self._remove_later(path)
+                    continue
+                tp = names.parse_partition_dir(entry)
+                if tp is None:
+                    continue
+                topic_id = names.read_partition_metadata(os.path.join(path, names.PARTITION_METADATA_FILE))
+                if topic_id is None:
+                    log.warning("%s has no %s; left alone until the metadata names it", path,
+                                names.PARTITION_METADATA_FILE)
+                    continue
+                if tp in self._logs:
+                    raise StateFileError(f"partition {tp[0]}-{tp[1]} is in two log directories: "
+                                         f"{self._logs[tp].directory} and {path}")
+                seg_log = self._open_log(path, recovery.get(tp), starts.get(tp))
+                plog = PartitionLog(tp[0], tp[1], topic_id, seg_log, log_dir, hws.get(tp, 0))
+                self._watch(plog)
+                self._logs[tp] = plog
+                opened.append(plog)
+        return opened
+
+    def _read_checkpoint(self, log_dir: str, name: str) -> dict:
+        return OffsetCheckpointFile(os.path.join(log_dir, name)).read()
+
+    def _open_log(self, path: str, recovery_point, start_offset) -> SegmentedLog:
+        kwargs = {} if self.clock_ms is None else {"clock_ms": self.clock_ms}
+        return SegmentedLog.open(path, self.config, recovery_point=recovery_point, log_start_offset=start_offset,
+                                 **kwargs)
+
+    def _watch(self, plog: PartitionLog) -> None:
+        if self.on_flushed is not None:
+            plog.log.set_flush_listener(lambda offset, p=plog: self.on_flushed(p, offset))
+
+    # --- lookups --------------------------------------------------------------------------------
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def __iter__(self):
+        return iter(list(self._logs.values()))
+
+    def __len__(self) -> int:
+        return len(self._logs)
+
+    # --- creating and deleting ------------------------------------------------------------------
+    def create(self, topic: str, partition: int, topic_id: uuid.UUID) -> PartitionLog:
+        """The partition's log, created empty in the log dir holding the fewest partitions
+        (Kafka's default placement) if it does not exist yet."""
+        existing = self._logs.get((topic, partition))
+        if existing is not None:
+            return existing
+        counts = {d: 0 for d in self.log_dirs}
+        for plog in self._logs.values():
+            counts[plog.log_dir] = counts.get(plog.log_dir, 0) + 1
+        log_dir = min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+        path = os.path.join(log_dir, names.partition_dir_name(topic, partition))
+        os.makedirs(path, exist_ok=True)
+        names.write_partition_metadata(os.path.join(path, names.PARTITION_METADATA_FILE), topic_id)
+        plog = PartitionLog(topic, partition, topic_id, self._open_log(path, None, None), log_dir, 0)
+        self._watch(plog)
+        self._logs[(topic, partition)] = plog
+        return plog
+
+    def delete(self, topic: str, partition: int, suffix: str = names.DELETE_SUFFIX) -> str | None:
+        """Close the partition's log and rename its directory ``<topic>-<N>.<uuid>-delete``
+        now (a restart will not bring it back); the files go on the worker thread. With
+        ``suffix=-stray`` the directory is kept renamed for the operator (Kafka's stray
+        logs). Returns the new path, None if the partition is not here."""
+        plog = self._logs.pop((topic, partition), None)
+        if plog is None:
+            return None
+        plog.log.close()
+        renamed = os.path.join(plog.log_dir, names.renamed_dir_name(topic, partition, suffix))
+        os.replace(plog.directory, renamed)
+        files.fsync_dir(plog.log_dir)
+        if suffix == names.DELETE_SUFFIX:
+            self._remove_later(renamed)
+        return renamed
+
+    def _remove_later(self, path: str) -> None:
+        self._deletions.append(self._deleter.submit(shutil.rmtree, path, True))
+
+    def wait_for_deletions(self, timeout: float | None = None) -> None:
+        """Block until every scheduled directory removal is done (tests, shutdown)."""
+        concurrent.futures.wait(self._deletions, timeout)
+        self._deletions = [f for f in self._deletions if not f.done()]
+
+    # --- retention and checkpoints --------------------------------------------------------------
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete segments beyond retention in every partition; returns segments deleted."""
+        deleted = 0
+        for plog in list(self._logs.values()):
+            start = retention_start_offset(plog.log, plog.high_watermark, self.retention_ms, self.retention_bytes,
+                                           now_ms)
+            if start is not None:
+                deleted += plog.log.delete_below(start)
+        return deleted
+
+    def write_checkpoints(self) -> None:
+        """The three offset checkpoints of every log dir (temp, fsync, rename)."""
+        for log_dir in self.log_dirs:
+            here = [p for p in self._logs.values() if p.log_dir == log_dir]
+            tps = [(p.topic, p.partition) for p in here]
+            for name, values in ((names.RECOVERY_POINT_CHECKPOINT, [p.log.flushed_offset for p in here]),
+                                 (names.REPLICATION_CHECKPOINT, [p.high_watermark for p in here]),
+                                 (names.LOG_START_CHECKPOINT, [p.log.start_offset for p in here])):
+                OffsetCheckpointFile(os.path.join(log_dir, name)).write(dict(zip(tps, values)))
+
+    def close(self) -> None:
+        """Flush and close every log, then write the checkpoints (so the recovery point is
+        the end of each log and a clean restart scans nothing)."""
+        if self._closed:
+            return
+        self._closed = True
+        for plog in self._logs.values():
+            plog.log.close()
+        self.write_checkpoints()
+        self._deleter.shutdown(wait=True)

@@ -1,0 +1,265 @@
+"""Produce (API key 0, v3-v11) to partitions this broker leads (Kafka's
+``ReplicaManager.appendRecords`` for RF 1).
+
+The lean write path of the metadata log, for partitions: each partition's batches are checked
+once by the native pass (``inspect_batches``: framing, CRC, counts, limits, every record of
+uncompressed batches) and appended as the bytes that arrived, offsets and leader epoch patched
+natively by the log. Compressed batches are inflated and checked on a worker thread within a
+byte budget (``validate_compressed``), so the loop keeps serving; requests still append in the
+order they arrived (a FIFO of checked requests). ``LogAppendTime`` topics get the batch's max
+timestamp and timestamp-type bit set and its CRC recomputed (one batch header each, never a
+record).
+
+Answers: acks=0 none; acks=1 once appended (page cache, as Kafka); acks=-1 once the high
+watermark covers the append *and* the group-commit flusher has fsynced it (stronger than
+Kafka, which trusts replication; with RF 1 there is none). A partition led elsewhere gets
+NOT_LEADER_OR_FOLLOWER with the current leader (v10+). No sockets: the server passes the
+request and sends what comes back (a response, a future of one, or None).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import time
+
+from kraft.broker.broker_state import NONE, BrokerState
+from kraft.errors import ErrorCode, FatalLogError, KraftError
+from kraft.protocol import ProduceRequest, ProduceResponse
+from kraft.records import crc32c
+from kraft.records.validation import inspect_batches, validate_compressed
+
+P = ProduceResponse
+_ATTRIBUTES, _MAX_TS, _CRC, _CRC_START = 21, 35, 17, 21
+_TIMESTAMP_TYPE_BIT = 0x08
+
+
+class _Part:
+    """One partition of a request on its way through the checks and the append."""
+
+    __slots__ = ("topic", "index", "code", "message", "data", "plog", "reg", "compressed", "base_offset",
+                 "last_offset", "append_time", "log_append", "leader")
+
+    def __init__(self, topic, index):
+        self.topic, self.index = topic, index
+        self.code, self.message = NONE, None
+        self.data = self.plog = self.reg = None
+        self.compressed = False
+        self.base_offset = self.last_offset = -1
+        self.append_time = -1
+        self.log_append = False
+        self.leader = None
+
+
+class ProduceHandler:
+    def __init__(self, state: BrokerState, *, on_append=None, clock_ms=None,
+                 executor: concurrent.futures.Executor | None = None):
+        self.state = state
+        self.on_append = on_append  # on_append(plog): wakes parked fetches
+        self.clock_ms = clock_ms or (lambda: int(time.time() * 1000))
+        self._executor = executor or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kraft-validate")
+        self._waiting: collections.deque = collections.deque()  # requests checked off the loop, in order
+        self._durable: dict = {}  # PartitionLog -> [(offset, _Ack)] waiting for fsync (acks=-1)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # --- the request ---------------------------------------------------------------------------
+    def handle(self, request: ProduceRequest, version: int, listener: str):
+        parts = []
+        for t in request.topic_data:
+            for p in t.partition_data:
+                parts.append(self._check(t.name, p, request.acks, listener))
+        if request.acks not in (-1, 0, 1):
+            for part in parts:
+                part.code = int(ErrorCode.INVALID_REQUIRED_ACKS)
+        compressed = [p for p in parts if p.compressed and p.code == NONE]
+        if not compressed and not self._waiting:
+            return self._append_and_answer(parts, request, version)
+        limits = self.state.limits
+        if compressed:
+            checked = self._executor.submit(_validate_all, [p.data for p in compressed], limits.max_decompressed_bytes,
+                                            limits.message_max_bytes)
+        else:
+            checked = concurrent.futures.Future()
+            checked.set_result([])
+        loop = asyncio.get_running_loop()
+        out = loop.create_future()
+        self._waiting.append((checked, compressed, parts, request, version, out))
+        checked.add_done_callback(lambda _: loop.call_soon_threadsafe(self._drain_waiting))
+        return out
+
+    def _check(self, topic: str, p, acks: int, listener: str) -> _Part:
+        part = _Part(topic, p.index)
+        code, plog, reg = self.state.local_leader(topic, p.index)
+        part.plog, part.reg = plog, reg
+        if code != NONE:
+            part.code = code
+            if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and reg is not None:
+                part.leader = (reg.leader, reg.leader_epoch, self.state.leader_endpoint(reg.leader, listener))
+            return part
+        data = bytearray(p.records or b"")  # the request frame's view; the log patches this copy
+        try:
+            info = inspect_batches(data, max_batch_bytes=self.state.limits.message_max_bytes,
+                                   allow_null_values=True)
+        except KraftError as exc:
+            part.code, part.message = int(exc.code), str(exc)
+            return part
+        if len(data) > plog.log.config.segment_bytes:
+            part.code = int(ErrorCode.RECORD_LIST_TOO_LARGE)
+            return part
+        part.data, part.compressed = data, info.compressed
+        part.log_append = self.state.timestamp_type(topic) == "LogAppendTime"
+        return part
+
+    def _drain_waiting(self) -> None:
+        q = self._waiting
+        while q and q[0][0].done():
+            checked, compressed, parts, request, version, out = q.popleft()
+            if out.done():
+                continue
+            exc = checked.exception() if not checked.cancelled() else KraftError("shutting down")
+            if exc is not None:
+                code = exc.code if isinstance(exc, KraftError) else ErrorCode.CORRUPT_MESSAGE
+                for part in compressed:
+                    part.code, part.message = int(code), str(exc)
+            else:
+                for part, error in zip(compressed, checked.result()):
+                    if error is not None:
+                        part.code, part.message = int(error.code), str(error)
+            result = self._append_and_answer(parts, request, version)
+            if result is None:
+                out.set_result(None)
+            elif isinstance(result, asyncio.Future):
+                result.add_done_callback(lambda f, o=out: o.done() or o.set_result(f.result()))
+            else:
+                out.set_result(result)
+
+    # --- appending and answering ---------------------------------------------------------------
+    def _append_and_answer(self, parts, request: ProduceRequest, version: int):
+        now = None
+        for part in parts:
+            if part.code != NONE:
+                continue
+            if part.log_append:
+                now = now if now is not None else self.clock_ms()
+                _set_log_append_time(part.data, now)
+                part.append_time = now
+            plog = part.plog
+            try:
+                info = plog.log.append(part.data, assign_offsets=True, leader_epoch=max(part.reg.leader_epoch, 0))
+            except FatalLogError as exc:
+                part.code, part.message = int(ErrorCode.KAFKA_STORAGE_ERROR), str(exc)
+                continue
+            except KraftError as exc:
+                part.code, part.message = int(exc.code), str(exc)
+                continue
+            part.data = None
+            part.base_offset, part.last_offset = info.first_offset, info.last_offset
+            self.state.advance_high_watermark(plog, part.reg)
+            if self.on_append is not None:
+                self.on_append(plog)
+        if request.acks == 0:
+            return None
+        if request.acks == -1:
+            waits = [p for p in parts if p.code == NONE]
+            if waits:
+                return self._await_durable(waits, parts, request, version)
+        return self._response(parts, version)
+
+    def _await_durable(self, waits, parts, request, version):
+        fut = asyncio.get_running_loop().create_future()
+        ack = _Ack(len(waits), lambda: fut.done() or fut.set_result(self._response(parts, version)))
+        for part in waits:
+            plog = part.plog
+            target = part.last_offset + 1
+            if plog.log.flushed_offset >= target and plog.high_watermark >= target:
+                ack.one_done()
+                continue
+            self._durable.setdefault(plog, []).append((target, ack))
+            plog.log.request_flush()
+        if not fut.done():
+            timeout = max(request.timeout_ms, 0) / 1000
+
+            def expire():
+                if not fut.done():
+                    for part in waits:
+                        if part.plog.log.flushed_offset <= part.last_offset or \
+                                part.plog.high_watermark <= part.last_offset:
+                            part.code = int(ErrorCode.REQUEST_TIMED_OUT)
+                    fut.set_result(self._response(parts, version))
+            handle = asyncio.get_running_loop().call_later(timeout, expire)
+            fut.add_done_callback(lambda _: handle.cancel())
+        return fut
+
+    def on_flushed(self, plog, offset: int) -> None:
+        """On the loop thread: ``plog`` is durable below ``offset``; complete acks=-1 waits
+        the high watermark also covers."""
+        waiting = self._durable.get(plog)
+        if not waiting:
+            return
+        hw = plog.high_watermark
+        keep = []
+        for target, ack in waiting:
+            if offset >= target and hw >= target:
+                ack.one_done()
+            else:
+                keep.append((target, ack))
+        if keep:
+            self._durable[plog] = keep
+        else:
+            del self._durable[plog]
+
+    def _response(self, parts, version: int) -> ProduceResponse:
+        topics: dict[str, list] = {}
+        endpoints = {}
+        for part in parts:
+            resp = P.Topic.Partition(index=part.index, error_code=part.code, base_offset=part.base_offset,
+                                     log_append_time_ms=part.append_time,
+                                     log_start_offset=part.plog.log.start_offset if part.plog is not None else -1,
+                                     error_message=part.message if part.code != NONE else None)
+            if part.leader is not None and version >= 10:
+                leader, epoch, ep = part.leader
+                resp.current_leader = P.LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
+                if ep is not None:
+                    endpoints[leader] = P.NodeEndpoint(node_id=leader, host=ep[0], port=ep[1], rack=ep[2])
+            topics.setdefault(part.topic, []).append(resp)
+        return P(responses=[P.Topic(name=name, partition_responses=ps) for name, ps in topics.items()],
+                 throttle_time_ms=0, node_endpoints=list(endpoints.values()))
+
+
+class _Ack:
+    __slots__ = ("remaining", "done")
+
+    def __init__(self, n: int, done):
+        self.remaining, self.done = n, done
+
+    def one_done(self) -> None:
+        self.remaining -= 1
+        if self.remaining == 0:
+            self.done()
+
+
+def _validate_all(datas, max_decompressed_bytes: int, max_batch_bytes: int) -> list:
+    """On the worker thread: one error (or None) per partition's compressed batches."""
+    out = []
+    for data in datas:
+        try:
+            validate_compressed(data, max_decompressed_bytes=max_decompressed_bytes, allow_null_values=True)
+            out.append(None)
+        except KraftError as exc:
+            out.append(exc)
+    return out
+
+
+def _set_log_append_time(data: bytearray, now_ms: int) -> None:
+    """Every batch: timestamp type LogAppendTime, max timestamp ``now_ms``, CRC recomputed."""
+    pos, end = 0, len(data)
+    while pos < end:
+        length = int.from_bytes(data[pos + 8:pos + 12], "big")
+        data[pos + _ATTRIBUTES + 1] |= _TIMESTAMP_TYPE_BIT
+        data[pos + _MAX_TS:pos + _MAX_TS + 8] = now_ms.to_bytes(8, "big", signed=True)
+        stop = pos + 12 + length
+        data[pos + _CRC:pos + _CRC + 4] = crc32c(memoryview(data)[pos + _CRC_START:stop]).to_bytes(4, "big")
+        pos = stop

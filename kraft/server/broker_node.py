@@ -1,0 +1,222 @@
+"""BrokerNode: a broker's client listeners, partition logs and request handlers assembled from
+a NodeConfig, serving real Kafka clients.
+
+startup: lock every ``log.dirs`` entry (``.lock``), recover every partition log, start one
+KafkaServer per non-controller listener; serve; shutdown: close the listeners, flush and
+close the logs, write the offset checkpoints. Periodic work on the loop: retention every
+``log.retention.check.interval.ms``, checkpoints every
+``log.flush.offset.checkpoint.interval.ms``.
+
+The metadata image is injected (``publish(image)``) until the broker follows the metadata
+log as a Raft observer; each new image creates or deletes local partition logs
+(``image_publisher``) and re-checks parked fetches. Broker registration and heartbeats are
+not here yet, so ``registration_record()`` gives what a test writes into the image.
+
+``python -m kraft.server.broker_node`` runs one broker with a static image (benchmarks and
+process-level tests): ``--topic NAME:PARTITIONS`` as often as needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import time
+import uuid
+
+from kraft.broker.broker_state import BrokerLimits, BrokerState
+from kraft.broker.handlers import BrokerHandlers
+from kraft.broker.image_publisher import publish_image
+from kraft.broker.partition_logs import PartitionLogs
+from kraft.config import NodeConfig, log_retention_ms
+from kraft.errors import StorageError
+from kraft.log import LogConfig
+from kraft.log.dir_lock import lock_directories
+from kraft.metadata import MetadataDelta, PartitionRecord, RegisterBrokerRecord, TopicRecord
+from kraft.metadata.image import EMPTY_IMAGE, MetadataImage
+from kraft.server.network import KafkaServer, connection_limits
+
+log = logging.getLogger("kraft.broker")
+
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class BrokerNode:
+    def __init__(self, cfg: NodeConfig, *, cluster_id: str | None = None):
+        self.cfg = cfg
+        self.cluster_id = cluster_id
+        self.logs: PartitionLogs | None = None
+        self.state: BrokerState | None = None
+        self.handlers: BrokerHandlers | None = None
+        self.servers: dict[str, KafkaServer] = {}
+        self._locks = None
+        self._timers: list[asyncio.TimerHandle] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # --- startup ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        cfg = self.cfg
+        self._loop = loop = asyncio.get_running_loop()
+        for d in cfg.log_dirs:
+            os.makedirs(d, exist_ok=True)
+        self._locks = lock_directories(list(cfg.log_dirs))
+        v = cfg.values
+        log_cfg = LogConfig(segment_bytes=v["log.segment.bytes"], max_batch_bytes=None,
+                            append_linger_ms=float(v["log.flush.interval.ms"]))
+
+        def on_flushed(plog, offset):  # a log's flusher thread
+            if self.handlers is not None:
+                loop.call_soon_threadsafe(self.handlers.on_flushed, plog, offset)
+
+        self.logs = PartitionLogs(cfg.log_dirs, log_cfg, retention_ms=log_retention_ms(v),
+                                  retention_bytes=v["log.retention.bytes"], on_flushed=on_flushed)
+        opened = self.logs.open_all()
+        log.info("broker %d: %d partition logs recovered in %s", cfg.node_id, len(opened), ", ".join(cfg.log_dirs))
+        limits = BrokerLimits(message_max_bytes=v["message.max.bytes"],
+                              timestamp_type=v["log.message.timestamp.type"])
+        self.state = BrokerState(cfg.node_id, self.logs, cluster_id=self.cluster_id, limits=limits)
+        self.handlers = BrokerHandlers(self.state)
+        controller_names = set(cfg.controller_listener_names)
+        for ep in cfg.listeners:
+            if ep.name in controller_names:
+                continue
+            server = KafkaServer(self.handlers, ep.host, ep.port, listener_name=ep.name,
+                                 max_frame_bytes=v["socket.request.max.bytes"], **connection_limits(cfg))
+            await server.start()
+            self.servers[ep.name] = server
+            log.info("broker %d: serving %s on %s:%d", cfg.node_id, ep.name, ep.host or "0.0.0.0", server.port)
+        self._every(v["log.retention.check.interval.ms"], self._retention)
+        if v["log.flush.offset.checkpoint.interval.ms"] > 0:
+            self._every(v["log.flush.offset.checkpoint.interval.ms"], self.logs.write_checkpoints)
+
+    def _every(self, interval_ms: int, fn) -> None:
+        def run():
+            try:
+                fn()
+            except StorageError as exc:
+                log.error("broker %d: %s failed: %s", self.cfg.node_id, getattr(fn, "__name__", fn), exc)
+            self._timers.append(self._loop.call_later(interval_ms / 1000, run))
+        self._timers.append(self._loop.call_later(interval_ms / 1000, run))
+
+    def _retention(self) -> None:
+        deleted = self.logs.apply_retention(_wall_ms())
+        if deleted:
+            log.info("broker %d: retention deleted %d segments", self.cfg.node_id, deleted)
+
+    # --- the image ----------------------------------------------------------------------------
+    def publish(self, image: MetadataImage):
+        """Make ``image`` the broker's view: local logs follow it, parked fetches look again."""
+        previous = self.state.image
+        changes = publish_image(self.logs, previous, image, self.cfg.node_id)
+        self.state.image = image
+        for plog in self.logs:
+            self.handlers.fetch.wake(plog)
+        return changes
+
+    def port(self, listener: str | None = None) -> int:
+        if listener is None:
+            listener = next(iter(self.servers))
+        return self.servers[listener].port
+
+    def registration_record(self, *, fenced: bool = False, epoch: int = 1) -> RegisterBrokerRecord:
+        """What the controller would record for this broker: its advertised listeners, with
+        the bound port where the configuration said 0."""
+        eps = []
+        for ep in self.cfg.advertised_listeners:
+            if ep.name in self.cfg.controller_listener_names:
+                continue
+            port = ep.port or (self.servers[ep.name].port if ep.name in self.servers else 0)
+            eps.append(RegisterBrokerRecord.BrokerEndpoint(name=ep.name, host=ep.host or "localhost", port=port,
+                                                           security_protocol=0))
+        return RegisterBrokerRecord(broker_id=self.cfg.node_id, incarnation_id=uuid.uuid4(), broker_epoch=epoch,
+                                    end_points=eps, features=[], rack=None, fenced=fenced)
+
+    # --- shutdown -----------------------------------------------------------------------------
+    async def shutdown(self) -> None:
+        for t in self._timers:
+            t.cancel()
+        self._timers.clear()
+        for server in self.servers.values():
+            await server.close()
+        self.servers.clear()
+        if self.handlers is not None:
+            self.handlers.close()
+        if self.logs is not None:
+            try:
+                self.logs.close()
+            except StorageError as exc:
+                log.error("broker %d: closing the partition logs: %s", self.cfg.node_id, exc)
+        if self._locks is not None:
+            self._locks.release()
+            self._locks = None
+
+
+def static_image(registration: RegisterBrokerRecord, topics: dict, *, topic_ids: dict | None = None,
+                 previous: MetadataImage = EMPTY_IMAGE) -> MetadataImage:
+    """An image with one registered broker leading every partition of ``topics`` (name ->
+    partition count) at leader epoch 0, ISR = itself (what the controller would write for
+    RF 1). ``topic_ids`` fixes ids across restarts."""
+    delta = MetadataDelta(previous)
+    delta.replay(registration)
+    broker = registration.broker_id
+    for name, count in topics.items():
+        tid = (topic_ids or {}).get(name) or uuid.uuid5(uuid.NAMESPACE_OID, f"kraft-topic:{name}")
+        if previous.topics.by_name.get(name) is None:
+            delta.replay(TopicRecord(name=name, topic_id=tid))
+            for p in range(count):
+                delta.replay(PartitionRecord(partition_id=p, topic_id=tid, replicas=[broker], isr=[broker],
+                                             removing_replicas=[], adding_replicas=[], leader=broker,
+                                             leader_epoch=0, partition_epoch=0))
+    return delta.apply()
+
+
+def broker_config(node_id: int, log_dir: str, *, listener: str = "PLAINTEXT://127.0.0.1:0",
+                  props: dict | None = None) -> NodeConfig:
+    """A broker-only NodeConfig (the controller quorum named but not contacted yet)."""
+    base = {"node.id": str(node_id), "process.roles": "broker", "controller.quorum.voters": "3000@127.0.0.1:1",
+             "controller.listener.names": "CONTROLLER", "listeners": listener, "log.dirs": log_dir,
+             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"}
+    base.update({k: str(v) for k, v in (props or {}).items()})
+    return NodeConfig.from_properties(base)
+
+
+async def _main(args) -> None:
+    extra = dict(kv.split("=", 1) for kv in args.set)
+    cfg = broker_config(args.node_id, args.log_dir, listener=args.listener, props=extra)
+    node = BrokerNode(cfg, cluster_id=args.cluster_id)
+    await node.start()
+    topics = {t.split(":")[0]: int(t.split(":")[1]) for t in args.topic}
+    node.publish(static_image(node.registration_record(), topics))
+    if args.port_file:
+        tmp = args.port_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(str(node.port()))
+        os.replace(tmp, args.port_file)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await node.shutdown()
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description="one kraft broker with a static metadata image")
+    ap.add_argument("--node-id", type=int, default=1)
+    ap.add_argument("--log-dir", required=True)
+    ap.add_argument("--listener", default="PLAINTEXT://127.0.0.1:0")
+    ap.add_argument("--topic", action="append", default=[], help="NAME:PARTITIONS")
+    ap.add_argument("--cluster-id", default="kraft-broker-test")
+    ap.add_argument("--port-file")
+    ap.add_argument("--set", action="append", default=[], help="KEY=VALUE server property")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    asyncio.run(_main(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""Every (API, version) a broker listener advertises in ApiVersions gets a decodable, correct
+answer over a real TCP connection to a real BrokerNode, and the connection stays open — on the
+success path and on error paths. The advertised table must match the cases below exactly, so
+advertising a new API or version without a case here fails the test (as for the controller
+listener in tests/server/test_every_advertised_version.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+from kraft.errors import ErrorCode
+from kraft.protocol import (ApiVersionsRequest, DescribeLogDirsRequest, FetchRequest, ListOffsetsRequest,
+                            MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest, decode_response,
+                            encode_request)
+from kraft.records import build_batch, iter_batches
+from kraft.server.broker_node import BrokerNode, broker_config, static_image
+
+E = ErrorCode
+TOPIC = "t"
+
+
+class Conn:
+    def __init__(self, reader, writer):
+        self.reader, self.writer, self.cid = reader, writer, 0
+
+    async def ask(self, request, version):
+        self.cid += 1
+        self.writer.write(encode_request(request, version, self.cid, "every-version"))
+        size = struct.unpack(">i", await asyncio.wait_for(self.reader.readexactly(4), 10))[0]
+        frame = await asyncio.wait_for(self.reader.readexactly(size), 10)
+        header, resp = decode_response(frame, type(request).API_KEY, version)
+        assert header.correlation_id == self.cid
+        return resp
+
+
+def _produce(version, partition=0, topic=TOPIC):
+    P = ProduceRequest
+    return P(transactional_id=None, acks=1, timeout_ms=1000, topic_data=[P.Topic(name=topic, partition_data=[
+        P.Topic.Partition(index=partition, records=build_batch([b"v%d" % version]))])])
+
+
+def _fetch(version, topic_id, offset=0, epoch=-1):
+    F = FetchRequest
+    t = F.Topic(topic=TOPIC, topic_id=topic_id, partitions=[F.Topic.Partition(
+        partition=0, current_leader_epoch=epoch, fetch_offset=offset, partition_max_bytes=1 << 20)])
+    return F(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0,
+             session_epoch=-1, topics=[t], forgotten_topics_data=[])
+
+
+def _list_offsets(ts):
+    L = ListOffsetsRequest
+    return L(replica_id=-1, isolation_level=0, topics=[L.Topic(name=TOPIC, partitions=[
+        L.Topic.Partition(partition_index=0, current_leader_epoch=-1, timestamp=ts)])])
+
+
+def _epoch(epoch, partition=0):
+    O = OffsetForLeaderEpochRequest
+    return O(replica_id=-1, topics=[O.Topic(topic=TOPIC, partitions=[
+        O.Topic.Partition(partition=partition, current_leader_epoch=-1, leader_epoch=epoch)])])
+
+
+async def _scenario(tmp_path):
+    node = BrokerNode(broker_config(1, str(tmp_path / "logs")), cluster_id="cid")
+    await node.start()
+    image = static_image(node.registration_record(), {TOPIC: 1})
+    node.publish(image)
+    topic_id = image.topics.by_name[TOPIC].id
+    reader, writer = await asyncio.open_connection("127.0.0.1", node.port())
+    conn = Conn(reader, writer)
+    checked = set()
+    try:
+        table = {}
+        for v in range(0, 5):
+            resp = await conn.ask(ApiVersionsRequest(client_software_name="t", client_software_version="1"), v)
+            assert resp.error_code == 0, v
+            table = {a.api_key: (a.min_version, a.max_version) for a in resp.api_keys}
+            checked.add((18, v))
+        assert table == {0: (3, 11), 1: (4, 13), 2: (1, 8), 3: (0, 12), 18: (0, 4), 23: (2, 4), 35: (1, 4)}
+
+        for v in range(0, 13):
+            resp = await conn.ask(MetadataRequest(topics=[] if v == 0 else None), v)
+            assert [(b.node_id, b.port) for b in resp.brokers] == [(1, node.port())], v
+            [t] = resp.topics
+            assert (t.name, t.error_code, t.partitions[0].leader_id) == (TOPIC, 0, 1), v
+            if v >= 10:
+                assert t.topic_id == topic_id
+            resp = await conn.ask(MetadataRequest(topics=[MetadataRequest.Topic(name="nope")]), v)
+            assert resp.topics[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION, v
+            checked.add((3, v))
+
+        produced = 0
+        for v in range(3, 12):
+            p = (await conn.ask(_produce(v), v)).responses[0].partition_responses[0]
+            assert (p.error_code, p.base_offset) == (0, produced), v
+            produced += 1
+            p = (await conn.ask(_produce(v, topic="nope"), v)).responses[0].partition_responses[0]
+            assert p.error_code == E.UNKNOWN_TOPIC_OR_PARTITION, v
+            checked.add((0, v))
+
+        for v in range(4, 14):
+            resp = await conn.ask(_fetch(v, topic_id), v)
+            p = resp.responses[0].partitions[0]
+            assert (p.error_code, p.high_watermark) == (0, produced), v
+            got = [r.value for b in iter_batches(bytes(p.records)) for r in b]
+            assert got == [b"v%d" % x for x in range(3, 12)], v
+            p = (await conn.ask(_fetch(v, topic_id, offset=produced + 1), v)).responses[0].partitions[0]
+            assert p.error_code == E.OFFSET_OUT_OF_RANGE, v
+            if v >= 9:
+                p = (await conn.ask(_fetch(v, topic_id, epoch=1), v)).responses[0].partitions[0]
+                assert p.error_code == E.UNKNOWN_LEADER_EPOCH, v
+            checked.add((1, v))
+
+        for v in range(1, 9):
+            p = (await conn.ask(_list_offsets(-1), v)).topics[0].partitions[0]
+            assert (p.error_code, p.offset) == (0, produced), v
+            p = (await conn.ask(_list_offsets(-2), v)).topics[0].partitions[0]
+            assert (p.error_code, p.offset) == (0, 0), v
+            if v >= 7:
+                p = (await conn.ask(_list_offsets(-3), v)).topics[0].partitions[0]
+                assert p.error_code == 0 and 0 <= p.offset < produced, v
+            checked.add((2, v))
+
+        for v in range(2, 5):
+            p = (await conn.ask(_epoch(0), v)).topics[0].partitions[0]
+            assert (p.error_code, p.leader_epoch, p.end_offset) == (0, 0, produced), v
+            p = (await conn.ask(_epoch(0, partition=3), v)).topics[0].partitions[0]
+            assert p.error_code == E.UNKNOWN_TOPIC_OR_PARTITION, v
+            checked.add((23, v))
+
+        for v in range(1, 5):
+            resp = await conn.ask(DescribeLogDirsRequest(topics=None), v)
+            [d] = resp.results
+            [t] = d.topics
+            assert (t.name, t.partitions[0].partition_index, t.partitions[0].offset_lag) == (TOPIC, 0, 0), v
+            assert t.partitions[0].partition_size > 0
+            resp = await conn.ask(DescribeLogDirsRequest(topics=[DescribeLogDirsRequest.Topic(
+                topic="nope", partitions=[0])]), v)
+            assert resp.results[0].topics == [], v
+            checked.add((35, v))
+
+        advertised = {(k, v) for k, (lo, hi) in table.items() for v in range(lo, hi + 1)}
+        assert checked == advertised
+    finally:
+        writer.close()
+        await node.shutdown()
+
+
+def test_every_advertised_version_is_answered(tmp_path):
+    asyncio.run(asyncio.wait_for(_scenario(tmp_path), 60))

@@ -1,0 +1,244 @@
+"""Partition logs on disk in Kafka's layout (LogManager / UnifiedLog / PartitionMetadataFile /
+OffsetCheckpointFile), recovery, deletion, retention, and the image publisher that decides
+which logs exist."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+from kraft.broker import partition_dir as names
+from kraft.broker.image_publisher import publish_image
+from kraft.broker.partition_logs import PartitionLogs
+from kraft.errors import StateFileError
+from kraft.log import LogConfig
+from kraft.log.log_reads import max_timestamp_offset, offset_for_timestamp, read_view
+from kraft.metadata import MetadataDelta, PartitionRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord
+from kraft.metadata.image import EMPTY_IMAGE
+from kraft.records import build_batch, iter_batches
+
+FOO = uuid.UUID(int=0xF00)
+BAR = uuid.UUID(int=0xBA2)
+
+
+def _cfg(**kw):
+    return LogConfig(**{"append_linger_ms": 0.0, **kw})
+
+
+def _batch(values, ts=1000):
+    return bytearray(build_batch([v.encode() for v in values], timestamp=ts))
+
+
+def _image(topics, previous=EMPTY_IMAGE, replicas=(1,), remove=()):
+    delta = MetadataDelta(previous)
+    if previous.cluster.brokers == {}:
+        delta.replay(RegisterBrokerRecord(broker_id=1, incarnation_id=uuid.UUID(int=1), broker_epoch=1, end_points=[
+            RegisterBrokerRecord.BrokerEndpoint(name="PLAINTEXT", host="h", port=1)], rack=None, fenced=False))
+    for name, tid, n in topics:
+        delta.replay(TopicRecord(name=name, topic_id=tid))
+        for p in range(n):
+            delta.replay(PartitionRecord(partition_id=p, topic_id=tid, replicas=list(replicas), isr=list(replicas),
+                                         leader=replicas[0], leader_epoch=0, partition_epoch=0))
+    for tid in remove:
+        delta.replay(RemoveTopicRecord(topic_id=tid))
+    return delta.apply()
+
+
+def test_layout_is_kafkas_topic_dash_partition_with_partition_metadata(tmp_path):
+    logs = PartitionLogs([str(tmp_path)], _cfg())
+    plog = logs.create("foo", 3, FOO)
+    plog.log.append(_batch(["a", "b"]), leader_epoch=0)
+    logs.close()
+    d = tmp_path / "foo-3"
+    assert sorted(os.listdir(d)) == ["00000000000000000000.index", "00000000000000000000.log",
+                                     "00000000000000000000.timeindex", "leader-epoch-checkpoint",
+                                     "partition.metadata"]
+    # Kafka's PartitionMetadataFile: "version: 0\ntopic_id: <base64 uuid>\n".
+    assert (d / "partition.metadata").read_text() == "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAPAA\n"
+    # The three offset checkpoints: version 0, count, "topic partition offset".
+    for name, offset in (("recovery-point-offset-checkpoint", 2), ("replication-offset-checkpoint", 0),
+                         ("log-start-offset-checkpoint", 0)):
+        assert (tmp_path / name).read_text() == f"0\n1\nfoo 3 {offset}\n", name
+
+
+def test_reopen_recovers_records_and_offsets(tmp_path):
+    logs = PartitionLogs([str(tmp_path)], _cfg())
+    plog = logs.create("foo", 0, FOO)
+    for i in range(5):
+        plog.log.append(_batch([f"r{i}"]), leader_epoch=2)
+    plog.high_watermark = 5
+    logs.close()
+    again = PartitionLogs([str(tmp_path)], _cfg())
+    [plog] = again.open_all()
+    assert (plog.topic, plog.partition, plog.topic_id) == ("foo", 0, FOO)
+    assert (plog.log.end_offset, plog.high_watermark, plog.log.latest_epoch) == (5, 5, 2)
+    data = bytes(read_view(plog.log, 0, 1 << 20))
+    assert [r.value for b in iter_batches(data) for r in b] == [b"r0", b"r1", b"r2", b"r3", b"r4"]
+    again.close()
+
+
+def test_torn_tail_after_the_recovery_point_is_cut(tmp_path):
+    logs = PartitionLogs([str(tmp_path)], _cfg())
+    plog = logs.create("foo", 0, FOO)
+    plog.log.append(_batch(["a"]), leader_epoch=0)
+    plog.log.append(_batch(["b"]), leader_epoch=0)
+    logs.close()
+    seg = tmp_path / "foo-0" / "00000000000000000000.log"
+    with open(seg, "r+b") as f:
+        f.truncate(os.path.getsize(seg) - 3)  # the second batch is torn
+    again = PartitionLogs([str(tmp_path)], _cfg())
+    [plog] = again.open_all()
+    assert plog.log.end_offset == 1
+    again.close()
+
+
+def test_delete_renames_to_kafkas_delete_name_then_removes_it(tmp_path):
+    logs = PartitionLogs([str(tmp_path)], _cfg())
+    logs.create("foo", 0, FOO).log.append(_batch(["a"]), leader_epoch=0)
+    renamed = logs.delete("foo", 0)
+    name = os.path.basename(renamed)
+    assert name.startswith("foo-0.") and name.endswith("-delete") and len(name) == len("foo-0.") + 32 + 7
+    assert not (tmp_path / "foo-0").exists()
+    logs.wait_for_deletions(10)
+    assert not os.path.exists(renamed)
+    assert logs.get("foo", 0) is None
+    logs.close()
+    assert (tmp_path / "recovery-point-offset-checkpoint").read_text() == "0\n0\n"
+
+
+def test_leftover_delete_dirs_are_removed_at_open(tmp_path):
+    left = tmp_path / f"foo-0.{uuid.uuid4().hex}-delete"
+    left.mkdir()
+    (left / "00000000000000000000.log").write_bytes(b"x")
+    logs = PartitionLogs([str(tmp_path)], _cfg())
+    assert logs.open_all() == []
+    logs.wait_for_deletions(10)
+    assert not left.exists()
+    logs.close()
+
+
+def test_bad_partition_metadata_is_refused(tmp_path):
+    d = tmp_path / "foo-0"
+    d.mkdir()
+    (d / "partition.metadata").write_text("version: 7\ntopic_id: AAAAAAAAAAAAAAAAAAAPAA\n")
+    with pytest.raises(StateFileError):
+        PartitionLogs([str(tmp_path)], _cfg()).open_all()
+
+
+def test_partition_dir_names_parse_only_live_partitions():
+    assert names.parse_partition_dir("my-topic-12") == ("my-topic", 12)
+    assert names.parse_partition_dir(f"foo-0.{uuid.uuid4().hex}-delete") is None
+    assert names.parse_partition_dir(f"foo-0.{uuid.uuid4().hex}-stray") is None
+    assert names.parse_partition_dir("__cluster_metadata") is None
+    long = names.renamed_dir_name("t" * 300, 5, "-delete")
+    assert len(long) == 255 and long.endswith("-delete")
+
+
+def test_retention_by_size_deletes_oldest_whole_segments_below_the_high_watermark(tmp_path):
+    logs = PartitionLogs([str(tmp_path)], _cfg(segment_bytes=200), retention_bytes=250)
+    plog = logs.create("foo", 0, FOO)
+    for i in range(10):
+        plog.log.append(_batch([f"value-{i:03d}" * 5]), leader_epoch=0)  # one batch per segment
+    assert len(plog.log.segments) == 10
+    plog.high_watermark = 3
+    logs.apply_retention(now_ms=10_000)
+    assert plog.log.start_offset == 3  # only segments wholly below the HW go
+    plog.high_watermark = plog.log.end_offset
+    logs.apply_retention(now_ms=10_000)
+    assert plog.log.size_bytes <= 250 + plog.log.segments[0].size
+    assert plog.log.size_bytes - plog.log.segments[0].size < 250
+    logs.close()
+
+
+def test_retention_by_time_uses_the_largest_timestamp_of_each_segment(tmp_path):
+    logs = PartitionLogs([str(tmp_path)], _cfg(segment_bytes=100), retention_ms=1000)
+    plog = logs.create("foo", 0, FOO)
+    for ts in (1000, 2000, 3000, 9000):
+        plog.log.append(_batch(["x" * 40], ts=ts), leader_epoch=0)
+    plog.high_watermark = plog.log.end_offset
+    logs.apply_retention(now_ms=4500)  # older than 3500: the 1000, 2000 and 3000 segments
+    assert plog.log.start_offset == 3
+    logs.apply_retention(now_ms=9500)  # 9000 is within retention: the last segment stays
+    assert plog.log.start_offset == 3
+    logs.close()
+
+
+def test_timestamp_lookups_use_record_timestamps(tmp_path):
+    logs = PartitionLogs([str(tmp_path)], _cfg(segment_bytes=150, index_interval_bytes=1))
+    plog = logs.create("foo", 0, FOO)
+    for i in range(6):
+        plog.log.append(bytearray(build_batch([b"a", b"b"], timestamps=[i * 100, i * 100 + 50])), leader_epoch=0)
+    log = plog.log
+    assert offset_for_timestamp(log, 0) == (0, 0)
+    assert offset_for_timestamp(log, 120) == (150, 3)
+    assert offset_for_timestamp(log, 450) == (450, 9)
+    assert offset_for_timestamp(log, 551) is None
+    assert offset_for_timestamp(log, 300, upper_offset=6) is None
+    assert max_timestamp_offset(log) == (550, 11)
+    logs.close()
+
+
+def test_read_view_stops_at_the_upper_offset_and_at_max_bytes(tmp_path):
+    logs = PartitionLogs([str(tmp_path)], _cfg())
+    plog = logs.create("foo", 0, FOO)
+    sizes = []
+    for i in range(4):
+        b = _batch([f"v{i}"])
+        sizes.append(len(b))
+        plog.log.append(b, leader_epoch=0)
+    v = read_view(plog.log, 0, 1 << 20, upper_offset=2)
+    assert isinstance(v, memoryview) and len(v) == sizes[0] + sizes[1]
+    assert len(read_view(plog.log, 1, sizes[1] + 1)) == sizes[1]
+    assert len(read_view(plog.log, 0, 1)) == sizes[0]  # the first batch even if larger
+    assert len(read_view(plog.log, 0, 1, min_one=False)) == 0
+    assert len(read_view(plog.log, 4, 100)) == 0
+    logs.close()
+
+
+def test_publisher_creates_hosted_partitions_and_deletes_removed_topics(tmp_path):
+    logs = PartitionLogs([str(tmp_path)], _cfg())
+    one = _image([("foo", FOO, 2), ("bar", BAR, 1)])
+    changes = publish_image(logs, EMPTY_IMAGE, one, broker_id=1)
+    assert sorted(changes.created) == [("bar", 0), ("foo", 0), ("foo", 1)]
+    assert (tmp_path / "foo-1").is_dir()
+    two = _image([], previous=one, remove=[FOO])
+    changes = publish_image(logs, one, two, broker_id=1)
+    assert sorted(changes.deleted) == [("foo", 0), ("foo", 1)] and changes.created == []
+    logs.wait_for_deletions(10)
+    assert sorted(os.listdir(tmp_path)) == ["bar-0"]
+    logs.close()
+
+
+def test_publisher_ignores_partitions_of_other_brokers(tmp_path):
+    logs = PartitionLogs([str(tmp_path)], _cfg())
+    image = _image([("foo", FOO, 2)], replicas=(2, 3))
+    assert publish_image(logs, EMPTY_IMAGE, image, broker_id=1).created == []
+    logs.close()
+
+
+def test_first_image_renames_unknown_local_logs_stray(tmp_path):
+    logs = PartitionLogs([str(tmp_path)], _cfg())
+    logs.create("gone", 0, uuid.UUID(int=7))
+    logs.close()
+    again = PartitionLogs([str(tmp_path)], _cfg())
+    again.open_all()
+    changes = publish_image(again, EMPTY_IMAGE, _image([("foo", FOO, 1)]), broker_id=1)
+    assert changes.strays == [("gone", 0)] and changes.created == [("foo", 0)]
+    assert any(n.startswith("gone-0.") and n.endswith("-stray") for n in os.listdir(tmp_path))
+    again.close()
+
+
+def test_recreated_topic_with_a_new_id_gets_a_fresh_log(tmp_path):
+    logs = PartitionLogs([str(tmp_path)], _cfg())
+    one = _image([("foo", FOO, 1)])
+    publish_image(logs, EMPTY_IMAGE, one, 1)
+    logs.get("foo", 0).log.append(_batch(["old"]), leader_epoch=0)
+    new_id = uuid.UUID(int=0xABC)
+    two = _image([("foo", new_id, 1)], previous=_image([], previous=one, remove=[FOO]))
+    changes = publish_image(logs, one, two, 1)
+    assert changes.deleted == [("foo", 0)] and changes.created == [("foo", 0)]
+    plog = logs.get("foo", 0)
+    assert plog.topic_id == new_id and plog.log.end_offset == 0
+    logs.close()
