@@ -89,14 +89,18 @@ def partition_record(topic_id, partition_id: int, p: PartitionRegistration) -> R
     return RecordAndVersion(record, version)
 
 
+def topic_records_of(topic) -> Iterator[RecordAndVersion]:
+    """One topic: its TopicRecord, then its partitions by id."""
+    yield RecordAndVersion(R.TopicRecord(name=topic.name, topic_id=topic.id), 0)
+    partitions = topic.partitions
+    for pid in sorted(partitions):
+        yield partition_record(topic.id, pid, partitions[pid])
+
+
 def topic_records(image: MetadataImage) -> Iterator[RecordAndVersion]:
     by_name = image.topics.by_name
     for name in sorted(by_name):
-        topic = by_name[name]
-        yield RecordAndVersion(R.TopicRecord(name=name, topic_id=topic.id), 0)
-        partitions = topic.partitions
-        for pid in sorted(partitions):
-            yield partition_record(topic.id, pid, partitions[pid])
+        yield from topic_records_of(by_name[name])
 
 
 def config_records(image: MetadataImage) -> Iterator[RecordAndVersion]:
