@@ -84,6 +84,7 @@ def test_the_file_has_kafkas_layout_and_dump_log_decodes_every_record(tmp_path):
     assert all("error" not in p for p in payloads)
     expected = [type(rv.record).__name__ for rv in image_records(image)]
     assert [p["type"] for p in payloads] == [records_name(n) for n in expected]
+    assert [r["metadata"]["type"] for b in data for r in b["records"]] == expected  # the labels agree
     assert payloads[0] == {"type": "FEATURE_LEVEL_RECORD", "version": 0,
                            "data": {"name": "metadata.version", "featureLevel": 21}}
 
