@@ -149,3 +149,26 @@ def test_batches_respect_the_size_and_record_limits():
         for values in snapshot_value_batches(image, max_batch_bytes=limit):
             assert len(values) == 1 or sum(len(v) + 8 for v in values) <= limit
     assert all(len(v) <= 7 for v in snapshot_value_batches(image, max_batch_records=7))
+
+
+def test_loading_pauses_the_cyclic_collector_and_restores_it(tmp_path):
+    import gc
+    write(tmp_path, sample_image())
+    seen = []
+
+    def batches():
+        with SnapshotFileReader(str(tmp_path), SID) as reader:
+            for b in reader.batches():
+                seen.append(gc.isenabled())
+                yield b
+    assert gc.isenabled()
+    load_image(batches(), start_offset=SID.offset)
+    assert seen and not any(seen) and gc.isenabled()
+    with pytest.raises(RuntimeError):  # restored on the way out of a failure too
+        load_image(iter_raising(), start_offset=SID.offset)
+    assert gc.isenabled()
+
+
+def iter_raising():
+    raise RuntimeError("boom")
+    yield
