@@ -80,6 +80,13 @@ def test_the_file_has_kafkas_layout_and_dump_log_decodes_every_record(tmp_path):
     assert len(data) == stats.batches > 1
     # Batches of about 8 KiB of records each (Kafka's accumulator target), none far past it.
     assert all(b["size"] <= 8192 + 61 + 200 for b in data)
+    # REFERENCE.md section 1, KRaft's own batches: CreateTime, base = max timestamp, producer
+    # fields -1, no key, no headers, uncompressed.
+    for b in data:
+        assert (b["timestampType"], b["producerId"], b["producerEpoch"], b["baseSequence"], b["compression"]) == (
+            "CreateTime", -1, -1, -1, "none")
+        assert b["baseTimestamp"] == b["maxTimestamp"] == 1000 and not b["isTransactional"]
+        assert all(r["keySize"] == -1 and r["headerKeys"] == [] for r in b["records"])
     payloads = [r["payload"] for b in data for r in b["records"]]
     assert all("error" not in p for p in payloads)
     expected = [type(rv.record).__name__ for rv in image_records(image)]
