@@ -6,7 +6,9 @@ Writing: ``write_image_snapshot(image, append)`` encodes ``image_records(image)`
 Kafka's accumulator aims for), the interface of the Raft core's ``SnapshotWriter.append`` and
 ``log.snapshot.SnapshotFileWriter.append_values``; the caller freezes the writer. It reads
 nothing but the image, which is immutable, so it may run on a worker thread while the loop goes
-on (it holds the GIL while it encodes, so the loop is slowed, never blocked for long).
+on (it holds the GIL while it encodes, so the loop is slowed, never blocked for long). Freeze a
+Raft core's writer back on the loop thread: its ``freeze`` tells the core, which then trims the
+log below the snapshot.
 
 Loading: ``load_image(snapshot_batches, log_batches, start_offset=...)`` replays the snapshot's
 batches, then the records of the log from ``start_offset`` (the snapshot's end offset), into
