@@ -26,5 +26,5 @@ def pytest_sessionstart(session):
             f"{kraft.records.NATIVE_IMPORT_ERROR!r}")
     if not NO_EXTENSIONS and kraft.metadata.batch_codec.IMPLEMENTATION != "native":
         raise RuntimeError(
-            "kraft's native metadata codec (kraft/_native/_metadata.pyx) did not load: "
+            "kraft's native metadata codec (kraft/_native/_metadata*.pyx) did not load: "
             f"{kraft.metadata.batch_codec.NATIVE_IMPORT_ERROR!r}")

@@ -16,8 +16,9 @@ and encoding an image's PartitionRecords, each in one call.
 ``encode_partitions(topic_id, partitions)`` gives the framed PartitionRecord value of each
 partition of a topic (sorted by id), byte for byte ``encode_record(*partition_record(...))``.
 
-Two implementations with the same results: ``kraft._native._metadata`` (default) and the
-pure-Python twin below (``KRAFT_NO_EXTENSIONS=1``, or when the extension is not built);
+Two implementations with the same results: ``kraft._native._metadata`` and
+``_metadata_encode`` (default), and the pure-Python twin below (``KRAFT_NO_EXTENSIONS=1``, or
+when the extensions are not built);
 ``IMPLEMENTATION`` says which one is loaded. This module must not do I/O.
 """
 
@@ -104,9 +105,12 @@ def _native_encode_partitions(topic_id, partitions: dict, raw_cache: dict | None
 
 
 def _load_native():
-    from kraft._native import _metadata
-    _metadata.configure(lambda raw: uuid_from_wire(raw), MIGRATING_DIR, _partition._TUPLES_LIMIT)
-    return _metadata
+    from types import SimpleNamespace
+
+    from kraft._native import _metadata, _metadata_encode
+    _metadata.configure(uuid_from_wire, MIGRATING_DIR, _partition._TUPLES_LIMIT)
+    return SimpleNamespace(decode_values=_metadata.decode_values,
+                           encode_partitions=_metadata_encode.encode_partitions)
 
 
 NATIVE_IMPORT_ERROR: Exception | None = None
