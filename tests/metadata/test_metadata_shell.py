@@ -103,3 +103,17 @@ def test_a_missing_path_fails_and_a_missing_directory_is_one_error_line(metadata
     assert r.returncode == 1 and "no such file or directory" in r.stderr
     r = shell(tmp_path / "absent", "ls")
     assert r.returncode == 1 and r.stderr.startswith("error:") and len(r.stderr.splitlines()) == 1
+
+
+def test_a_log_without_a_snapshot_and_a_snapshot_file_alone(metadata_dir, tmp_path):
+    d = tmp_path / "__cluster_metadata-0"
+    d.mkdir()
+    vals = [encode_record(TopicRecord(name=n, topic_id=uuid.UUID(int=i + 1))) for i, n in enumerate("ab")]
+    (d / "00000000000000000000.log").write_bytes(records.build_batch(vals, partition_leader_epoch=1) + b"\0" * 20)
+    r = shell(tmp_path, "ls", "/topics")
+    assert r.returncode == 0 and r.stdout.split() == ["a", "b"], r.stderr
+    snap = metadata_dir / "__cluster_metadata-0" / "00000000000000000100-0000000003.checkpoint"
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-m", "kraft", "metadata-shell", "--snapshot", str(snap), "ls", "/topics"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0 and r.stdout.split() == ["t0", "t1", "t2"], r.stderr  # the log is not read
