@@ -34,7 +34,9 @@ Top-level directories: /brokers /controllers /topics /topicIds /configs /acls /f
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("metadata-shell", help="browse a metadata snapshot and log offline",
-                              description=__doc__.split("\n\n")[0])
+                              description="Browse a metadata snapshot and the log after it offline, like "
+                              "Kafka's kafka-metadata-shell. Commands: ls, cd, pwd, cat, tree, find, help, exit "
+                              "(paths may use * and ? globs; `help` in the shell explains them).")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--directory", "-d", metavar="DIR",
                      help="metadata log directory (__cluster_metadata-0) or a node's log dir holding it")
