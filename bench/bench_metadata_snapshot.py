@@ -72,7 +72,8 @@ def build_image(topics: int, per_topic: int):
     dirs = [uuid.UUID(int=100 + b) for b in range(BROKERS)]
     for b in range(BROKERS):
         delta.replay(RegisterBrokerRecord(broker_id=b, incarnation_id=uuid.UUID(int=b + 1), broker_epoch=b,
-                                          end_points=[E(name="PLAINTEXT", host=f"b{b}", port=9092, security_protocol=0)],
+                                          end_points=[E(name="PLAINTEXT", host=f"b{b}", port=9092,
+                                                        security_protocol=0)],
                                           rack=None, fenced=False, log_dirs=[dirs[b]]))
     for t in range(topics):
         tid = uuid.UUID(int=(t + 1) * 0x9E3779B97F4A7C15 % 2**128)

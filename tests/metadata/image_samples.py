@@ -72,7 +72,8 @@ def image_record_lists(draw):
         for p in range(draw(st.integers(0, 3))):
             out.append(draw(partition_records(tid, p)))
             if draw(st.booleans()):
-                out.append(PartitionChangeRecord(partition_id=p, topic_id=tid, leader=draw(st.sampled_from([-2, -1, 2])),
+                leader = draw(st.sampled_from([-2, -1, 2]))
+                out.append(PartitionChangeRecord(partition_id=p, topic_id=tid, leader=leader,
                                                  isr=draw(st.none() | st.just([2]))))
         if draw(st.booleans()):
             out.append(ConfigRecord(resource_type=2, resource_name=f"topic-{t}-{tid.hex[:4]}",
@@ -83,7 +84,8 @@ def image_record_lists(draw):
     for _ in range(draw(st.integers(0, 3))):
         entity = [ClientQuotaRecord.EntityData(entity_type=t, entity_name=draw(st.none() | st.sampled_from(["u", "v"])))
                   for t in draw(st.lists(st.sampled_from(["user", "client-id", "ip"]), min_size=1, unique=True))]
-        out.append(ClientQuotaRecord(entity=entity, key=draw(st.sampled_from(["producer_byte_rate", "request_percentage"])),
+        key = draw(st.sampled_from(["producer_byte_rate", "request_percentage"]))
+        out.append(ClientQuotaRecord(entity=entity, key=key,
                                      value=draw(st.floats(allow_nan=False, allow_infinity=False)), remove=False))
     for i in draw(st.lists(st.integers(1, 50), unique=True, max_size=3)):
         out.append(AccessControlEntryRecord(id=uuid.UUID(int=0xACE0 + i), resource_type=draw(st.integers(1, 7)),

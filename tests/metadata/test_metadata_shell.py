@@ -67,7 +67,8 @@ def test_cat_partition_data_shows_the_change_from_the_log(metadata_dir):
 
 
 def test_paths_for_every_part_of_the_image(metadata_dir):
-    r = shell(metadata_dir, "cat", "/features/metadata.version", "/brokers/4/isFenced", "/configs/TOPIC/fresh/segment.bytes",
+    r = shell(metadata_dir, "cat", "/features/metadata.version", "/brokers/4/isFenced",
+              "/configs/TOPIC/fresh/segment.bytes",
               "/configs/BROKER/<default>/log.retention.ms", "/producerIds/nextProducerId",
               "/clientQuotas/user/<default>/producer_byte_rate", f"/topicIds/{uuid_to_base64(NEW)}/name",
               "/local/snapshotId", "/local/nextOffset")
