@@ -7,6 +7,7 @@ code at all (aiokafka's conftest does the same).
 
 import os
 
+import kraft.metadata.batch_codec
 import kraft.records
 
 NO_EXTENSIONS = bool(os.environ.get("KRAFT_NO_EXTENSIONS"))
@@ -14,6 +15,7 @@ NO_EXTENSIONS = bool(os.environ.get("KRAFT_NO_EXTENSIONS"))
 
 def pytest_report_header(config):
     return (f"kraft codec: {kraft.records.IMPLEMENTATION}, "
+            f"metadata codec: {kraft.metadata.batch_codec.IMPLEMENTATION}, "
             f"crc32c: {kraft.records.crc32c_implementation()}")
 
 
@@ -22,3 +24,7 @@ def pytest_sessionstart(session):
         raise RuntimeError(
             "kraft's native extensions did not load (build them with `pip install -e .`): "
             f"{kraft.records.NATIVE_IMPORT_ERROR!r}")
+    if not NO_EXTENSIONS and kraft.metadata.batch_codec.IMPLEMENTATION != "native":
+        raise RuntimeError(
+            "kraft's native metadata codec (kraft/_native/_metadata*.pyx) did not load: "
+            f"{kraft.metadata.batch_codec.NATIVE_IMPORT_ERROR!r}")

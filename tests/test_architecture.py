@@ -25,7 +25,7 @@ RULES = {
     "protocol": ({"records"}, {"asyncio", "socket", "selectors"}),
     "log": ({"records", "_native"}, {"asyncio", "socket", "selectors"}),
     "raft": ({"records", "protocol"}, {"asyncio", "socket", "selectors", "threading", "time", "os", "random"}),
-    "metadata": ({"records", "protocol", "types"}, {"asyncio", "socket", "selectors"}),
+    "metadata": ({"records", "protocol", "types", "_native"}, {"asyncio", "socket", "selectors"}),
     "controller": ({"raft", "records", "protocol", "metadata", "types"},
                    {"asyncio", "socket", "selectors", "threading", "time", "random"}),
     "broker": ({"log", "records", "protocol", "raft", "metadata", "types", "_native"}, {"socket", "selectors"}),

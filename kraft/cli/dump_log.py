@@ -22,21 +22,14 @@ from kraft.errors import CorruptRecordError, MetadataParseError
 from kraft.log import files
 from kraft.log.snapshot import parse_snapshot_name
 from kraft.metadata.json_form import record_json, record_to_json
+from kraft.metadata.records import METADATA_RECORDS
 from kraft.metadata.serde import decode_record
 from kraft.records import Compression, ControlType
 
-# Metadata record api keys (REFERENCE.md section 3), to label record values.
-_METADATA_RECORDS = {
-    0: "RegisterBrokerRecord", 1: "UnregisterBrokerRecord", 2: "TopicRecord", 3: "PartitionRecord",
-    4: "ConfigRecord", 5: "PartitionChangeRecord", 6: "AccessControlRecord", 7: "FenceBrokerRecord",
-    8: "UnfenceBrokerRecord", 9: "RemoveTopicRecord", 10: "DelegationTokenRecord",
-    11: "UserScramCredentialRecord", 12: "FeatureLevelRecord", 13: "FailedReplicasRecord",
-    14: "RemoveUserScramCredentialRecord", 15: "ProducerIdsRecord",
-    16: "RemoveDelegationTokenRecord", 17: "BrokerRegistrationChangeRecord",
-    18: "AccessControlEntryRecord", 19: "RemoveAccessControlEntryRecord", 20: "NoOpRecord",
-    21: "RegisterControllerRecord", 22: "BeginTransactionRecord", 23: "EndTransactionRecord",
-    24: "AbortTransactionRecord", 25: "ZkMigrationStateRecord",
-}
+# Metadata record api keys, to label record values: every record we know (records.py, from
+# Kafka's JSON schemas) and the two Kafka retired.
+_METADATA_RECORDS = {**{key: cls.__name__ for key, cls in METADATA_RECORDS.items()},
+                     13: "FailedReplicasRecord", 16: "RemoveFeatureLevelRecord"}
 
 
 def register(subparsers) -> None:

@@ -148,6 +148,20 @@ class SnapshotFileWriter:
         self._next_offset = next_offset
         return next_offset
 
+    def append_values(self, values) -> int:
+        """Append one batch holding ``values`` (a list of bytes), built here at the next
+        offset with the snapshot's epoch: the Raft ``SnapshotWriter.append`` interface, for
+        writers of a snapshot file outside a Raft core. Returns the next offset."""
+        if self._raw or self._frozen:
+            raise ValueError("append_values() needs an open, non-raw snapshot writer")
+        values = list(values)
+        if not values:
+            return self._next_offset
+        self._write(records.build_batch(values, base_offset=self._next_offset,
+                                        partition_leader_epoch=self.snapshot_id.epoch, timestamp=self._now))
+        self._next_offset += len(values)
+        return self._next_offset
+
     def write_raw(self, data, position: int | None = None) -> None:
         """Raw mode: write a chunk of the leader's snapshot file at ``position``
         (default: the end of what was written so far)."""

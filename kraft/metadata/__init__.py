@@ -7,6 +7,10 @@ Layout:
 * ``json_form``  the JSON kafka-dump-log prints: ``record_json`` / ``record_from_json``
 * ``image``      the immutable ``MetadataImage`` and its parts
 * ``delta``      ``MetadataDelta``: ``replay(record)`` then ``apply()`` -> next image
+* ``image_records``      the inverse of replay: an image as the records of a snapshot
+* ``snapshot_image``     an image as snapshot batches, and snapshot (+ log) batches back into an image
+* ``batch_codec``        the hot records a batch at a time (native ``_native/_metadata.pyx`` or pure)
+* ``snapshot_schedule``  when to snapshot: Kafka's triggers, voters staggered by turns
 
 This package must not import asyncio or sockets, nor any kraft layer above protocol.
 """

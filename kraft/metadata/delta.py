@@ -129,6 +129,17 @@ class MetadataDelta:
             return
         handler(self, record)
 
+    def replay_registration(self, topic_id, partition_id: int, registration) -> None:
+        """``replay(PartitionRecord)`` when the record is already decoded into its
+        ``PartitionRegistration`` (the batch decoder's fast path); inside a transaction the
+        caller must replay the record itself, which this refuses."""
+        if self._broken is not None or self._transaction is not None:
+            raise MetadataReplayError("replay_registration needs a delta outside a transaction")
+        topics = self._topics
+        if topics is None:
+            topics = self._topics_d()
+        topics.replay_registration(topic_id, partition_id, registration)
+
     def replay_all(self, records) -> None:
         replay = self.replay
         for record in records:

@@ -131,6 +131,15 @@ class TopicsDelta:
         delta = self._topic_delta(record.topic_id, f"partition {record.partition_id}")
         delta.replay_partition(record)
 
+    def replay_registration(self, topic_id: uuid.UUID, partition_id: int, registration: PartitionRegistration) -> None:
+        """``replay_partition`` for a record already decoded into its registration (the batch
+        decoder's fast path, see ``batch_codec.py``): same checks, same outcome."""
+        if topic_id is self._last_id:
+            delta = self._last_delta
+        else:
+            delta = self._topic_delta(topic_id, f"partition {partition_id}")
+        delta.partition_changes[partition_id] = registration
+
     def replay_partition_change(self, record) -> None:
         delta = self._topic_delta(record.topic_id, f"partition change of partition {record.partition_id}")
         delta.replay_change(record)

@@ -1,0 +1,3 @@
+"""Type stubs for ``kraft._native._metadata_encode`` (see ``kraft/metadata/batch_codec.py`` for the twin)."""
+
+def encode_partitions(topic_id: bytes, pids: list[int], partitions: dict, raw_cache: dict) -> list[bytes]: ...
