@@ -31,6 +31,7 @@ from kraft.controller.result import ControllerContext
 from kraft.errors import ErrorCode, KraftError, MetadataParseError, MetadataReplayError, NotLeaderError
 from kraft.controller.record_cache import RecordCodecCache
 from kraft.metadata import EMPTY_IMAGE, MetadataDelta, encode_record
+from kraft.metadata.snapshot_image import load_image
 from kraft.metadata.records import (AbortTransactionRecord, BeginTransactionRecord, EndTransactionRecord,
                                     RegisterBrokerRecord)
 
@@ -178,16 +179,29 @@ class QuorumController:
             p.image, p.txn = image, txn
 
     def handle_load_snapshot(self, reader) -> None:
-        records = []
-        for value in reader.values():
-            try:
-                records.append(self.codec.decode(value))
-            except MetadataParseError:
-                self.metadata_errors += 1
         self._drop_uncommitted()
-        self.image, self._txn, errors = replay_records(EMPTY_IMAGE, None, records)
-        self.metadata_errors += errors
+        try:  # the batch codec: native decoding of the hot records, a million partitions in about a second
+            loaded = load_image(reader.data_batches())
+            self.image, self._txn = loaded.image, loaded.open_transaction
+        except (MetadataParseError, MetadataReplayError) as exc:
+            # Not (only) metadata: e.g. a snapshot of raw records written through the Produce
+            # writer API. Replay what parses, count the rest, as the commit path does.
+            log.error("node %d: snapshot %s is not a clean metadata snapshot (%s); replaying record by record",
+                      self.node_id, reader.snapshot_id, exc)
+            records = []
+            for value in reader.values():
+                try:
+                    records.append(self.codec.decode(value))
+                except MetadataParseError:
+                    self.metadata_errors += 1
+            self.image, self._txn, errors = replay_records(EMPTY_IMAGE, None, records)
+            self.metadata_errors += errors
         self.next_offset = reader.snapshot_id.offset
+
+    @property
+    def open_transaction(self) -> bool:
+        """A metadata transaction is open in the committed log (a snapshot now would split it)."""
+        return self._txn is not None
 
     def handle_leader_change(self, leader_and_epoch) -> None:
         self.leader_id = leader_and_epoch.leader_id

@@ -40,10 +40,18 @@ class _RawSnapshotWriter:
         self._w.write_raw(data)
 
     def freeze(self) -> None:
+        self.seal()
+        self.publish()
+
+    def seal(self) -> None:
+        """The durable part of freeze (any thread): validate, fdatasync, rename, fsync the directory."""
         try:
-            self._w.freeze()  # validates, fdatasyncs, renames, fsyncs the directory
+            self._w.freeze()
         except LogCorruptionError as exc:  # the port promises CorruptRecordError (and no snapshot)
             raise CorruptRecordError(str(exc)) from exc
+
+    def publish(self) -> None:
+        """The log lists the sealed snapshot (the log's own thread)."""
         self._owner._snapshot_added(self.snapshot_id)
 
     def abort(self) -> None:

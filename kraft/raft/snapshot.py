@@ -28,6 +28,7 @@ class SnapshotWriter:
         self._now_ms = now_ms
         self._on_frozen = on_frozen
         self._frozen = False
+        self._published = False
         raw.append(build_control_record_batch(
             SnapshotHeaderRecord(last_contained_log_timestamp), base_offset=0,
             partition_leader_epoch=self.snapshot_id.epoch, timestamp=now_ms))
@@ -46,11 +47,41 @@ class SnapshotWriter:
         self._next_offset += len(values)
 
     def freeze(self) -> None:
+        """Complete the snapshot durably and tell the core (which may then trim the log)."""
+        self.seal()
+        self.publish()
+
+    def seal(self) -> None:
+        """Footer and durable file, without touching the log or the core: may run on a worker
+        thread while the loop goes on (a metadata image takes a second or more to write)."""
         if self._frozen:
             return
         self._raw.append(build_control_record_batch(
             SnapshotFooterRecord(), base_offset=self._next_offset,
             partition_leader_epoch=self.snapshot_id.epoch, timestamp=self._now_ms))
-        self._raw.freeze()
+        seal = getattr(self._raw, "seal", None)
+        if seal is not None:
+            seal()
         self._frozen = True
+
+    def publish(self) -> None:
+        """On the loop thread, after :meth:`seal`: the log lists the snapshot and the core
+        may delete the prefix it covers."""
+        if not self._frozen:
+            raise RuntimeError("snapshot not sealed")
+        if self._published:
+            return
+        publish = getattr(self._raw, "publish", None)
+        if publish is not None:
+            publish()
+        else:  # a raw writer without the split (the simulator's in-memory log)
+            self._raw.freeze()
+        self._published = True
         self._on_frozen(self.snapshot_id)
+
+    def abort(self) -> None:
+        """Give up an unfinished snapshot (its partial file is removed)."""
+        abort = getattr(self._raw, "abort", None)
+        if abort is not None and not self._published:
+            abort()
+        self._frozen = self._published = True

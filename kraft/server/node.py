@@ -34,7 +34,9 @@ from kraft.log.replicated_log import MetadataLog
 from kraft.server.metrics import MetricsServer, NodeMetrics
 from kraft.server.network import KafkaServer, connection_limits
 from kraft.server.raft_driver import RaftDriver, election_from_file, wall_ms
-from kraft.server.state_machine import CommittedRecordsListener, SnapshotPolicy
+from kraft.metadata.snapshot_schedule import ScheduleConfig
+from kraft.server.metadata_snapshots import MetadataSnapshots
+from kraft.server.state_machine import CommittedRecordsListener
 
 log = logging.getLogger("kraft.node")
 
@@ -187,9 +189,9 @@ class KraftNode:
                                  request_timeout_ms=cfg.int("controller.quorum.request.timeout.ms"),
                                  retry_backoff_ms=cfg.int("controller.quorum.retry.backoff.ms"))
         flush_cb["fn"] = self.driver.on_flushed_threadsafe
-        self.driver.snapshot_policy = SnapshotPolicy(
-            core, self.listener, max_bytes=cfg.int("metadata.log.max.record.bytes.between.snapshots"),
-            max_interval_ms=cfg.int("metadata.log.max.snapshot.interval.ms"))
+        self.snapshots = MetadataSnapshots(core, self.listener, self.controller,
+                                           config=ScheduleConfig.from_config(cfg), node_id=cfg.node_id, voters=voters)
+        self.driver.snapshot_policy = self.snapshots
         endpoints = [(v.node_id, v.host, v.port) for v in cfg.voters]
         ctl = cfg.controller_listener
         self.controller_requests = ControllerRequests(self.driver, self.controller, endpoints)
@@ -241,6 +243,8 @@ class KraftNode:
             await self.metrics_server.close()
         if self.driver is not None:
             await self.driver.close()
+        if getattr(self, "snapshots", None) is not None:
+            self.snapshots.close()  # waits for a snapshot being written (bounded: one image)
         if self.log is not None:
             try:
                 self.log.close()
