@@ -18,7 +18,7 @@ from kraft.errors import ErrorCode
 from kraft.protocol import (METADATA_TOPIC_ID, ApiVersionsRequest, BeginQuorumEpochRequest, DescribeClusterRequest,
                             DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest,
                             ProduceRequest, Struct, VoteRequest, decode_response, encode_request)
-from kraft.raft.messages import OffsetAndEpoch
+from kraft.types import OffsetAndEpoch
 from kraft.raft.voters import ReplicaKey
 from kraft.records import SnapshotFooterRecord, SnapshotHeaderRecord, build_batch, build_control_record_batch
 from controller_helpers import Controller
