@@ -34,7 +34,8 @@ collaborators that share only the pieces they need: ``QuorumState`` (roles; the 
 place they change), ``LocalLog`` (appended/flushed/committed offsets), ``Transitions``
 (role changes and their consequences), ``Elections`` (Vote, Begin/EndQuorumEpoch,
 DescribeQuorum and election timers), ``LeaderReplication`` and ``FollowerReplication``
-(Fetch and FetchSnapshot on each side), with request checks in ``validation``.
+(Fetch and FetchSnapshot on each side), with request checks in ``validation``. Messages are
+Kafka's protocol objects, built and read in ``rpcs``; ``envelopes`` say who sent them.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ candidate, unattached voter, resigned leader, a leader's BeginQuorumEpoch rounds
 
 Requests and responses are Kafka's protocol objects (``rpcs``). Request handlers return
 response messages; response handlers return a success flag (the request tracker backs off on
-failure; a top-level error or an answer without our partition is a failure, as in Kafka). Roles change only through ``Transitions`` (which
-goes through QuorumState) or named methods on the role states. No I/O.
+failure; a top-level error or an answer without our partition is a failure, as in Kafka).
+Roles change only through ``Transitions`` (which goes through QuorumState) or named methods
+on the role states. No I/O.
 """
 
 from __future__ import annotations

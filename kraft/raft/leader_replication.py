@@ -117,9 +117,11 @@ class LeaderReplication:
         start = log.start_offset()
         snapshot_id, diverging = fetch_position_error(log, fetch_offset, p.last_fetched_epoch)
         if snapshot_id is not None:
-            return fetch_response(NONE, self.node_id, s.epoch, s.high_watermark, start, snapshot_id=snapshot_id), False
+            return fetch_response(NONE, self.node_id, s.epoch, s.high_watermark, start,
+                                  snapshot_id=snapshot_id), False
         if diverging is not None:
-            return fetch_response(NONE, self.node_id, s.epoch, s.high_watermark, start, diverging_epoch=diverging), False
+            return fetch_response(NONE, self.node_id, s.epoch, s.high_watermark, start,
+                                  diverging_epoch=diverging), False
         # Valid: the replica's log matches ours below fetch_offset, and it has flushed it.
         end = log.end_offset()
         replica = ReplicaKey(r.replica_state.replica_id, directory_bytes(p.replica_directory_id))

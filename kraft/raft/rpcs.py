@@ -38,8 +38,6 @@ DEFAULT_FETCH_MAX_BYTES = 8 * 1024 * 1024
 WHOLE_REQUEST_ERRORS = frozenset({ErrorCode.INCONSISTENT_CLUSTER_ID, ErrorCode.INVALID_REQUEST,
                                   ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ErrorCode.UNSUPPORTED_VERSION})
 
-REQUEST_TYPES = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest,
-                 DescribeQuorumRequest)
 RESPONSE_TYPES = (VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse,
                   FetchSnapshotResponse, DescribeQuorumResponse)
 
