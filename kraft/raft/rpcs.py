@@ -203,6 +203,11 @@ _FP = FetchResponse.Topic.Partition
 _LEADER = FetchResponse.LeaderIdAndEpoch
 _DIVERGING = FetchResponse.EpochEndOffset
 _SNAPSHOT = FetchResponse.SnapshotId
+# Absent DivergingEpoch / SnapshotId of the answers we build: one shared instance each, as
+# almost every answer has neither (Fetch is the hot path). Never mutated: the core only reads
+# messages, and wire_versions replaces these fields instead of editing them.
+_NO_DIVERGING = _DIVERGING()
+_NO_SNAPSHOT = _SNAPSHOT()
 
 
 def fetch_request(replica_id: int, current_leader_epoch: int, fetch_offset: int, last_fetched_epoch: int,
@@ -227,9 +232,9 @@ def fetch_response(error_code: int, leader_id: int, leader_epoch: int, high_wate
     p = _FP(partition_index=PARTITION, error_code=part, high_watermark=high_watermark,
             log_start_offset=log_start_offset, records=records,
             current_leader=_LEADER(leader_id=leader_id, leader_epoch=leader_epoch),
-            diverging_epoch=_DIVERGING() if diverging_epoch is None else _DIVERGING(
+            diverging_epoch=_NO_DIVERGING if diverging_epoch is None else _DIVERGING(
                 epoch=diverging_epoch.epoch, end_offset=diverging_epoch.offset),
-            snapshot_id=_SNAPSHOT() if snapshot_id is None else _SNAPSHOT(
+            snapshot_id=_NO_SNAPSHOT if snapshot_id is None else _SNAPSHOT(
                 end_offset=snapshot_id.offset, epoch=snapshot_id.epoch))
     return FetchResponse(error_code=top, responses=[FetchResponse.Topic(topic=TOPIC, topic_id=METADATA_TOPIC_ID,
                                                                         partitions=[p])])
