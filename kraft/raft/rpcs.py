@@ -16,7 +16,7 @@ holds what every RPC shares:
 * log directory ids, which the wire carries as UUIDs (zero = unknown) and ``ReplicaKey`` as
   ``bytes | None``.
 
-Absent optional structs (DivergingEpoch, SnapshotId, CurrentLeader) are present on the object
+Absent optional structs (Fetch's DivergingEpoch, SnapshotId, CurrentLeader) are present on the object
 with -1 fields, as the codec decodes them. No I/O, no Raft decisions.
 """
 
