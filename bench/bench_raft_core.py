@@ -1,5 +1,7 @@
 """Benchmarks of the Raft core alone (no network, no disk): simulator throughput for a
-3-voter cluster, and the cost of the leader handling one Fetch.
+3-voter cluster, the cost of the leader handling one Fetch, and the same Fetch with its wire
+edges (decode the request bytes, step the core, fit and encode the answer; and on the
+follower: build and encode the request, decode the answer).
 
     python bench/bench_raft_core.py            # both, a few seconds each
     KRAFT_NO_EXTENSIONS=1 python bench/bench_raft_core.py   # with the pure-Python codec
@@ -14,8 +16,12 @@ import random
 import time
 
 import kraft.records as records
-from kraft.raft import FetchRequest, InboundRequest, RaftConfig, RaftCore
+from kraft.protocol import FetchRequest, FetchResponse, VoteRequest
+from kraft.raft import Flush, InboundRequest, InboundResponse, RaftConfig, RaftCore, Respond, Send, rpcs
+from kraft.server.wire_versions import ResponseFitter, upgrade_request
 from kraft.testing import InMemoryLog, NetworkFaults, SimCluster
+
+ENDPOINTS = [(1, "localhost", 9093), (2, "localhost", 9094), (3, "localhost", 9095)]
 
 
 def bench_simulator(sim_seconds: int) -> dict:
@@ -43,7 +49,6 @@ def leader_core(batches: int, batch_records: int, value_size: int):
     log = InMemoryLog()
     core = RaftCore(1, log, RaftConfig(append_linger_ms=0), (1, 2, 3), random.Random(0))
     # Win an election by hand: pre-vote and vote granted by node 2.
-    from kraft.raft import Send, VoteRequest, VoteResponse, InboundResponse, Flush
     now = 0
     for _ in range(10):
         now = core.poll_effects().next_deadline_ms
@@ -56,7 +61,8 @@ def leader_core(batches: int, batch_records: int, value_size: int):
                 log.flush(e.up_to)
                 core.on_flushed(e.up_to, now)
             if isinstance(e, Send) and isinstance(e.request, VoteRequest) and e.destination == 2:
-                core.step(InboundResponse(2, e.correlation_id, VoteResponse(0, -1, e.request.candidate_epoch, True)), now)
+                epoch = e.request.topics[0].partitions[0].replica_epoch
+                core.step(InboundResponse(2, e.correlation_id, rpcs.vote_response(0, -1, epoch, True)), now)
     assert core.is_leader(), core.state
     for _ in range(batches):
         core.propose([b"v" * value_size for _ in range(batch_records)], now)  # linger 0: appended now
@@ -71,9 +77,9 @@ def leader_core(batches: int, batch_records: int, value_size: int):
 def bench_fetch(n: int) -> dict:
     core, log, now = leader_core(batches=200, batch_records=10, value_size=100)
     epoch, end = core.epoch, log.end_offset()
-    caught_up = InboundRequest(2, FetchRequest(2, epoch, end, epoch, 0), "h")
+    caught_up = InboundRequest(2, rpcs.fetch_request(2, epoch, end, epoch, 0), "h")
     batch = log.batches()[-1]
-    one_batch = InboundRequest(3, FetchRequest(3, epoch, batch.base_offset, epoch, 0), "h")
+    one_batch = InboundRequest(3, rpcs.fetch_request(3, epoch, batch.base_offset, epoch, 0), "h")
     out = {}
     for name, req in (("fetch_caught_up_us", caught_up), ("fetch_one_batch_us", one_batch)):
         step, poll = core.step, core.poll_effects
@@ -89,6 +95,41 @@ def bench_fetch(n: int) -> dict:
     return out
 
 
+def bench_fetch_wire(n: int) -> dict:
+    """The Fetch hot path with its wire edges at v17, as a controller serves it."""
+    core, log, now = leader_core(batches=200, batch_records=10, value_size=100)
+    epoch, end = core.epoch, log.end_offset()
+    fit = ResponseFitter(ENDPOINTS).fit
+    out = {}
+    for name, offset in (("caught_up", end), ("one_batch", log.batches()[-1].base_offset)):
+        raw = rpcs.fetch_request(2, epoch, offset, epoch, 0).encode(17)
+
+        def leader_side():
+            wire = FetchRequest.decode(raw, 17)
+            upgrade_request(wire, 17)
+            core.step(InboundRequest(-1, wire, "h"), now)
+            resp = [e for e in core.poll_effects().effects if type(e) is Respond][0].response
+            body = bytearray()
+            fit(resp, 17).encode_into(body, 17)
+            return body
+
+        answer = leader_side()
+
+        def follower_side():
+            body = bytearray()
+            rpcs.fetch_request(2, epoch, offset, epoch, 500, 8 << 20, -1, None, "c").encode_into(body, 17)
+            return FetchResponse.decode(answer, 17)
+
+        for side, fn in (("leader", leader_side), ("follower", follower_side)):
+            for _ in range(1000):
+                fn()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            out[f"{name}_{side}_us"] = (time.perf_counter() - t0) / n * 1e6
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sim-seconds", type=int, default=60)
@@ -98,6 +139,11 @@ def main() -> None:
     f = bench_fetch(args.fetches)
     print(f"leader Fetch, follower caught up (empty answer): {f['fetch_caught_up_us']:.1f} us")
     print(f"leader Fetch returning one {f['one_batch_bytes']}-byte batch: {f['fetch_one_batch_us']:.1f} us")
+    w = bench_fetch_wire(args.fetches)
+    print(f"with wire edges (v17), caught up: leader decode+step+encode {w['caught_up_leader_us']:.1f} us, "
+          f"follower encode request + decode answer {w['caught_up_follower_us']:.1f} us")
+    print(f"with wire edges (v17), one batch: leader {w['one_batch_leader_us']:.1f} us, "
+          f"follower {w['one_batch_follower_us']:.1f} us")
     s = bench_simulator(args.sim_seconds)
     print(f"simulator, 3 voters, proposals every 2 ms: {s['steps_per_s']:.0f} steps/s "
           f"({s['events']} events in {s['wall_s']:.2f} s wall, {s['sim_speedup']:.1f}x real time, "

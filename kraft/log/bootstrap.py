@@ -59,16 +59,13 @@ def metadata_version_name(level: int) -> str:
     return f"level {level}"
 
 
-def _uvarint(n: int) -> bytes:
-    return records.encode_unsigned_varint(n)
-
-
 def encode_feature_level_record(name: str, level: int) -> bytes:
     """MetadataRecordSerde framing (uvarint frame version 1, api key, record version), then the
     flexible v0 body: compact string Name, int16 FeatureLevel, empty tagged fields."""
     raw = name.encode("utf-8")
-    return (_uvarint(1) + _uvarint(FEATURE_LEVEL_RECORD) + _uvarint(0)
-            + _uvarint(len(raw) + 1) + raw + level.to_bytes(2, "big", signed=True) + _uvarint(0))
+    uv = records.encode_unsigned_varint
+    return (uv(1) + uv(FEATURE_LEVEL_RECORD) + uv(0)
+            + uv(len(raw) + 1) + raw + level.to_bytes(2, "big", signed=True) + uv(0))
 
 
 def decode_feature_level_record(data: bytes) -> tuple[str, int]:

@@ -16,6 +16,7 @@ import numpy as np
 
 from kraft.log import files, hotloops
 from kraft.log.checkpoint import LeaderEpochCheckpointFile
+from kraft.types import OffsetAndEpoch
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
@@ -66,12 +67,13 @@ class LeaderEpochCache:
         return self._changed(changed)
 
     # --- lookups -----------------------------------------------------------------------------
-    def end_offset_for_epoch(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
-        """Kafka's ``endOffsetFor``: ``(largest epoch <= epoch, start of the next larger
-        epoch)``; ``(epoch, log_end_offset)`` for the latest epoch; ``(epoch, first start)``
-        if ``epoch`` is below every entry; ``(-1, -1)`` if undefined (no entries, a
-        negative epoch, or one above the latest)."""
-        return self._table.end_offset_for(epoch, log_end_offset)
+    def end_offset_for_epoch(self, epoch: int, log_end_offset: int) -> OffsetAndEpoch:
+        """Kafka's ``endOffsetFor``: the largest epoch <= ``epoch`` with the start of the next
+        larger epoch as offset; ``log_end_offset`` for the latest epoch; the first start if
+        ``epoch`` is below every entry; ``OffsetAndEpoch(-1, -1)`` if undefined (no entries,
+        a negative epoch, or one above the latest)."""
+        found_epoch, found_offset = self._table.end_offset_for(epoch, log_end_offset)
+        return OffsetAndEpoch(found_offset, found_epoch)
 
     def epoch_for_offset(self, offset: int) -> int | None:
         """Epoch of the entry covering ``offset``, None if it is below every entry."""

@@ -119,13 +119,13 @@ class MetadataLog:
         return latest.epoch if latest is not None else 0
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
-        found_epoch, found_offset = self.log.end_offset_for_epoch(epoch)
-        if found_epoch < 0 or found_offset < 0:
+        found = self.log.end_offset_for_epoch(epoch)
+        if found.epoch < 0 or found.offset < 0:
             return OffsetAndEpoch(self.end_offset(), self.last_fetched_epoch())
         earliest = self.earliest_snapshot_id()
-        if earliest is not None and found_offset == earliest.offset and found_epoch > earliest.epoch:
+        if earliest is not None and found.offset == earliest.offset and found.epoch > earliest.epoch:
             return earliest
-        return OffsetAndEpoch(found_offset, found_epoch)
+        return found
 
     # --- appends and reads -----------------------------------------------------------------------
     def append_as_leader(self, data, epoch: int) -> tuple[int, int]:
@@ -160,8 +160,8 @@ class MetadataLog:
         Returns how many offsets were dropped (call before the Raft core starts)."""
         if self.log.latest_epoch is None or self.log.latest_epoch <= epoch:
             return 0
-        found_epoch, found_offset = self.log.end_offset_for_epoch(epoch)
-        keep = max(found_offset if found_epoch >= 0 else self.log.start_offset, self.log.start_offset)
+        found = self.log.end_offset_for_epoch(epoch)
+        keep = max(found.offset if found.epoch >= 0 else self.log.start_offset, self.log.start_offset)
         dropped = self.log.end_offset - keep
         self.log.truncate_to(keep)
         self.log.flush()

@@ -46,6 +46,7 @@ from kraft.log.epoch_cache import LeaderEpochCache
 from kraft.log.group_commit import GroupCommit
 from kraft.log.recovery import RecoveryReport
 from kraft.log.segment import MAX_SEGMENT_SIZE, LogSegment
+from kraft.types import OffsetAndEpoch
 
 _INT32_MAX = (1 << 31) - 1
 _BASE_OFFSET = struct.Struct(">q")
@@ -176,8 +177,8 @@ class SegmentedLog:
     def closed(self) -> bool:
         return self._closed
 
-    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """Kafka's ``endOffsetFor(epoch, logEndOffset)``; ``(-1, -1)`` when undefined."""
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        """Kafka's ``endOffsetFor(epoch, logEndOffset)``; ``OffsetAndEpoch(-1, -1)`` when undefined."""
         return self.epoch_cache.end_offset_for_epoch(epoch, self._end)
 
     def epoch_for_offset(self, offset: int) -> int | None:

@@ -18,7 +18,8 @@ Usage::
     data = VoteRequest(cluster_id="x", topics=[...]).encode(2)
     header, request = decode_request(frame)
 
-This package must not import asyncio or sockets, nor any kraft module except ``kraft.errors``.
+This package must not import asyncio or sockets, nor any kraft module except ``kraft.errors`` and
+``kraft.records`` (whose varints are the one implementation).
 """
 
 from kraft.protocol.api_keys import ApiKey

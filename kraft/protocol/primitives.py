@@ -15,7 +15,8 @@ import base64
 import struct
 import uuid
 
-from kraft.errors import EncodeError, ProtocolError
+from kraft.errors import CorruptRecordError, EncodeError, ProtocolError
+from kraft.records import decode_unsigned_varint, encode_unsigned_varint, encode_varint
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -29,22 +30,18 @@ _ONE_BYTE = [bytes((i,)) for i in range(128)]
 
 
 # --- varints -----------------------------------------------------------------
+# Varints are implemented once, in kraft.records (native where built, else the pure
+# reference); here only the one-byte fast paths and Kafka's protocol error types.
 
 
 def uvarint_bytes(value: int) -> bytes:
     """The unsigned varint encoding of ``0 <= value < 2**32``."""
-    if value < 0x80:
-        if value < 0:
-            raise EncodeError(f"uvarint cannot be negative: {value}")
+    if 0 <= value < 0x80:
         return _ONE_BYTE[value]
-    if value > 0xFFFFFFFF:
-        raise EncodeError(f"uvarint out of range: {value}")
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    try:
+        return encode_unsigned_varint(value)
+    except OverflowError as e:
+        raise EncodeError(f"uvarint out of range: {value}") from e
 
 
 def write_uvarint(out: bytearray, value: int) -> None:
@@ -56,24 +53,17 @@ def read_uvarint(buf, pos: int) -> tuple[int, int]:
     b = buf[pos]
     if b < 0x80:
         return b, pos + 1
-    value = b & 0x7F
-    shift = 7
-    for i in range(pos + 1, pos + 5):
-        b = buf[i]
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            if value > 0xFFFFFFFF:
-                break
-            return value, i + 1
-        shift += 7
-    raise ProtocolError("unsigned varint is too long")
+    try:
+        return decode_unsigned_varint(buf, pos)
+    except CorruptRecordError as e:
+        raise ProtocolError(f"unsigned varint is too long or truncated ({e})") from e
 
 
 def write_varint(out: bytearray, value: int) -> None:
-    """Zig-zag signed varint of a 32-bit value."""
+    """Zig-zag signed varint of a 32-bit value (the int64 zig-zag of an int32 is the same)."""
     if not -0x80000000 <= value <= 0x7FFFFFFF:
         raise EncodeError(f"varint out of int32 range: {value}")
-    out += uvarint_bytes(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
+    out += encode_varint(value)
 
 
 def read_varint(buf, pos: int) -> tuple[int, int]:

@@ -34,12 +34,15 @@ collaborators that share only the pieces they need: ``QuorumState`` (roles; the 
 place they change), ``LocalLog`` (appended/flushed/committed offsets), ``Transitions``
 (role changes and their consequences), ``Elections`` (Vote, Begin/EndQuorumEpoch,
 DescribeQuorum and election timers), ``LeaderReplication`` and ``FollowerReplication``
-(Fetch and FetchSnapshot on each side), with request checks in ``validation``.
+(Fetch and FetchSnapshot on each side), with request checks in ``validation``. Messages are
+Kafka's protocol objects, built and read in ``rpcs``; ``envelopes`` say who sent them.
 """
 
 from __future__ import annotations
 
 from kraft.errors import NotLeaderError
+from kraft.protocol import (BeginQuorumEpochRequest, DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest,
+                            FetchSnapshotRequest, VoteRequest)
 from kraft.raft.config import RaftConfig
 from kraft.raft.effects import Ready, Respond
 from kraft.raft.election import ElectionState, LeaderAndEpoch
@@ -48,23 +51,14 @@ from kraft.raft.follower_replication import FollowerReplication
 from kraft.raft.leader import LeaderState
 from kraft.raft.leader_replication import LeaderReplication
 from kraft.raft.local_log import LocalLog
-from kraft.raft.messages import (
-    BeginQuorumEpochRequest,
-    EndQuorumEpochRequest,
-    FetchRequest,
-    FetchSnapshotRequest,
-    InboundRequest,
-    InboundResponse,
-    OffsetAndEpoch,
-    RequestFailed,
-    VoteRequest,
-)
+from kraft.raft.envelopes import InboundRequest, InboundResponse, RequestFailed
 from kraft.raft.quorum_state import QuorumState
 from kraft.raft.requests import Outbox, RequestTracker
 from kraft.raft.roles import CandidateState, FollowerState, ProspectiveState, UnattachedState
 from kraft.raft.snapshot import SnapshotWriter
 from kraft.raft.transitions import Transitions
 from kraft.raft.voters import ReplicaKey, VoterSet, VoterSetHistory
+from kraft.types import OffsetAndEpoch
 
 
 class RaftCore:
@@ -162,7 +156,9 @@ class RaftCore:
         return self.quorum.persisted
 
     def step(self, message, now_ms: int) -> None:
-        """Handle an ``InboundRequest``, ``InboundResponse`` or ``RequestFailed``."""
+        """Handle an ``InboundRequest``, ``InboundResponse`` or ``RequestFailed``. The body is
+        a Kafka protocol message (``kraft.raft.rpcs``) in its newest form; requests for
+        anything but our one partition are answered with Kafka's error codes."""
         self._now = now_ms
         if isinstance(message, InboundRequest):
             self._handle_request(message, now_ms)
@@ -275,8 +271,10 @@ class RaftCore:
             response = e.handle_end_quorum_epoch_request(message.source, body, now)
         elif t is FetchSnapshotRequest:
             response = self.leader_replication.handle_fetch_snapshot_request(message.source, body, now)
-        else:
+        elif t is DescribeQuorumRequest:
             response = e.handle_describe_quorum_request(body, now)
+        else:
+            raise TypeError(f"not a KRaft request: {t.__name__}")
         self._effects.append(Respond(message.handle, response))
 
     def _handle_response(self, message: InboundResponse, now: int) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kraft.raft.election import ElectionState, LeaderAndEpoch
-from kraft.raft.messages import OffsetAndEpoch
+from kraft.types import OffsetAndEpoch
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,11 @@
 DescribeQuorum, and the timers of the roles that elect or announce a leader (prospective,
 candidate, unattached voter, resigned leader, a leader's BeginQuorumEpoch rounds).
 
-Request handlers return response messages; response handlers return a success flag (the
-request tracker backs off on failure). Roles change only through ``Transitions`` (which
-goes through QuorumState) or named methods on the role states. No I/O.
+Requests and responses are Kafka's protocol objects (``rpcs``). Request handlers return
+response messages; response handlers return a success flag (the request tracker backs off on
+failure; a top-level error or an answer without our partition is a failure, as in Kafka).
+Roles change only through ``Transitions`` (which goes through QuorumState) or named methods
+on the role states. No I/O.
 """
 
 from __future__ import annotations
@@ -14,18 +16,11 @@ from kraft.raft.config import RaftConfig
 from kraft.raft.leader import LeaderState
 from kraft.raft.local_log import LocalLog
 from kraft.raft.majority import VoteResult
-from kraft.raft.messages import (
-    BeginQuorumEpochRequest,
-    BeginQuorumEpochResponse,
-    DescribeQuorumResponse,
-    EndQuorumEpochRequest,
-    EndQuorumEpochResponse,
-    OffsetAndEpoch,
-    VoteRequest,
-    VoteResponse,
-)
 from kraft.raft.quorum_state import QuorumState
 from kraft.raft.requests import Outbox
+from kraft.raft.rpcs import (begin_quorum_epoch_request, begin_quorum_epoch_response, describe_quorum_response,
+                             describe_quorum_unknown_partitions, end_quorum_epoch_request, end_quorum_epoch_response,
+                             directory_bytes, named_partition, response_partition, vote_request, vote_response)
 from kraft.raft.roles import (
     CandidateState,
     FollowerState,
@@ -36,6 +31,7 @@ from kraft.raft.roles import (
 from kraft.raft.transitions import Transitions
 from kraft.raft.validation import cluster_ok, vote_request_malformed, voter_key_ok
 from kraft.raft.voters import ReplicaKey, VoterSetHistory
+from kraft.types import OffsetAndEpoch
 
 NONE = ErrorCode.NONE
 NO_DEADLINE = 1 << 62
@@ -88,7 +84,7 @@ class Elections:
                 self.transitions.become_unattached(s.epoch + 1, now)
             return now
         deadline = s.election_deadline
-        request = EndQuorumEpochRequest(self.node_id, s.epoch, s.preferred_successors, self.config.cluster_id)
+        request = end_quorum_epoch_request(self.node_id, s.epoch, s.preferred_successors, self.config.cluster_id)
         for voter in sorted(s.unacked):
             deadline = min(deadline, self.outbox.send_if_ready(voter, lambda: request, now))
         return deadline
@@ -100,7 +96,7 @@ class Elections:
             requests = self.outbox.requests
             for voter in s.voters.keys():
                 if voter.id != self.node_id and requests.is_ready(voter.id, now):
-                    self.outbox.send(voter.id, BeginQuorumEpochRequest(
+                    self.outbox.send(voter.id, begin_quorum_epoch_request(
                         self.node_id, s.epoch, voter.id, voter.directory_id, self.config.cluster_id), now)
         return s.begin_epoch_due
 
@@ -113,7 +109,7 @@ class Elections:
         log = self.local_log.log
         for voter_id in s.tally.unrecorded():
             voter = self.voter_history.last().key(voter_id)
-            request = VoteRequest(s.epoch, self.node_id, log.last_fetched_epoch(), log.end_offset(),
+            request = vote_request(s.epoch, self.node_id, log.last_fetched_epoch(), log.end_offset(),
                                   pre_vote, self.local.directory_id, voter_id,
                                   voter.directory_id if voter else None, self.config.cluster_id)
             deadline = min(deadline, self.outbox.send_if_ready(voter_id, lambda: request, now))
@@ -138,65 +134,73 @@ class Elections:
         return min(c.election_backoff_base_ms * int(self.rng.random() * slots), c.election_backoff_max_ms)
 
     # ------------------------------------------------------------ Vote
-    def handle_vote_request(self, source: int, r, now: int) -> VoteResponse:
+    def handle_vote_request(self, source: int, r, now: int):
         q = self.quorum
         if not cluster_ok(self.config.cluster_id, r.cluster_id):
-            return VoteResponse(ErrorCode.INCONSISTENT_CLUSTER_ID, q.leader_id, q.epoch)
-        if vote_request_malformed(r):
-            return VoteResponse(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch)
-        if r.candidate_epoch < q.epoch:
-            return VoteResponse(ErrorCode.FENCED_LEADER_EPOCH, q.leader_id, q.epoch)
-        if r.candidate_epoch > q.epoch and not r.pre_vote:
-            self.transitions.become_unattached(r.candidate_epoch, now)
-        if not voter_key_ok(self.local, r.voter_id, r.voter_directory_id):
-            return VoteResponse(ErrorCode.INVALID_VOTER_KEY, q.leader_id, q.epoch)
-        candidate = ReplicaKey(r.candidate_id, r.candidate_directory_id)
+            return vote_response(ErrorCode.INCONSISTENT_CLUSTER_ID, q.leader_id, q.epoch)
+        p = named_partition(r)
+        if p is None:
+            return vote_response(ErrorCode.INVALID_REQUEST, -1, -1)
+        if vote_request_malformed(p):
+            return vote_response(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch)
+        candidate_epoch, pre_vote = p.replica_epoch, p.pre_vote
+        if candidate_epoch < q.epoch:
+            return vote_response(ErrorCode.FENCED_LEADER_EPOCH, q.leader_id, q.epoch)
+        if candidate_epoch > q.epoch and not pre_vote:
+            self.transitions.become_unattached(candidate_epoch, now)
+        if not voter_key_ok(self.local, r.voter_id, directory_bytes(p.voter_directory_id)):
+            return vote_response(ErrorCode.INVALID_VOTER_KEY, q.leader_id, q.epoch)
+        candidate = ReplicaKey(p.replica_id, directory_bytes(p.replica_directory_id))
         voters = self.voter_history.last()
         granted = False
         if q.is_voter() and voters.is_voter(candidate) and candidate.id != self.node_id:
             log = self.local_log.log
-            theirs = OffsetAndEpoch(r.last_offset, r.last_offset_epoch)
+            theirs = OffsetAndEpoch(p.last_offset, p.last_offset_epoch)
             ours = OffsetAndEpoch(log.end_offset(), log.last_fetched_epoch())
             up_to_date = theirs >= ours
             s = q.state
-            granted = s.can_grant_vote(candidate, up_to_date, r.pre_vote, now)
-            if (granted and r.pre_vote and isinstance(s, ProspectiveState) and theirs == ours
+            granted = s.can_grant_vote(candidate, up_to_date, pre_vote, now)
+            if (granted and pre_vote and isinstance(s, ProspectiveState) and theirs == ours
                     and candidate.id < self.node_id):
                 # Two prospectives with equal logs (their leader died, both timed out together)
                 # would each win the other's pre-vote and split the real vote. Pre-votes change
                 # no durable state, so breaking the tie by id is safe: the higher id wins.
                 granted = False
-            if granted and not r.pre_vote and isinstance(s, (UnattachedState, ProspectiveState)) \
+            if granted and not pre_vote and isinstance(s, (UnattachedState, ProspectiveState)) \
                     and s.voted_key is None:
                 self.transitions.vote_for(candidate, now)
-            if r.pre_vote and isinstance(s, ProspectiveState) and r.candidate_epoch == s.epoch:
+            if pre_vote and isinstance(s, ProspectiveState) and candidate_epoch == s.epoch:
                 # Whoever refused us while it still followed the old leader and now campaigns
                 # itself would answer differently: ask again (the poll after this step does).
                 s.voter_now_campaigns(candidate.id)
-        return VoteResponse(NONE, q.leader_id, q.epoch, granted)
+        return vote_response(NONE, q.leader_id, q.epoch, granted)
 
-    def handle_vote_response(self, source: int, request, r: VoteResponse, now: int) -> bool:
+    def handle_vote_response(self, source: int, request, r, now: int) -> bool:
+        p = response_partition(r)
+        if r.error_code or p is None:
+            return False
         t = self.transitions
-        if r.error_code != NONE:
-            handled = t.common_response(r.error_code, r.leader_id, r.leader_epoch, now)
+        if p.error_code != NONE:
+            handled = t.common_response(p.error_code, p.leader_id, p.leader_epoch, now)
             return bool(handled)
         s = self.quorum.state
-        if r.leader_epoch > s.epoch or (r.leader_epoch == s.epoch and r.leader_id >= 0
-                                        and r.leader_id != self.node_id and s.leader_id < 0):
+        if p.leader_epoch > s.epoch or (p.leader_epoch == s.epoch and p.leader_id >= 0
+                                        and p.leader_id != self.node_id and s.leader_id < 0):
             # Someone knows a newer epoch, or a leader of our epoch we did not know: follow it.
             # (A prospective that already knew that leader just counts the answer.)
-            t.maybe_transition(r.leader_id, r.leader_epoch, now)
+            t.maybe_transition(p.leader_id, p.leader_epoch, now)
             return True
-        if request.pre_vote:
-            if isinstance(s, ProspectiveState) and request.candidate_epoch == s.epoch:
-                s.record_vote(source, r.vote_granted)
+        asked = request.topics[0].partitions[0]
+        if asked.pre_vote:
+            if isinstance(s, ProspectiveState) and asked.replica_epoch == s.epoch:
+                s.record_vote(source, p.vote_granted)
                 result = s.tally.result()
                 if result is VoteResult.WON:
                     t.become_candidate(now)
                 elif result is VoteResult.LOST:
                     t.lose_pre_election(s, now)
-        elif isinstance(s, CandidateState) and request.candidate_epoch == s.epoch:
-            s.record_vote(source, r.vote_granted)
+        elif isinstance(s, CandidateState) and asked.replica_epoch == s.epoch:
+            s.record_vote(source, p.vote_granted)
             result = s.tally.result()
             if result is VoteResult.WON:
                 t.become_leader(now)
@@ -206,22 +210,28 @@ class Elections:
         return True
 
     # ------------------------------------------------------------ BeginQuorumEpoch
-    def handle_begin_quorum_epoch_request(self, source: int, r, now: int) -> BeginQuorumEpochResponse:
+    def handle_begin_quorum_epoch_request(self, source: int, r, now: int):
         q = self.quorum
         if not cluster_ok(self.config.cluster_id, r.cluster_id):
-            return BeginQuorumEpochResponse(ErrorCode.INCONSISTENT_CLUSTER_ID, q.leader_id, q.epoch)
-        if r.leader_epoch < q.epoch:
-            return BeginQuorumEpochResponse(ErrorCode.FENCED_LEADER_EPOCH, q.leader_id, q.epoch)
-        if r.leader_id < 0:
-            return BeginQuorumEpochResponse(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch)
-        if not self.transitions.maybe_transition(r.leader_id, r.leader_epoch, now):
-            return BeginQuorumEpochResponse(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch)
-        if not voter_key_ok(self.local, r.voter_id, r.voter_directory_id):
-            return BeginQuorumEpochResponse(ErrorCode.INVALID_VOTER_KEY, q.leader_id, q.epoch)
-        return BeginQuorumEpochResponse(NONE, q.leader_id, q.epoch)
+            return begin_quorum_epoch_response(ErrorCode.INCONSISTENT_CLUSTER_ID, q.leader_id, q.epoch)
+        p = named_partition(r)
+        if p is None:
+            return begin_quorum_epoch_response(ErrorCode.INVALID_REQUEST, -1, -1)
+        if p.leader_epoch < q.epoch:
+            return begin_quorum_epoch_response(ErrorCode.FENCED_LEADER_EPOCH, q.leader_id, q.epoch)
+        if p.leader_id < 0:
+            return begin_quorum_epoch_response(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch)
+        if not self.transitions.maybe_transition(p.leader_id, p.leader_epoch, now):
+            return begin_quorum_epoch_response(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch)
+        if not voter_key_ok(self.local, r.voter_id, directory_bytes(p.voter_directory_id)):
+            return begin_quorum_epoch_response(ErrorCode.INVALID_VOTER_KEY, q.leader_id, q.epoch)
+        return begin_quorum_epoch_response(NONE, q.leader_id, q.epoch)
 
     def handle_begin_quorum_epoch_response(self, source: int, r, now: int) -> bool:
-        handled = self.transitions.common_response(r.error_code, r.leader_id, r.leader_epoch, now)
+        p = response_partition(r)
+        if r.error_code or p is None:
+            return False
+        handled = self.transitions.common_response(p.error_code, p.leader_id, p.leader_epoch, now)
         if handled is not None:
             return handled
         s = self.quorum.state
@@ -230,27 +240,30 @@ class Elections:
         return True
 
     # ------------------------------------------------------------ EndQuorumEpoch
-    def handle_end_quorum_epoch_request(self, source: int, r, now: int) -> EndQuorumEpochResponse:
+    def handle_end_quorum_epoch_request(self, source: int, r, now: int):
         q = self.quorum
         if not cluster_ok(self.config.cluster_id, r.cluster_id):
-            return EndQuorumEpochResponse(ErrorCode.INCONSISTENT_CLUSTER_ID, q.leader_id, q.epoch)
-        if r.leader_epoch < q.epoch:
-            return EndQuorumEpochResponse(ErrorCode.FENCED_LEADER_EPOCH, q.leader_id, q.epoch)
-        if r.leader_id < 0:
-            return EndQuorumEpochResponse(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch)
-        if not self.transitions.maybe_transition(r.leader_id, r.leader_epoch, now):
-            return EndQuorumEpochResponse(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch)
+            return end_quorum_epoch_response(ErrorCode.INCONSISTENT_CLUSTER_ID, q.leader_id, q.epoch)
+        p = named_partition(r)
+        if p is None:
+            return end_quorum_epoch_response(ErrorCode.INVALID_REQUEST, -1, -1)
+        if p.leader_epoch < q.epoch:
+            return end_quorum_epoch_response(ErrorCode.FENCED_LEADER_EPOCH, q.leader_id, q.epoch)
+        if p.leader_id < 0:
+            return end_quorum_epoch_response(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch)
+        if not self.transitions.maybe_transition(p.leader_id, p.leader_epoch, now):
+            return end_quorum_epoch_response(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch)
         s = q.state
-        if isinstance(s, FollowerState) and s.leader_id == r.leader_id and s.epoch == r.leader_epoch:
+        if isinstance(s, FollowerState) and s.leader_id == p.leader_id and s.epoch == p.leader_epoch:
             # The leader is going away: start an election sooner the higher we rank among
             # its preferred successors.
-            s.note_leader_resigned(now + self._end_epoch_backoff(r.preferred_successors))
-        return EndQuorumEpochResponse(NONE, q.leader_id, q.epoch)
+            successors = [c.candidate_id for c in p.preferred_candidates]
+            s.note_leader_resigned(now + self._end_epoch_backoff(successors))
+        return end_quorum_epoch_response(NONE, q.leader_id, q.epoch)
 
-    def _end_epoch_backoff(self, successors) -> int:
+    def _end_epoch_backoff(self, successors: list) -> int:
         """Kafka's strict exponential backoff by position among the preferred successors."""
         max_ms = self.config.election_backoff_max_ms
-        successors = list(successors)
         if self.node_id not in successors:
             return max_ms
         pos = successors.index(self.node_id)
@@ -260,7 +273,10 @@ class Elections:
         return min(max_ms, base << (pos - 1))
 
     def handle_end_quorum_epoch_response(self, source: int, r, now: int) -> bool:
-        handled = self.transitions.common_response(r.error_code, r.leader_id, r.leader_epoch, now)
+        p = response_partition(r)
+        if r.error_code or p is None:
+            return False
+        handled = self.transitions.common_response(p.error_code, p.leader_id, p.leader_epoch, now)
         if handled is not None:
             return handled
         s = self.quorum.state
@@ -269,9 +285,11 @@ class Elections:
         return True
 
     # ------------------------------------------------------------ DescribeQuorum
-    def handle_describe_quorum_request(self, r, now: int) -> DescribeQuorumResponse:
+    def handle_describe_quorum_request(self, r, now: int):
+        if named_partition(r) is None:
+            return describe_quorum_unknown_partitions(r)
         s = self.quorum.state
         if not isinstance(s, LeaderState):
-            return DescribeQuorumResponse(ErrorCode.NOT_LEADER_OR_FOLLOWER, s.leader_id, s.epoch)
-        return DescribeQuorumResponse(NONE, self.node_id, s.epoch, s.high_watermark,
-                                      s.progress.describe_voters(now), s.progress.describe_observers(now))
+            return describe_quorum_response(ErrorCode.NOT_LEADER_OR_FOLLOWER, s.leader_id, s.epoch)
+        return describe_quorum_response(NONE, self.node_id, s.epoch, s.high_watermark,
+                                        s.progress.describe_voters(now), s.progress.describe_observers(now))

@@ -12,19 +12,13 @@ from __future__ import annotations
 from kraft.errors import ErrorCode, KraftError
 from kraft.raft.config import RaftConfig
 from kraft.raft.local_log import LocalLog
-from kraft.raft.messages import (
-    EpochEndOffset,
-    FetchRequest,
-    FetchResponse,
-    FetchSnapshotRequest,
-    FetchSnapshotResponse,
-    OffsetAndEpoch,
-)
 from kraft.raft.quorum_state import QuorumState
 from kraft.raft.requests import Outbox
+from kraft.raft.rpcs import fetch_request, fetch_snapshot_request, response_partition
 from kraft.raft.roles import FollowerState
 from kraft.raft.transitions import Transitions
 from kraft.raft.voters import ReplicaKey, VoterSetHistory
+from kraft.types import OffsetAndEpoch
 
 NONE = ErrorCode.NONE
 NO_DEADLINE = 1 << 62
@@ -87,9 +81,9 @@ class FollowerReplication:
         return max(now + 1, min(requests.ready_at(d) for d in ids))
 
     # ------------------------------------------------------------ building requests
-    def _build_fetch(self) -> FetchRequest:
+    def _build_fetch(self):
         log = self.local_log.log
-        return FetchRequest(self.node_id, self.quorum.epoch, log.end_offset(), log.last_fetched_epoch(),
+        return fetch_request(self.node_id, self.quorum.epoch, log.end_offset(), log.last_fetched_epoch(),
                             self.config.fetch_max_wait_ms, self.config.fetch_max_bytes, -1,
                             self.local.directory_id, self.config.cluster_id)
 
@@ -98,7 +92,7 @@ class FollowerReplication:
         w = s.fetching_snapshot
         if w is None:
             return self._build_fetch()
-        return FetchSnapshotRequest(self.node_id, s.epoch, w.snapshot_id, w.size_in_bytes(),
+        return fetch_snapshot_request(self.node_id, s.epoch, w.snapshot_id, w.size_in_bytes(),
                                     self.config.fetch_snapshot_max_bytes, self.local.directory_id,
                                     self.config.cluster_id)
 
@@ -114,66 +108,80 @@ class FollowerReplication:
         self.local_log.snapshot_installed(snapshot_id)
 
     # ------------------------------------------------------------ Fetch
-    def handle_fetch_response(self, source: int, request: FetchRequest, r: FetchResponse, now: int) -> bool:
-        handled = self.transitions.common_response(r.error_code, r.leader_id, r.leader_epoch, now)
+    def handle_fetch_response(self, source: int, request, r, now: int) -> bool:
+        p = response_partition(r)
+        if r.error_code or p is None:
+            return False
+        leader = p.current_leader
+        handled = self.transitions.common_response(p.error_code, leader.leader_id, leader.leader_epoch, now)
         if handled is not None:
             return handled
         s = self.quorum.state
-        if not isinstance(s, FollowerState) or s.leader_id != source or request.current_leader_epoch != s.epoch:
+        asked = request.topics[0].partitions[0]
+        if not isinstance(s, FollowerState) or s.leader_id != source or asked.current_leader_epoch != s.epoch:
             return False
         log = self.local_log.log
-        if r.diverging_epoch is not None:
-            d = r.diverging_epoch
-            if d.epoch < 0 or d.end_offset < 0:
+        d, sid = p.diverging_epoch, p.snapshot_id
+        if d.epoch >= 0:
+            if d.end_offset < 0:
                 return False
-            self.local_log.truncate(self._divergence_truncation_offset(d))
-        elif r.snapshot_id is not None:
-            sid = r.snapshot_id
-            if sid.epoch < 0 or sid.offset < 0:
+            self.local_log.truncate(self._divergence_truncation_offset(d.epoch, d.end_offset))
+        elif sid.end_offset >= 0:
+            if sid.epoch < 0:
                 return False
-            writer = log.create_snapshot(sid)
+            snapshot_id = OffsetAndEpoch(sid.end_offset, sid.epoch)
+            writer = log.create_snapshot(snapshot_id)
             if writer is not None:
                 s.start_snapshot_download(writer)
             elif log.truncate_to_latest_snapshot():
                 self._snapshot_installed(s, log.latest_snapshot_id())
         else:
-            if request.fetch_offset != log.end_offset():
+            if asked.fetch_offset != log.end_offset():
                 return False  # our log moved since we asked: ask again
-            if r.records and not self.local_log.append_as_follower(r.records, self.quorum.leader_id, self.quorum.epoch):
+            records = p.records
+            if records and not self.local_log.append_as_follower(records, self.quorum.leader_id, self.quorum.epoch):
                 return False  # corrupt data: the log is unchanged, retry after backoff
-            s.note_leader_high_watermark(r.high_watermark)
+            s.note_leader_high_watermark(p.high_watermark)
             self.update_high_watermark(s)
         s.fetch_succeeded(now)
         return True
 
-    def _divergence_truncation_offset(self, d: EpochEndOffset) -> int:
+    def _divergence_truncation_offset(self, epoch: int, end_offset: int) -> int:
         """Kafka's truncateToEndOffset: cut where our copy of the leader's epoch ends."""
         log = self.local_log.log
-        if d.epoch == 0:
-            return min(d.end_offset, log.end_offset())
-        local = log.end_offset_for_epoch(d.epoch)
-        if local.epoch == d.epoch:
-            return min(local.offset, d.end_offset)
+        if epoch == 0:
+            return min(end_offset, log.end_offset())
+        local = log.end_offset_for_epoch(epoch)
+        if local.epoch == epoch:
+            return min(local.offset, end_offset)
         return max(local.offset, 0)
 
     # ------------------------------------------------------------ FetchSnapshot
-    def handle_fetch_snapshot_response(self, source: int, request, r: FetchSnapshotResponse, now: int) -> bool:
-        handled = self.transitions.common_response(r.error_code, r.leader_id, r.leader_epoch, now)
-        if handled is not None and r.error_code not in (ErrorCode.SNAPSHOT_NOT_FOUND, ErrorCode.POSITION_OUT_OF_RANGE):
+    def handle_fetch_snapshot_response(self, source: int, request, r, now: int) -> bool:
+        p = response_partition(r)
+        if r.error_code or p is None:
+            return False
+        error = p.error_code
+        leader = p.current_leader
+        handled = self.transitions.common_response(error, leader.leader_id, leader.leader_epoch, now)
+        if handled is not None and error not in (ErrorCode.SNAPSHOT_NOT_FOUND, ErrorCode.POSITION_OUT_OF_RANGE):
             return handled
         s = self.quorum.state
-        if not isinstance(s, FollowerState) or s.leader_id != source or request.current_leader_epoch != s.epoch:
+        if (not isinstance(s, FollowerState) or s.leader_id != source
+                or request.topics[0].partitions[0].current_leader_epoch != s.epoch):
             return False
         w = s.fetching_snapshot
-        if r.error_code != NONE or w is None or r.snapshot_id != w.snapshot_id:
+        sid = p.snapshot_id
+        if error != NONE or w is None or (sid.end_offset, sid.epoch) != (w.snapshot_id.offset, w.snapshot_id.epoch):
             # The leader no longer has it (or we lost track): start over with a Fetch.
             s.restart_fetching(now)
-            return r.error_code == NONE
-        if r.position != w.size_in_bytes() or r.size <= 0 or not r.unaligned_records:
+            return error == NONE
+        chunk = p.unaligned_records
+        if p.position != w.size_in_bytes() or p.size <= 0 or not chunk:
             return False
-        w.append(r.unaligned_records)
+        w.append(chunk)
         s.fetch_succeeded(now)
-        if w.size_in_bytes() >= r.size:
+        if w.size_in_bytes() >= p.size:
             try:
                 w.freeze()  # validates the whole snapshot before making it visible
             except KraftError:

@@ -19,12 +19,12 @@ from kraft.raft.voters import ReplicaKey, VoterSet
 class ParkedFetch:
     """A valid Fetch that found no new data and waits up to its max wait."""
 
-    __slots__ = ("handle", "source", "request", "deadline", "hw_seen")
+    __slots__ = ("handle", "request", "partition", "deadline", "hw_seen")
 
-    def __init__(self, handle, source: int, request, deadline: int, hw_seen: int):
+    def __init__(self, handle, request, partition, deadline: int, hw_seen: int):
         self.handle = handle
-        self.source = source
-        self.request = request
+        self.request = request  # the FetchRequest, and its one partition
+        self.partition = partition
         self.deadline = deadline
         self.hw_seen = hw_seen
 

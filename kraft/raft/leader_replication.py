@@ -18,8 +18,9 @@ from kraft.raft.config import RaftConfig
 from kraft.raft.effects import Respond
 from kraft.raft.leader import LeaderState, ParkedFetch
 from kraft.raft.local_log import LocalLog
-from kraft.raft.messages import FetchRequest, FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse
 from kraft.raft.quorum_state import QuorumState
+from kraft.raft.rpcs import (directory_bytes, fetch_partition, fetch_response, fetch_snapshot_partition,
+                             fetch_snapshot_response, snapshot_id_of)
 from kraft.raft.validation import cluster_ok, fetch_position_error, fetch_request_malformed, leader_only_error
 from kraft.raft.voters import ReplicaKey
 from kraft.records import build_batch
@@ -87,46 +88,56 @@ class LeaderReplication:
         r = message.body
         q = self.quorum
         if not cluster_ok(self.config.cluster_id, r.cluster_id):
-            self._emit(Respond(message.handle, FetchResponse(ErrorCode.INCONSISTENT_CLUSTER_ID, q.leader_id, q.epoch)))
+            self._emit(Respond(message.handle, fetch_response(ErrorCode.INCONSISTENT_CLUSTER_ID, q.leader_id, q.epoch)))
             return
-        if fetch_request_malformed(r, self.node_id):
-            self._emit(Respond(message.handle, FetchResponse(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch)))
+        p = fetch_partition(r)
+        if p is None:
+            self._emit(Respond(message.handle, fetch_response(ErrorCode.INVALID_REQUEST, -1, -1)))
             return
-        response = self._try_complete_fetch(message.source, r, now)
-        s = q.state
-        if (response.error_code != NONE or response.records or r.max_wait_ms == 0
-                or response.diverging_epoch is not None or response.snapshot_id is not None):
-            self._emit(Respond(message.handle, response))
-        else:
+        if fetch_request_malformed(r.replica_state.replica_id, p, self.node_id):
+            self._emit(Respond(message.handle, fetch_response(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch)))
+            return
+        response, waits = self._try_complete_fetch(r, p, now)
+        if waits and r.max_wait_ms > 0:
             # Long poll: answer when data arrives, the high watermark moves, or max wait ends.
-            s.park(ParkedFetch(message.handle, message.source, r, now + r.max_wait_ms, s.high_watermark))
+            s = q.state
+            s.park(ParkedFetch(message.handle, r, p, now + r.max_wait_ms, s.high_watermark))
+        else:
+            self._emit(Respond(message.handle, response))
 
-    def _try_complete_fetch(self, source: int, r: FetchRequest, now: int) -> FetchResponse:
+    def _try_complete_fetch(self, r, p, now: int):
+        """(response, may wait): the answer to a well-formed Fetch ``r`` whose partition is
+        ``p``; "may wait" when it is valid but finds no data (a long poll may park it)."""
         s = self.quorum.state
-        err = leader_only_error(s, r.current_leader_epoch)
+        err = leader_only_error(s, p.current_leader_epoch)
         if err is not None:
-            return FetchResponse(err, s.leader_id, s.epoch)
+            return fetch_response(err, s.leader_id, s.epoch), False
         log = self.local_log.log
-        fetch_offset = r.fetch_offset
+        fetch_offset = p.fetch_offset
         start = log.start_offset()
-        snapshot_id, diverging = fetch_position_error(log, fetch_offset, r.last_fetched_epoch)
+        snapshot_id, diverging = fetch_position_error(log, fetch_offset, p.last_fetched_epoch)
         if snapshot_id is not None:
-            return FetchResponse(NONE, self.node_id, s.epoch, s.high_watermark, start, snapshot_id=snapshot_id)
+            return fetch_response(NONE, self.node_id, s.epoch, s.high_watermark, start,
+                                  snapshot_id=snapshot_id), False
         if diverging is not None:
-            return FetchResponse(NONE, self.node_id, s.epoch, s.high_watermark, start, diverging_epoch=diverging)
+            return fetch_response(NONE, self.node_id, s.epoch, s.high_watermark, start,
+                                  diverging_epoch=diverging), False
         # Valid: the replica's log matches ours below fetch_offset, and it has flushed it.
-        if s.update_replica(ReplicaKey(r.replica_id, r.replica_directory_id), fetch_offset, now,
-                            log.end_offset()):
+        end = log.end_offset()
+        replica = ReplicaKey(r.replica_state.replica_id, directory_bytes(p.replica_directory_id))
+        if s.update_replica(replica, fetch_offset, now, end):
             self.on_high_watermark(s, now)
+        if fetch_offset >= end:
+            return fetch_response(NONE, self.node_id, s.epoch, s.high_watermark, start), True
         try:
-            records = log.read(fetch_offset, r.max_bytes) if fetch_offset < log.end_offset() else b""
+            records = log.read(fetch_offset, max(0, min(r.max_bytes, p.partition_max_bytes)))
         except StorageError as exc:
             # Our own log failed the read (e.g. a batch failing its CRC on disk): never serve
             # it; the follower backs off and asks again.
             self.storage_read_errors += 1
             self.last_storage_read_error = (fetch_offset, str(exc))
-            return FetchResponse(ErrorCode.KAFKA_STORAGE_ERROR, self.node_id, s.epoch, s.high_watermark, start)
-        return FetchResponse(NONE, self.node_id, s.epoch, s.high_watermark, start, records)
+            return fetch_response(ErrorCode.KAFKA_STORAGE_ERROR, self.node_id, s.epoch, s.high_watermark, start), False
+        return fetch_response(NONE, self.node_id, s.epoch, s.high_watermark, start, records), not records
 
     def answer_parked(self, s: LeaderState, now: int) -> int:
         """Answer the parked fetches that are due; the deadline of those still waiting."""
@@ -149,26 +160,30 @@ class LeaderReplication:
         hw_due = now >= s.hw_changed_ms + self.config.hw_notify_delay_ms
         keep = []
         for p in s.parked:
-            if force or now >= p.deadline or end > p.request.fetch_offset or (hw != p.hw_seen and hw_due):
-                self._emit(Respond(p.handle, self._try_complete_fetch(p.source, p.request, now)))
+            if force or now >= p.deadline or end > p.partition.fetch_offset or (hw != p.hw_seen and hw_due):
+                self._emit(Respond(p.handle, self._try_complete_fetch(p.request, p.partition, now)[0]))
             else:
                 keep.append(p)
         s.keep_parked(keep)
 
     # ------------------------------------------------------------ FetchSnapshot
-    def handle_fetch_snapshot_request(self, source: int, r: FetchSnapshotRequest, now: int) -> FetchSnapshotResponse:
+    def handle_fetch_snapshot_request(self, source: int, r, now: int):
         q = self.quorum
         if not cluster_ok(self.config.cluster_id, r.cluster_id):
-            return FetchSnapshotResponse(ErrorCode.INCONSISTENT_CLUSTER_ID, q.leader_id, q.epoch)
-        err = leader_only_error(q.state, r.current_leader_epoch)
+            return fetch_snapshot_response(ErrorCode.INCONSISTENT_CLUSTER_ID, q.leader_id, q.epoch)
+        p, bad = fetch_snapshot_partition(r)
+        if bad is not None:
+            return fetch_snapshot_response(bad, -1, -1)
+        err = leader_only_error(q.state, p.current_leader_epoch)
         if err is not None:
-            return FetchSnapshotResponse(err, q.leader_id, q.epoch)
-        reader = self.local_log.log.read_snapshot(r.snapshot_id)
+            return fetch_snapshot_response(err, q.leader_id, q.epoch)
+        snapshot_id = snapshot_id_of(p.snapshot_id)
+        reader = self.local_log.log.read_snapshot(snapshot_id)
         if reader is None:
-            return FetchSnapshotResponse(ErrorCode.SNAPSHOT_NOT_FOUND, self.node_id, q.epoch)
+            return fetch_snapshot_response(ErrorCode.SNAPSHOT_NOT_FOUND, self.node_id, q.epoch)
         size = reader.size_in_bytes()
-        if r.position < 0 or r.position >= size:
-            return FetchSnapshotResponse(ErrorCode.POSITION_OUT_OF_RANGE, self.node_id, q.epoch)
-        q.state.note_fetch_snapshot(ReplicaKey(r.replica_id, r.replica_directory_id), now)
-        chunk = reader.read(r.position, max(1, r.max_bytes))
-        return FetchSnapshotResponse(NONE, self.node_id, q.epoch, r.snapshot_id, size, r.position, chunk)
+        if p.position >= size:
+            return fetch_snapshot_response(ErrorCode.POSITION_OUT_OF_RANGE, self.node_id, q.epoch)
+        q.state.note_fetch_snapshot(ReplicaKey(r.replica_id, directory_bytes(p.replica_directory_id)), now)
+        chunk = reader.read(p.position, max(1, r.max_bytes))
+        return fetch_snapshot_response(NONE, self.node_id, q.epoch, snapshot_id, size, p.position, chunk)

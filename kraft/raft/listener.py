@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 
 from kraft.raft.effects import Commit, LeaderChange, LoadSnapshot
 from kraft.raft.election import LeaderAndEpoch
-from kraft.raft.messages import OffsetAndEpoch
+from kraft.types import OffsetAndEpoch
 from kraft.records import iter_batches
 
 DEFAULT_MAX_READ_BYTES = 8 * 1024 * 1024

@@ -14,7 +14,7 @@ from typing import Callable
 
 from kraft.errors import CorruptRecordError, InvalidRecordError
 from kraft.raft.effects import Append, Commit, Flush, LoadSnapshot
-from kraft.raft.messages import OffsetAndEpoch
+from kraft.types import OffsetAndEpoch
 from kraft.raft.voters import VoterSetHistory
 
 

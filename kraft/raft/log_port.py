@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from kraft.raft.messages import OffsetAndEpoch
+from kraft.types import OffsetAndEpoch
 
 
 @runtime_checkable

@@ -8,7 +8,7 @@ watermark rule itself lives in ``LeaderState``, the arithmetic in ``majority``.
 
 from __future__ import annotations
 
-from kraft.raft.messages import ReplicaDescription
+from kraft.raft.rpcs import replica_state
 from kraft.raft.voters import ReplicaKey, VoterSet
 
 
@@ -24,9 +24,10 @@ class ReplicaProgress:
         self.last_caught_up_ms = -1
         self.acknowledged = False  # answered BeginQuorumEpoch or fetched in this epoch
 
-    def describe(self) -> ReplicaDescription:
-        return ReplicaDescription(self.key.id, self.key.directory_id, self.end_offset,
-                                  self.last_fetch_ms, self.last_caught_up_ms)
+    def describe(self):
+        """This replica as a DescribeQuorum ReplicaState."""
+        return replica_state(self.key.id, self.key.directory_id, self.end_offset,
+                             self.last_fetch_ms, self.last_caught_up_ms)
 
     def __repr__(self) -> str:
         return f"ReplicaProgress({self.key.id}, end={self.end_offset}, fetched={self.last_fetch_ms})"
@@ -110,15 +111,15 @@ class ProgressTracker:
         others.sort(key=lambda p: (-p.end_offset, p.key.id))
         return [p.key.id for p in others]
 
-    def describe_voters(self, now_ms: int) -> tuple[ReplicaDescription, ...]:
-        return tuple(self._describe(self.voters[i], now_ms) for i in sorted(self.voters))
+    def describe_voters(self, now_ms: int) -> list:
+        return [self._describe(self.voters[i], now_ms) for i in sorted(self.voters)]
 
-    def describe_observers(self, now_ms: int) -> tuple[ReplicaDescription, ...]:
-        return tuple(self._describe(p, now_ms) for p in sorted(self.observers.values(), key=lambda p: p.key.id))
+    def describe_observers(self, now_ms: int) -> list:
+        return [self._describe(p, now_ms) for p in sorted(self.observers.values(), key=lambda p: p.key.id)]
 
-    def _describe(self, p: ReplicaProgress, now_ms: int) -> ReplicaDescription:
+    def _describe(self, p: ReplicaProgress, now_ms: int):
         if p.key.id == self.local.id:
             # The leader is its own freshest replica: Kafka's LeaderState reports its fetch
             # and caught-up times as now.
-            return ReplicaDescription(p.key.id, p.key.directory_id, p.end_offset, now_ms, now_ms)
+            return replica_state(p.key.id, p.key.directory_id, p.end_offset, now_ms, now_ms)
         return p.describe()

@@ -47,7 +47,7 @@ from kraft.raft.effects import PersistElection
 from kraft.raft.election import ElectionState, LeaderAndEpoch
 from kraft.raft.leader import LeaderState
 from kraft.raft.majority import VoteResult
-from kraft.raft.messages import OffsetAndEpoch
+from kraft.types import OffsetAndEpoch
 from kraft.raft.roles import (
     CandidateState,
     EpochState,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from kraft.raft.messages import OffsetAndEpoch
+from kraft.types import OffsetAndEpoch
 from kraft.records import (
     SnapshotFooterRecord,
     SnapshotHeaderRecord,

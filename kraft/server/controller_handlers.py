@@ -3,8 +3,10 @@ DescribeQuorum, and Produce to ``__cluster_metadata`` as the external writer API
 
 Decodable but invalid requests get Kafka error codes (INVALID_REQUEST,
 UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER with the current leader, ...); only
-undecodable input closes a connection, and that happens in ``network.py``. Raft decisions
-are the core's: this module translates and waits, nothing else.
+undecodable input closes a connection, and that happens in ``network.py``. Raft decisions,
+including which requests are valid, are the core's: a KRaft request goes to the core as it
+was decoded (old versions brought to the newest form by ``wire_versions``), and the core's
+response is fitted to the request's version; this module waits, nothing else.
 
 Produce is the external writer of the metadata log (``produce_writer.py``): the batches of
 a request are appended as they arrived and answered once committed; acks=0 gets no answer.
@@ -17,36 +19,23 @@ import time
 
 from kraft.errors import ErrorCode, InvalidRequestError
 from kraft.protocol import (ApiVersionsRequest, BeginQuorumEpochRequest, DescribeClusterRequest,
-                            DescribeClusterResponse, DescribeQuorumRequest, DescribeQuorumResponse,
-                            EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest, ProduceRequest, VoteRequest,
-                            api_versions_response, unsupported_api_versions_response)
-from kraft.raft import messages as rm
+                            DescribeClusterResponse, DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest,
+                            FetchSnapshotRequest, ProduceRequest, VoteRequest, api_versions_response,
+                            unsupported_api_versions_response)
 from kraft.raft.config import MAX_BATCH_SIZE_BYTES, MAX_RECORDS_PER_BATCH
-from kraft.server import raft_wire
+from kraft.raft.rpcs import request_source
 from kraft.server.log_throttle import LogThrottle, held_note
 from kraft.server.produce_writer import ProduceWriter
 from kraft.server.raft_driver import RaftDriver
+from kraft.server.wire_versions import ResponseFitter, upgrade_request
 
 log = logging.getLogger("kraft.handlers")
 
-_RAFT_SOURCE = {
-    rm.FetchRequest: lambda r: r.replica_id,
-    rm.FetchSnapshotRequest: lambda r: r.replica_id,
-    rm.VoteRequest: lambda r: r.candidate_id,
-    rm.BeginQuorumEpochRequest: lambda r: r.leader_id,
-    rm.EndQuorumEpochRequest: lambda r: r.leader_id,
-}
 # What this listener answers: ApiVersions, Produce (writer), Fetch, Vote, BeginQuorumEpoch,
 # EndQuorumEpoch, DescribeQuorum, FetchSnapshot, DescribeCluster. Fetch v18's follower HighWatermark is not used.
 SERVED_APIS = frozenset({18, 0, 1, 52, 53, 54, 55, 59, 60})
-_RAFT_REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest)
-_ERROR_RESPONSES = {
-    VoteRequest: lambda c: rm.VoteResponse(c, -1, -1),
-    BeginQuorumEpochRequest: lambda c: rm.BeginQuorumEpochResponse(c, -1, -1),
-    EndQuorumEpochRequest: lambda c: rm.EndQuorumEpochResponse(c, -1, -1),
-    FetchRequest: lambda c: rm.FetchResponse(c, -1, -1),
-    FetchSnapshotRequest: lambda c: rm.FetchSnapshotResponse(c, -1, -1),
-}
+_RAFT_REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest,
+                  DescribeQuorumRequest)
 
 
 class ControllerHandlers:
@@ -58,6 +47,7 @@ class ControllerHandlers:
         self.served_apis = SERVED_APIS | (controller_requests.apis if controller_requests is not None else set())
         self.endpoints = list(endpoints)  # (node_id, host, port) of every voter's controller listener
         self.listener_name = listener_name
+        self.fitter = ResponseFitter(self.endpoints, listener_name)
         self.metrics = metrics
         self.peer_log_throttle = LogThrottle()
         self.produce = ProduceWriter(driver, self.endpoints, max_batch_bytes=MAX_BATCH_SIZE_BYTES,
@@ -75,8 +65,6 @@ class ControllerHandlers:
             return api_versions_response(None, only=self.served_apis, max_versions={1: 17})
         if isinstance(request, _RAFT_REQUESTS):
             return self._raft(request, version, ctx.peer)
-        if isinstance(request, DescribeQuorumRequest):
-            return self._describe(request, version)
         if self.controller_requests is not None and request.API_KEY in self.controller_requests.apis:
             return self.controller_requests.handle(request, version)
         if isinstance(request, DescribeClusterRequest):
@@ -87,47 +75,29 @@ class ControllerHandlers:
 
     # --- KRaft RPCs -------------------------------------------------------------------------
     def _raft(self, wire, version: int, peer: str = "?"):
-        try:
-            req = raft_wire.request_from_wire(wire, version)
-        except InvalidRequestError as exc:
-            return raft_wire.response_to_wire(_ERROR_RESPONSES[type(wire)](exc.code), version, self.endpoints)
+        upgrade_request(wire, version)
         began = time.perf_counter()
-        fut = self.driver.inbound_request(_RAFT_SOURCE[type(req)](req), req)
-        if self.metrics is not None and type(req) is rm.FetchRequest:
+        # The transport does not know the sender's node id; the core reads it from the request.
+        fut = self.driver.inbound_request(-1, wire)
+        if self.metrics is not None and type(wire) is FetchRequest:
             # The leader's own work on a Fetch (a long-poll wait is not included).
             self.metrics.fetch_handle_latency.observe(time.perf_counter() - began)
-        endpoints = self.endpoints
+        fit = self.fitter.fit
 
-        def to_wire(resp):
+        def answer(resp):
             if resp.error_code == ErrorCode.INCONSISTENT_CLUSTER_ID:
-                self._log_foreign_cluster(req, peer)
-            return raft_wire.response_to_wire(resp, version, endpoints)
-        return _then(fut, to_wire)
+                self._log_foreign_cluster(wire, peer)
+            return fit(resp, version)
+        return _then(fut, answer)
 
     def _log_foreign_cluster(self, req, peer: str) -> None:
         """A peer of another cluster keeps asking: say so, at most once per peer per interval."""
-        source = _RAFT_SOURCE[type(req)](req)
+        source = request_source(req)
         held = self.peer_log_throttle.allow(("cluster id", peer, source))
         if held is not None:
             log.warning("rejected %s from node %d at %s: its cluster id %r does not match this node's %r "
                         "(INCONSISTENT_CLUSTER_ID)%s", type(req).__name__, source, peer, req.cluster_id,
                         self.driver.cluster_id, held_note(held))
-
-    def _describe(self, wire, version: int):
-        topics = wire.topics
-        if (len(topics) != 1 or topics[0].topic_name != raft_wire.TOPIC or len(topics[0].partitions) != 1
-                or topics[0].partitions[0].partition_index != 0):
-            # Kafka's getPartitionLevelErrorResponse: every requested partition, with the error.
-            W = DescribeQuorumResponse
-            code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            if not any(t.partitions for t in topics):
-                resp = rm.DescribeQuorumResponse(code, -1, -1)
-                return raft_wire.describe_quorum_to_wire(resp, version, self.endpoints, self.listener_name)
-            return W(topics=[W.Topic(topic_name=t.topic_name, partitions=[
-                W.Topic.Partition(partition_index=p.partition_index, error_code=code, leader_id=-1, leader_epoch=-1,
-                                  high_watermark=-1) for p in t.partitions]) for t in topics])
-        fut = self.driver.inbound_request(-1, rm.DescribeQuorumRequest())
-        return _then(fut, lambda r: raft_wire.describe_quorum_to_wire(r, version, self.endpoints, self.listener_name))
 
     def _describe_cluster(self, wire, version: int):
         """Cluster id, the active controller (the quorum leader) and the controllers' endpoints.
@@ -141,6 +111,7 @@ class ControllerHandlers:
         return W(error_code=0, endpoint_type=2 if version >= 1 else 1,  # v0 cannot carry the type
                  cluster_id=self.driver.cluster_id, controller_id=core.leader_id,
                  brokers=[W.Broker(broker_id=i, host=h, port=p) for i, h, p in self.endpoints])
+
 
 def _then(fut, fn):
     """A future of ``fn(fut.result())``, chained with a callback instead of a task."""

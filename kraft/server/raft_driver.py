@@ -6,7 +6,8 @@ effect, so no vote or leader message leaves before the state it depends on is on
 ``Flush`` on the leader asks the log's flusher thread for an fdatasync, whose completion
 comes back through ``call_soon_threadsafe`` as ``core.on_flushed``; a follower fsyncs inline
 (like Kafka's raft thread) and reports on the next loop turn; ``Send`` goes out on a
-``NodeClient`` per peer and its answer (or failure) is stepped back in; ``Respond`` resolves
+``NodeClient`` per peer, encoded at ``SEND_VERSIONS``, and its decoded answer (or failure)
+is stepped back in as it is (the core checks its shape); ``Respond`` resolves
 the future an inbound request is waiting on; ``Commit``/``LoadSnapshot``/``LeaderChange``
 go to the listener through a ``ListenerCursor``. The core is only ever called from the
 loop thread. Timers come from ``Ready.next_deadline_ms``.
@@ -20,13 +21,12 @@ import itertools
 import logging
 import time
 
-from kraft.errors import ErrorCode, KraftError, NetworkError, NotLeaderError, PeerGoneError
+from kraft.errors import ErrorCode, NetworkError, NotLeaderError, PeerGoneError
 from kraft.log.state_files import QuorumStateData
 from kraft.raft import (Append, Commit, ElectionState, Flush, InboundRequest, InboundResponse, LeaderChange,
-                        ListenerCursor, LoadSnapshot, PersistElection, Respond, Send)
-from kraft.raft.messages import RequestFailed
+                        ListenerCursor, LoadSnapshot, PersistElection, RequestFailed, Respond, Send)
 from kraft.raft.voters import ReplicaKey
-from kraft.server import raft_wire
+from kraft.server.wire_versions import SEND_VERSIONS
 from kraft.client.node_client import NodeClient
 from kraft.server.commit_waiters import CommitWaiters
 from kraft.server.log_throttle import LogThrottle, held_note
@@ -98,7 +98,8 @@ class RaftDriver:
         self._drain()
 
     def inbound_request(self, source: int, request) -> asyncio.Future:
-        """Step a core request in; the returned future gets the core's response."""
+        """Step a request (a protocol message in its newest form) into the core; the returned
+        future gets the core's response."""
         handle = next(self._handles)
         fut = self.loop.create_future()
         self._pending[handle] = fut
@@ -183,33 +184,25 @@ class RaftDriver:
         task.add_done_callback(self._tasks.discard)
 
     async def _roundtrip(self, client: NodeClient, e: Send) -> None:
-        wire, version = raft_wire.request_to_wire(e.request)
+        request = e.request
         started = time.perf_counter()
         try:
-            resp = await client.request(wire, version)
+            resp = await client.request(request, SEND_VERSIONS[type(request)])
         except NetworkError as exc:
             self._step_failed(e.destination, e.correlation_id, isinstance(exc, PeerGoneError))
             return
         if self.closed:
             return
-        if self.metrics is not None and type(e.request).__name__ == "FetchRequest":
+        if self.metrics is not None and type(request).__name__ == "FetchRequest":
             self.metrics.fetch_latency.observe(time.perf_counter() - started)
-        try:
-            body = raft_wire.response_from_wire(resp, type(e.request))
-        except (IndexError, AttributeError, TypeError, KraftError) as exc:
-            # Decodable but malformed (e.g. no partitions): as good as no answer at all.
-            log.warning("node %d: malformed %s response from node %d: %r", self.core.node_id,
-                        type(e.request).__name__, e.destination, exc)
-            self._step_failed(e.destination, e.correlation_id)
-            return
-        if body.error_code == ErrorCode.INCONSISTENT_CLUSTER_ID:
+        if resp.error_code == ErrorCode.INCONSISTENT_CLUSTER_ID:
             held = self.peer_log_throttle.allow(("cluster id", e.destination))
             if held is not None:
                 log.error("node %d: node %d rejected our %s with INCONSISTENT_CLUSTER_ID: this node's cluster id "
                           "%r does not match the quorum's (was this node formatted for another cluster?)%s",
-                          self.core.node_id, e.destination, type(e.request).__name__, self.cluster_id,
+                          self.core.node_id, e.destination, type(request).__name__, self.cluster_id,
                           held_note(held))
-        self.core.step(InboundResponse(e.destination, e.correlation_id, body), wall_ms())
+        self.core.step(InboundResponse(e.destination, e.correlation_id, resp), wall_ms())
         self._drain()
 
     def _step_failed(self, dest: int, cid: int, peer_gone: bool = False) -> None:

@@ -32,12 +32,15 @@ class ChaosProfile:
     liveness_timeout_ms: int  # after healing, a new proposal must commit within this
     max_voters: int = 5
     max_observers: int = 2
+    wire_codec: bool = False  # every message through the real codec (see SimCluster)
 
 
 PROFILES = {
     "quick": ChaosProfile(duration_ms=8_000, fault_gap_ms=(300, 2_500), liveness_timeout_ms=30_000),
     "ci": ChaosProfile(duration_ms=20_000, fault_gap_ms=(300, 3_000), liveness_timeout_ms=30_000),
     "soak": ChaosProfile(duration_ms=120_000, fault_gap_ms=(200, 4_000), liveness_timeout_ms=30_000),
+    "ci-wire": ChaosProfile(duration_ms=20_000, fault_gap_ms=(300, 3_000), liveness_timeout_ms=30_000,
+                            wire_codec=True),
 }
 
 
@@ -71,7 +74,8 @@ def build_cluster(seed: int, profile: ChaosProfile) -> SimCluster:
         fetch_max_bytes=rng.choice([256, 4096, 1 << 20]),
     )
     return SimCluster(seed, voters, observers, config=config, faults=NetworkFaults.random(rng),
-                      snapshot_interval=rng.choice([0, 0, 10, 40, 200]), max_flush_ms=rng.choice([0, 2, 10]))
+                      snapshot_interval=rng.choice([0, 0, 10, 40, 200]), max_flush_ms=rng.choice([0, 2, 10]),
+                      wire_codec=profile.wire_codec)
 
 
 class _Chaos:

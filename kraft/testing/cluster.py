@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 
 from kraft.errors import ErrorCode
-from kraft.raft import RaftConfig, ReplicaKey, VoterSet
+from kraft.raft import RaftConfig, ReplicaKey, VoterSet, rpcs
 from kraft.testing.invariants import InvariantChecker, InvariantViolation
 from kraft.testing.network import NetworkFaults, SimulatedNetwork
 from kraft.testing.node import SimNode
@@ -31,8 +31,13 @@ OBSERVER_ID_BASE = 100
 class SimCluster:
     def __init__(self, seed: int, voters: int = 3, observers: int = 0, *, config: RaftConfig | None = None,
                  faults: NetworkFaults | None = None, snapshot_interval: int = 0, max_flush_ms: int = 3,
-                 check_invariants: bool = True):
+                 check_invariants: bool = True, wire_codec: bool = False):
         self.seed = seed
+        # True: every message crosses the network as bytes, encoded and decoded with the real
+        # codec at its newest version (records arrive as views into the received buffer), as
+        # between real nodes. False: the objects themselves travel, which is faster. A seed
+        # runs the same either way.
+        self.wire_codec = wire_codec
         self.rng = random.Random(seed)
         self.queue = EventQueue()
         self.network = SimulatedNetwork(self.queue, random.Random(seed * 31 + 1), faults)
@@ -156,7 +161,7 @@ class SimCluster:
         self.network.heal()
 
     def record_response(self, node_id: int, response) -> None:
-        if response.error_code == ErrorCode.INVALID_REQUEST:
+        if rpcs.response_error(response) == ErrorCode.INVALID_REQUEST:
             raise InvariantViolation(f"node {node_id} answered INVALID_REQUEST to a correct peer: {response}")
 
     # --- observation ------------------------------------------------------------------------

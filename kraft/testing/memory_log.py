@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 
 from kraft.errors import CorruptRecordError, InvalidRecordError
-from kraft.raft.messages import OffsetAndEpoch
+from kraft.types import OffsetAndEpoch
 from kraft.records import ControlType, assign_offsets, decode_control_key, iter_batches, scan_batches
 
 

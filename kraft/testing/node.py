@@ -32,6 +32,13 @@ from kraft.testing.memory_log import InMemoryLog
 from kraft.testing.state_machine import CommittedHistory, SimStateMachine
 
 
+def through_codec(message):
+    """``message`` as its receiver sees it: encoded at its newest version and decoded again."""
+    cls = type(message)
+    version = cls.MAX_VERSION
+    return cls.decode(message.encode(version), version)
+
+
 class SimNode:
     """A node's durable parts (``log``, ``store``) outlive crashes; ``core``, ``cursor``
     and ``state_machine`` are rebuilt at every start (``incarnation`` counts starts)."""
@@ -140,12 +147,13 @@ class SimNode:
                 t = type(eff)
                 if t is Send:
                     self.outstanding[eff.correlation_id] = eff.destination
-                    sim.network.send(self.id, eff.destination,
-                                     ("req", self.incarnation, eff.correlation_id, eff.request))
+                    request = through_codec(eff.request) if sim.wire_codec else eff.request
+                    sim.network.send(self.id, eff.destination, ("req", self.incarnation, eff.correlation_id, request))
                 elif t is Respond:
                     src, src_incarnation, cid = eff.handle
                     sim.record_response(self.id, eff.response)
-                    sim.network.send(self.id, src, ("resp", src_incarnation, cid, eff.response))
+                    response = through_codec(eff.response) if sim.wire_codec else eff.response
+                    sim.network.send(self.id, src, ("resp", src_incarnation, cid, response))
                 elif t is PersistElection:
                     self.store = eff.state  # synchronous and durable before what follows
                 elif t is Flush:

@@ -13,6 +13,7 @@ from kraft.errors import StateFileError
 from kraft.log import LeaderEpochCache, LeaderEpochCheckpointFile
 from kraft.log import _pure_log as pure
 from kraft.log import hotloops
+from kraft.types import OffsetAndEpoch
 
 try:
     IMPLS = [pure, hotloops.implementation("native")]
@@ -129,12 +130,12 @@ def test_epoch_table_matches_naive_model(operations, epochs_asked, offsets_asked
 def test_kafka_end_offset_examples():
     """Cases from Kafka's LeaderEpochFileCacheTest, on epochs 2@6, 4@11, 6@15 (LEO 20)."""
     cache = LeaderEpochCache(None, [(2, 6), (4, 11), (6, 15)])
-    assert cache.end_offset_for_epoch(6, 20) == (6, 20)  # latest epoch → log end offset
-    assert cache.end_offset_for_epoch(4, 20) == (4, 15)
-    assert cache.end_offset_for_epoch(5, 20) == (4, 15)  # unknown epoch → largest below
-    assert cache.end_offset_for_epoch(1, 20) == (1, 6)  # below every epoch → first start
-    assert cache.end_offset_for_epoch(7, 20) == (-1, -1)  # above the latest → undefined
-    assert cache.end_offset_for_epoch(-1, 20) == (-1, -1)
+    assert cache.end_offset_for_epoch(6, 20) == OffsetAndEpoch(20, 6)  # latest epoch → log end offset
+    assert cache.end_offset_for_epoch(4, 20) == OffsetAndEpoch(15, 4)
+    assert cache.end_offset_for_epoch(5, 20) == OffsetAndEpoch(15, 4)  # unknown epoch → largest below
+    assert cache.end_offset_for_epoch(1, 20) == OffsetAndEpoch(6, 1)  # below every epoch → first start
+    assert cache.end_offset_for_epoch(7, 20) == OffsetAndEpoch(-1, -1)  # above the latest → undefined
+    assert cache.end_offset_for_epoch(-1, 20) == OffsetAndEpoch(-1, -1)
     assert cache.epoch_for_offset(5) is None
     assert cache.epoch_for_offset(11) == 4
     assert cache.epoch_for_offset(14) == 4

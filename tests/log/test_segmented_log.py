@@ -13,6 +13,7 @@ from kraft import records
 from kraft.errors import CorruptRecordError, OffsetOutOfRangeError, RecordTooLargeError
 from kraft.log import LeaderEpochCheckpointFile, LogSegment, UnexpectedAppendOffsetError
 from kraft.log.segment import empty_scan
+from kraft.types import OffsetAndEpoch
 
 
 def fill(log, batches, per_batch=5, epoch=1, size=24):
@@ -201,7 +202,7 @@ def test_truncate_within_and_across_segments(open_log):
     assert log.epoch_cache.entries() == [(1, 0), (5, 30)]
     assert all(v == value_for(o) for o, v, _ in all_records(log))
     check_consistent(log)
-    assert log.end_offset_for_epoch(3) == (1, 30)
+    assert log.end_offset_for_epoch(3) == OffsetAndEpoch(30, 1)
 
 
 def test_truncate_to_segment_base_and_to_zero(open_log):

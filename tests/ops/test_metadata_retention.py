@@ -14,7 +14,7 @@ from log_port_helpers import close_log, lead  # noqa: E402
 
 from kraft.log import LogConfig  # noqa: E402
 from kraft.log.retention import MetadataRetention  # noqa: E402
-from kraft.raft.messages import OffsetAndEpoch  # noqa: E402
+from kraft.types import OffsetAndEpoch  # noqa: E402
 from kraft.raft.snapshot import SnapshotWriter  # noqa: E402
 from kraft.log.replicated_log import MetadataLog  # noqa: E402
 

@@ -7,24 +7,58 @@ from __future__ import annotations
 
 import random
 
+from types import SimpleNamespace
+
 from kraft.errors import ErrorCode
+from kraft.protocol import EndQuorumEpochRequest, FetchRequest, FetchResponse, FetchSnapshotResponse, VoteRequest
 from kraft.raft import (
     Flush,
     InboundRequest,
     InboundResponse,
+    OffsetAndEpoch,
     PersistElection,
     RaftConfig,
     RaftCore,
     Respond,
     Send,
-    VoteRequest,
-    VoteResponse,
+    rpcs,
 )
 from kraft.records import build_batch
 from kraft.testing import InMemoryLog
 
 CONFIG = RaftConfig(cluster_id="test")
 NONE = ErrorCode.NONE
+
+
+def flat(msg) -> SimpleNamespace:
+    """A KRaft message read flat, for assertions: the fields of its one partition and of the
+    top level; for responses ``error_code`` is the top-level one or else the partition's,
+    ``leader_id``/``leader_epoch`` come from CurrentLeader where the message has it, absent
+    DivergingEpoch/SnapshotId are None and snapshot ids are OffsetAndEpoch. Requests also get
+    the names the core gives their fields (``candidate_epoch``, ``preferred_successors``...)."""
+    topics = msg.responses if isinstance(msg, FetchResponse) else msg.topics
+    p = topics[0].partitions[0]
+    out = {f.name: getattr(msg, f.name) for f in type(msg).FIELDS}
+    out.update({f.name: getattr(p, f.name) for f in type(p).FIELDS})
+    if isinstance(msg, rpcs.RESPONSE_TYPES):
+        out["error_code"] = rpcs.response_error(msg)
+    leader = out.get("current_leader")
+    if leader is not None:
+        out["leader_id"], out["leader_epoch"] = leader.leader_id, leader.leader_epoch
+    if isinstance(msg, FetchResponse):
+        out["diverging_epoch"] = p.diverging_epoch if p.diverging_epoch.epoch >= 0 else None
+        sid = p.snapshot_id
+        out["snapshot_id"] = OffsetAndEpoch(sid.end_offset, sid.epoch) if sid.end_offset >= 0 else None
+        out["records"] = bytes(p.records or b"")
+    elif isinstance(msg, FetchSnapshotResponse):
+        out["snapshot_id"] = rpcs.snapshot_id_of(p.snapshot_id)
+    elif isinstance(msg, VoteRequest):
+        out["candidate_epoch"], out["candidate_id"] = p.replica_epoch, p.replica_id
+    elif isinstance(msg, EndQuorumEpochRequest):
+        out["preferred_successors"] = tuple(c.candidate_id for c in p.preferred_candidates)
+    elif isinstance(msg, FetchRequest):
+        out["replica_id"] = msg.replica_state.replica_id
+    return SimpleNamespace(**out)
 
 
 class Replica:
@@ -74,14 +108,14 @@ class Replica:
 
     # --- inputs ----------------------------------------------------------------------
     def request(self, source: int, body):
-        """Deliver a request; return the immediate response (or None if parked)."""
+        """Deliver a request; return the immediate response read ``flat`` (None if parked)."""
         self._handles += 1
         handle = ("h", self._handles)
         self.core.step(InboundRequest(source, body, handle), self.now)
         self.collect()
         for e in self.take(Respond):
             if e.handle == handle:
-                return e.response
+                return flat(e.response)
             self.effects.append(e)
         return None
 
@@ -111,8 +145,9 @@ class Replica:
         assert self.core.role in ("prospective", "leader"), self.core.state
         for kind in (True, False):
             for send in self.sent(VoteRequest):
-                if send.request.pre_vote == kind and (granting is None or send.destination in granting):
-                    self.respond(send, VoteResponse(NONE, -1, send.request.candidate_epoch, True))
+                asked = flat(send.request)
+                if asked.pre_vote == kind and (granting is None or send.destination in granting):
+                    self.respond(send, rpcs.vote_response(NONE, -1, asked.candidate_epoch, True))
             self.flush_all()
         assert self.core.role == "leader", self.core.state
         self.take(PersistElection)

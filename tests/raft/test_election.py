@@ -1,26 +1,16 @@
 """Election rules, one test per rule (KIP-595 "Leader Election"; KIP-996 pre-vote; Raft
 paper sections 5.2 and 5.4.1)."""
 
-from raft_harness import NONE, Replica
+from raft_harness import NONE, Replica, flat
 
 from kraft.errors import ErrorCode
-from kraft.raft import (
-    BeginQuorumEpochRequest,
-    ElectionState,
-    EndQuorumEpochRequest,
-    FetchRequest,
-    LeaderChange,
-    PersistElection,
-    Respond,
-    Send,
-    VoteRequest,
-    VoteResponse,
-)
+from kraft.protocol import EndQuorumEpochRequest, FetchRequest, VoteRequest
+from kraft.raft import ElectionState, InboundRequest, LeaderChange, PersistElection, Respond, Send, rpcs
 from kraft.raft.voters import ReplicaKey
 
 
 def vote(candidate, epoch, last_epoch=0, last_offset=0, pre_vote=False):
-    return VoteRequest(epoch, candidate, last_epoch, last_offset, pre_vote)
+    return rpcs.vote_request(epoch, candidate, last_epoch, last_offset, pre_vote)
 
 
 def test_election_timeout_is_randomised_in_t_to_2t():
@@ -41,7 +31,7 @@ def test_election_starts_with_a_pre_vote_that_does_not_bump_the_epoch():
     assert r.core.role == "prospective" and r.core.epoch == 0
     votes = r.sent(VoteRequest)
     assert sorted(v.destination for v in votes) == [2, 3]
-    assert all(v.request.pre_vote and v.request.candidate_epoch == 0 for v in votes)
+    assert all(flat(v.request).pre_vote and flat(v.request).candidate_epoch == 0 for v in votes)
     assert not r.take(PersistElection)  # nothing durable changes in a pre-election
 
 
@@ -52,21 +42,21 @@ def test_majority_of_pre_votes_makes_a_candidate_that_votes_for_itself_durably()
     r.take(PersistElection)
     r.advance_to_deadline()
     pre = r.sent(VoteRequest)
-    r.respond(pre[0], VoteResponse(NONE, -1, 0, True))
+    r.respond(pre[0], rpcs.vote_response(NONE, -1, 0, True))
     assert r.core.role == "candidate" and r.core.epoch == 1
     kinds = [type(e) for e in r.effects]
     persist = kinds.index(PersistElection)
     assert r.effects[persist].state == ElectionState(1, -1, ReplicaKey(1))
     first_vote = next(i for i, e in enumerate(r.effects) if isinstance(e, Send) and isinstance(e.request, VoteRequest))
     assert persist < first_vote
-    assert all(not e.request.pre_vote for e in r.sent(VoteRequest))
+    assert all(not flat(e.request).pre_vote for e in r.sent(VoteRequest))
 
 
 def test_rejected_pre_vote_returns_to_unattached_without_new_epoch():
     r = Replica()
     r.advance_to_deadline()
     for s in r.sent(VoteRequest):
-        r.respond(s, VoteResponse(NONE, -1, 0, False))
+        r.respond(s, rpcs.vote_response(NONE, -1, 0, False))
     assert r.core.role == "unattached" and r.core.epoch == 0
 
 
@@ -81,7 +71,7 @@ def test_voter_grants_at_most_one_vote_per_epoch():
 
 def test_vote_is_persisted_before_the_response():
     r = Replica(node_id=3)
-    r.core.step(__import__("kraft.raft", fromlist=["InboundRequest"]).InboundRequest(1, vote(1, 2), "h"), 0)
+    r.core.step(InboundRequest(1, vote(1, 2), "h"), 0)
     effects = r.collect()
     kinds = [type(e) for e in effects]
     assert kinds.index(PersistElection) < kinds.index(Respond)
@@ -107,7 +97,7 @@ def test_vote_with_a_stale_epoch_is_fenced():
 def test_invalid_vote_requests_get_invalid_request():
     r = Replica(node_id=3)
     assert r.request(1, vote(1, 2, last_epoch=2)).error_code == ErrorCode.INVALID_REQUEST
-    assert r.request(1, VoteRequest(2, 1, 0, -1)).error_code == ErrorCode.INVALID_REQUEST
+    assert r.request(1, rpcs.vote_request(2, 1, 0, -1)).error_code == ErrorCode.INVALID_REQUEST
 
 
 def test_pre_vote_with_higher_epoch_does_not_change_the_voters_epoch():
@@ -123,11 +113,10 @@ def test_pre_vote_with_higher_epoch_does_not_change_the_voters_epoch():
 def test_follower_that_hears_from_its_leader_rejects_pre_votes():
     """KIP-996: a follower that fetched from its leader within the fetch timeout refuses."""
     r = Replica(node_id=3)
-    r.request(1, BeginQuorumEpochRequest(1, 1))
+    r.request(1, rpcs.begin_quorum_epoch_request(1, 1))
     assert r.core.role == "follower"
     fetch = r.sent(FetchRequest, 1)[0]
-    from kraft.raft import FetchResponse
-    r.respond(fetch, FetchResponse(NONE, 1, 1, 0))
+    r.respond(fetch, rpcs.fetch_response(NONE, 1, 1, 0))
     assert not r.request(2, vote(2, 1, pre_vote=True)).vote_granted
     r.advance(1500)
     assert not r.request(2, vote(2, 1, pre_vote=True)).vote_granted
@@ -137,11 +126,10 @@ def test_follower_that_hears_from_its_leader_rejects_pre_votes():
 
 def test_follower_grants_pre_votes_once_its_leader_resigned():
     r = Replica(node_id=3)
-    r.request(1, BeginQuorumEpochRequest(1, 1))
+    r.request(1, rpcs.begin_quorum_epoch_request(1, 1))
     fetch = r.sent(FetchRequest, 1)[0]
-    from kraft.raft import FetchResponse
-    r.respond(fetch, FetchResponse(NONE, 1, 1, 0))
-    r.request(1, EndQuorumEpochRequest(1, 1, (2, 3)))
+    r.respond(fetch, rpcs.fetch_response(NONE, 1, 1, 0))
+    r.request(1, rpcs.end_quorum_epoch_request(1, 1, (2, 3)))
     assert r.request(2, vote(2, 1, pre_vote=True)).vote_granted
 
 
@@ -150,8 +138,8 @@ def test_preferred_successor_campaigns_first_after_end_quorum_epoch():
     a strictly growing backoff."""
     first, second = Replica(node_id=2), Replica(node_id=3)
     for r in (first, second):
-        r.request(1, BeginQuorumEpochRequest(1, 1))
-        r.request(1, EndQuorumEpochRequest(1, 1, (2, 3)))
+        r.request(1, rpcs.begin_quorum_epoch_request(1, 1))
+        r.request(1, rpcs.end_quorum_epoch_request(1, 1, (2, 3)))
         r.advance(0)
     assert first.core.role == "prospective"
     # position 1 of 2: (backoff max >> 1) << 0 = 500 ms
@@ -172,10 +160,10 @@ def test_candidate_backs_off_after_rejection_and_retries_through_a_pre_vote():
     """KIP-595: a rejected candidate backs off (randomised, exponential) before retrying."""
     r = Replica()
     r.advance_to_deadline()
-    r.respond(r.sent(VoteRequest)[0], VoteResponse(NONE, -1, 0, True))
+    r.respond(r.sent(VoteRequest)[0], rpcs.vote_response(NONE, -1, 0, True))
     assert r.core.role == "candidate"
     for s in r.sent(VoteRequest):
-        r.respond(s, VoteResponse(NONE, -1, 1, False))
+        r.respond(s, rpcs.vote_response(NONE, -1, 1, False))
     assert r.core.state.backoff_until is not None
     assert r.core.state.backoff_until - r.now <= 1000
     r.advance_to_deadline()
@@ -216,8 +204,8 @@ def test_request_meant_for_another_replica_directory_is_refused():
     from kraft.raft import VoterSet
     voters = VoterSet([ReplicaKey(1, b"a" * 16), ReplicaKey(2, b"b" * 16), ReplicaKey(3, b"c" * 16)])
     wiped = Replica(node_id=3, voters=voters, directory_id=b"z" * 16)
-    req = VoteRequest(1, 1, 0, 0, False, b"a" * 16, 3, b"c" * 16)
+    req = rpcs.vote_request(1, 1, 0, 0, False, b"a" * 16, 3, b"c" * 16)
     assert wiped.request(1, req).error_code == ErrorCode.INVALID_VOTER_KEY
-    assert not wiped.request(1, VoteRequest(2, 1, 0, 0)).vote_granted  # not a voter any more
+    assert not wiped.request(1, rpcs.vote_request(2, 1, 0, 0)).vote_granted  # not a voter any more
     same = Replica(node_id=3, voters=voters, directory_id=b"c" * 16)
     assert same.request(1, req).vote_granted

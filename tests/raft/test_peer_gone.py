@@ -3,15 +3,16 @@ reset or refused (RequestFailed.peer_gone) starts a pre-vote at once instead of 
 controller.quorum.fetch.timeout.ms, as ZooKeeper's followers react to a dropped leader
 connection. Pre-vote keeps it safe (KIP-996): voters still hearing from a live leader refuse."""
 
-from kraft.raft import BeginQuorumEpochRequest, RequestFailed, VoteRequest, VoteResponse
+from kraft.protocol import VoteRequest
+from kraft.raft import RequestFailed, rpcs
 from kraft.testing import SimCluster
 
-from raft_harness import NONE, Replica
+from raft_harness import NONE, Replica, flat
 
 
 def _follower_of_2():
     r = Replica(1, voters=(1, 2, 3))
-    r.request(2, BeginQuorumEpochRequest(leader_id=2, leader_epoch=5))
+    r.request(2, rpcs.begin_quorum_epoch_request(leader_id=2, leader_epoch=5))
     assert (r.core.role, r.core.leader_id) == ("follower", 2)
     r.take()
     return r
@@ -23,7 +24,7 @@ def test_follower_starts_a_pre_vote_when_its_leader_is_gone():
     r.collect()
     assert r.core.role == "prospective" and r.core.epoch == 5  # a pre-vote does not bump the epoch
     votes = r.sent(VoteRequest)
-    assert {v.destination for v in votes} == {2, 3} and all(v.request.pre_vote for v in votes)
+    assert {v.destination for v in votes} == {2, 3} and all(flat(v.request).pre_vote for v in votes)
 
 
 def test_a_plain_failure_or_a_timeout_does_not_start_an_election():
@@ -42,7 +43,7 @@ def test_another_peer_gone_is_ignored():
 
 def test_an_observer_does_not_campaign_when_its_leader_is_gone():
     r = Replica(4, voters=(1, 2, 3))
-    r.request(2, BeginQuorumEpochRequest(leader_id=2, leader_epoch=5))
+    r.request(2, rpcs.begin_quorum_epoch_request(leader_id=2, leader_epoch=5))
     r.take()
     r.core.step(RequestFailed(2, 999, peer_gone=True), r.now)
     r.collect()
@@ -57,7 +58,7 @@ def test_peer_gone_starts_at_most_one_pre_election_per_election_timeout():
     r.collect()
     assert r.core.role == "prospective"
     # The others refuse (they hear from the leader): back to following 2.
-    r.request(2, BeginQuorumEpochRequest(leader_id=2, leader_epoch=5))
+    r.request(2, rpcs.begin_quorum_epoch_request(leader_id=2, leader_epoch=5))
     r.take()
     assert r.core.role == "follower"
     r.now += r.core.config.election_timeout_ms - 1
@@ -99,11 +100,11 @@ def test_a_voter_that_refused_our_pre_vote_is_asked_again_once_it_campaigns_itse
     r.collect()
     asks = {v.destination: v for v in r.sent(VoteRequest)}
     assert set(asks) == {2, 3}
-    r.respond(asks[3], VoteResponse(NONE, 2, 5, False))  # 3 still hears from 2
+    r.respond(asks[3], rpcs.vote_response(NONE, 2, 5, False))  # 3 still hears from 2
     assert r.core.role == "prospective" and r.sent(VoteRequest) == []
-    behind = VoteRequest(candidate_epoch=5, candidate_id=3, last_offset_epoch=0, last_offset=0, pre_vote=True,
-                         voter_id=1)
+    behind = rpcs.vote_request(candidate_epoch=5, candidate_id=3, last_offset_epoch=0, last_offset=0, pre_vote=True,
+                               voter_id=1)
     answer = r.request(3, behind)
     assert not answer.vote_granted  # 3's log is behind ours
     again = r.sent(VoteRequest, dest=3)
-    assert len(again) == 1 and again[0].request.pre_vote
+    assert len(again) == 1 and flat(again[0].request).pre_vote

@@ -7,7 +7,8 @@ durable state, so a prospective may refuse a pre-vote from a lower id whose log 
 own: exactly one of them proceeds.
 """
 
-from kraft.raft import BeginQuorumEpochRequest, FetchRequest, FetchResponse, VoteRequest
+from kraft.protocol import FetchRequest, VoteRequest
+from kraft.raft import rpcs
 from kraft.errors import ErrorCode
 
 from raft_harness import Replica
@@ -17,9 +18,9 @@ NONE = ErrorCode.NONE
 
 def prospective(node_id: int) -> Replica:
     r = Replica(node_id=node_id, voters=(1, 2, 3))
-    r.request(1, BeginQuorumEpochRequest(1, 1))
+    r.request(1, rpcs.begin_quorum_epoch_request(1, 1))
     fetch = r.sent(FetchRequest, 1)[0]
-    r.respond(fetch, FetchResponse(NONE, 1, 1, 0))
+    r.respond(fetch, rpcs.fetch_response(NONE, 1, 1, 0))
     r.flush_all()
     for _ in range(20):
         if r.core.role == "prospective":
@@ -32,7 +33,7 @@ def prospective(node_id: int) -> Replica:
 
 def pre_vote_from(r: Replica, candidate: int) -> VoteRequest:
     log = r.log
-    return VoteRequest(r.core.epoch, candidate, log.last_fetched_epoch(), log.end_offset(), pre_vote=True)
+    return rpcs.vote_request(r.core.epoch, candidate, log.last_fetched_epoch(), log.end_offset(), pre_vote=True)
 
 
 def test_prospective_refuses_pre_vote_from_a_lower_id_with_an_equal_log():
@@ -44,14 +45,14 @@ def test_prospective_refuses_pre_vote_from_a_lower_id_with_an_equal_log():
 def test_prospective_grants_a_lower_id_whose_log_is_ahead():
     high = prospective(3)
     log = high.log
-    ahead = VoteRequest(high.core.epoch, 2, log.last_fetched_epoch(), log.end_offset() + 5, pre_vote=True)
+    ahead = rpcs.vote_request(high.core.epoch, 2, log.last_fetched_epoch(), log.end_offset() + 5, pre_vote=True)
     assert high.request(2, ahead).vote_granted
 
 
 def test_tie_break_does_not_apply_to_real_votes():
     high = prospective(3)
     log = high.log
-    real = VoteRequest(high.core.epoch + 1, 2, log.last_fetched_epoch(), log.end_offset(), pre_vote=False)
+    real = rpcs.vote_request(high.core.epoch + 1, 2, log.last_fetched_epoch(), log.end_offset(), pre_vote=False)
     assert high.request(2, real).vote_granted
 
 

@@ -2,20 +2,11 @@
 watermark, fetch validation order, divergence; Raft paper 5.3 and 5.4.2)."""
 
 import pytest
-from raft_harness import NONE, Replica
+from raft_harness import NONE, Replica, flat
 
 from kraft.errors import ErrorCode, NotLeaderError
-from kraft.raft import (
-    BeginQuorumEpochRequest,
-    Commit,
-    ElectionState,
-    EndQuorumEpochRequest,
-    FetchRequest,
-    FetchResponse,
-    Flush,
-    OffsetAndEpoch,
-    Respond,
-)
+from kraft.protocol import EndQuorumEpochRequest, FetchRequest
+from kraft.raft import Commit, ElectionState, Flush, InboundRequest, OffsetAndEpoch, Respond, rpcs
 from kraft.records import build_batch, iter_batches
 
 
@@ -27,7 +18,7 @@ def leader(voters=(1, 2, 3), **kw) -> Replica:
 
 
 def fetch(replica_id, epoch, offset, last_epoch, max_wait=0):
-    return FetchRequest(replica_id, epoch, offset, last_epoch, max_wait)
+    return rpcs.fetch_request(replica_id, epoch, offset, last_epoch, max_wait)
 
 
 def test_high_watermark_needs_a_record_of_the_leaders_own_epoch():
@@ -76,8 +67,32 @@ def test_high_watermark_is_the_majority_offset_and_never_decreases():
 
 def test_fetch_validation_rejects_malformed_requests():
     r = leader()
-    for bad in (fetch(2, 1, -1, 0), fetch(2, 1, 0, -1), fetch(2, 1, 0, 2), FetchRequest(2, 1, 0, 0, -5)):
+    for bad in (fetch(2, 1, -1, 0), fetch(2, 1, 0, -1), fetch(2, 1, 0, 2), fetch(1, 1, 0, 0)):
         assert r.request(2, bad).error_code == ErrorCode.INVALID_REQUEST
+
+
+def test_fetch_with_a_negative_max_wait_is_answered_at_once():
+    """As on the wire since the first version: a negative MaxWaitMs means no wait, not an error."""
+    r = leader()
+    resp = r.request(2, fetch(2, 1, 1, 1, max_wait=-5))
+    assert resp is not None and resp.error_code == NONE
+
+
+def test_fetch_for_another_partition_is_invalid_request_as_in_kafka():
+    """KafkaRaftClient: "until we support multi-raft", any other topic-partition, or more than
+    one, is a top-level INVALID_REQUEST."""
+    r = leader()
+    other = fetch(2, 1, 1, 1)
+    other.topics[0].partitions[0].partition = 1
+    two = fetch(2, 1, 1, 1)
+    two.topics[0].partitions.append(two.topics[0].partitions[0])
+    for bad in (other, two):
+        r._handles += 1
+        r.core.step(InboundRequest(2, bad, "bad"), r.now)
+        r.collect()
+        [answer] = [e.response for e in r.take(Respond)]
+        assert answer.error_code == ErrorCode.INVALID_REQUEST  # top level
+        assert answer.responses[0].partitions[0].error_code == NONE
 
 
 def test_fetch_with_old_epoch_is_fenced_and_new_epoch_unknown():
@@ -89,7 +104,7 @@ def test_fetch_with_old_epoch_is_fenced_and_new_epoch_unknown():
 
 def test_fetch_to_a_non_leader_says_who_leads():
     r = Replica(node_id=3)
-    r.request(1, BeginQuorumEpochRequest(1, 1))
+    r.request(1, rpcs.begin_quorum_epoch_request(1, 1))
     resp = r.request(2, fetch(2, 1, 0, 0))
     assert resp.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER and resp.leader_id == 1
 
@@ -120,37 +135,35 @@ def test_follower_truncates_to_diverging_epoch_and_fetches_again():
     r.append_leader_batch([b"a"], epoch=1)
     r.append_leader_batch([b"stale", b"stale"], epoch=2)  # uncommitted, from a lost leader
     r = Replica(node_id=2, log=r.log, election=ElectionState(2, 3))
-    r.request(1, BeginQuorumEpochRequest(1, 3))
+    r.request(1, rpcs.begin_quorum_epoch_request(1, 3))
     f = r.sent(FetchRequest, 1)[-1]
-    assert (f.request.fetch_offset, f.request.last_fetched_epoch) == (3, 2)
-    from kraft.raft import EpochEndOffset
-    r.respond(f, FetchResponse(NONE, 1, 3, 1, 0, diverging_epoch=EpochEndOffset(1, 1)))
+    assert (flat(f.request).fetch_offset, flat(f.request).last_fetched_epoch) == (3, 2)
+    r.respond(f, rpcs.fetch_response(NONE, 1, 3, 1, 0, diverging_epoch=OffsetAndEpoch(1, 1)))
     assert r.log.end_offset() == 1
     f = r.sent(FetchRequest, 1)[-1]
-    assert (f.request.fetch_offset, f.request.last_fetched_epoch) == (1, 1)
+    assert (flat(f.request).fetch_offset, flat(f.request).last_fetched_epoch) == (1, 1)
 
 
 def test_follower_never_truncates_below_its_high_watermark():
     r = Replica(node_id=2)
-    r.request(1, BeginQuorumEpochRequest(1, 1))
+    r.request(1, rpcs.begin_quorum_epoch_request(1, 1))
     f = r.sent(FetchRequest, 1)[-1]
     data = build_batch([b"a", b"b"], base_offset=0, partition_leader_epoch=1, timestamp=0)
-    r.respond(f, FetchResponse(NONE, 1, 1, 2, 0, data))
+    r.respond(f, rpcs.fetch_response(NONE, 1, 1, 2, 0, data))
     r.flush_all()
     assert r.core.high_watermark == 2
     f = r.sent(FetchRequest, 1)[-1]
-    from kraft.raft import EpochEndOffset
     with pytest.raises(AssertionError):
-        r.respond(f, FetchResponse(NONE, 1, 1, 2, 0, diverging_epoch=EpochEndOffset(1, 1)))
+        r.respond(f, rpcs.fetch_response(NONE, 1, 1, 2, 0, diverging_epoch=OffsetAndEpoch(1, 1)))
 
 
 def test_follower_high_watermark_is_min_of_leader_and_its_flushed_log():
     """REFERENCE 5 (follower HW = min(local end, leader HW)), with 'local end' = flushed."""
     r = Replica(node_id=2)
-    r.request(1, BeginQuorumEpochRequest(1, 1))
+    r.request(1, rpcs.begin_quorum_epoch_request(1, 1))
     f = r.sent(FetchRequest, 1)[-1]
     data = build_batch([b"a", b"b", b"c"], base_offset=0, partition_leader_epoch=1, timestamp=0)
-    r.respond(f, FetchResponse(NONE, 1, 1, 5, 0, data))
+    r.respond(f, rpcs.fetch_response(NONE, 1, 1, 5, 0, data))
     assert r.core.high_watermark <= 0  # nothing flushed yet
     r.flush_all()
     assert r.core.high_watermark == 3
@@ -159,32 +172,32 @@ def test_follower_high_watermark_is_min_of_leader_and_its_flushed_log():
 def test_follower_sends_next_fetch_only_after_flushing():
     """A fetch offset is a promise the data is durable: never fetch past unflushed data."""
     r = Replica(node_id=2)
-    r.request(1, BeginQuorumEpochRequest(1, 1))
+    r.request(1, rpcs.begin_quorum_epoch_request(1, 1))
     f = r.sent(FetchRequest, 1)[-1]
     data = build_batch([b"a"], base_offset=0, partition_leader_epoch=1, timestamp=0)
-    r.respond(f, FetchResponse(NONE, 1, 1, 0, 0, data))
+    r.respond(f, rpcs.fetch_response(NONE, 1, 1, 0, 0, data))
     assert r.sent(FetchRequest, 1) == []
     r.flush_all()
-    assert r.sent(FetchRequest, 1)[-1].request.fetch_offset == 1
+    assert flat(r.sent(FetchRequest, 1)[-1].request).fetch_offset == 1
 
 
 def test_corrupt_fetched_data_is_rejected_and_the_log_is_unchanged():
     r = Replica(node_id=2)
-    r.request(1, BeginQuorumEpochRequest(1, 1))
+    r.request(1, rpcs.begin_quorum_epoch_request(1, 1))
     f = r.sent(FetchRequest, 1)[-1]
     data = bytearray(build_batch([b"a"], base_offset=0, partition_leader_epoch=1, timestamp=0))
     data[-1] ^= 0xFF
-    r.respond(f, FetchResponse(NONE, 1, 1, 0, 0, bytes(data)))
+    r.respond(f, rpcs.fetch_response(NONE, 1, 1, 0, 0, bytes(data)))
     assert r.log.end_offset() == 0
 
 
 def test_stale_and_duplicated_responses_are_ignored():
     r = Replica(node_id=2)
-    r.request(1, BeginQuorumEpochRequest(1, 1))
+    r.request(1, rpcs.begin_quorum_epoch_request(1, 1))
     f = r.sent(FetchRequest, 1)[-1]
     data = build_batch([b"a"], base_offset=0, partition_leader_epoch=1, timestamp=0)
-    r.respond(f, FetchResponse(NONE, 1, 1, 0, 0, data))
-    r.respond(f, FetchResponse(NONE, 1, 1, 0, 0, data))  # duplicate: same correlation id
+    r.respond(f, rpcs.fetch_response(NONE, 1, 1, 0, 0, data))
+    r.respond(f, rpcs.fetch_response(NONE, 1, 1, 0, 0, data))  # duplicate: same correlation id
     assert r.log.end_offset() == 1
 
 
@@ -196,7 +209,7 @@ def test_leader_parks_an_empty_fetch_until_data_arrives():
     r.core.propose([b"x"], r.now)
     r.advance(25)
     answered = r.take(Respond)
-    assert len(answered) == 1 and answered[0].response.records
+    assert len(answered) == 1 and flat(answered[0].response).records
 
 
 def test_parked_fetch_is_answered_empty_when_max_wait_expires():
@@ -206,15 +219,15 @@ def test_parked_fetch_is_answered_empty_when_max_wait_expires():
     r.advance(499)
     assert r.take(Respond) == []
     r.advance(1)
-    assert r.take(Respond)[0].response.records == b""
+    assert flat(r.take(Respond)[0].response).records == b""
 
 
 def test_parked_fetches_are_answered_when_leadership_ends():
     r = leader(voters=(1, 2))
     r.flush_all()
     assert r.request(2, fetch(2, 1, 1, 1, max_wait=500)) is None
-    r.request(2, BeginQuorumEpochRequest(2, 2))
-    resp = r.take(Respond)[0].response
+    r.request(2, rpcs.begin_quorum_epoch_request(2, 2))
+    resp = flat(r.take(Respond)[0].response)
     assert resp.error_code == ErrorCode.FENCED_LEADER_EPOCH and resp.leader_id == 2
 
 
@@ -283,7 +296,7 @@ def test_resigned_leader_names_followers_by_progress():
     r.collect()
     assert r.core.role == "resigned"
     ends = r.sent(EndQuorumEpochRequest)
-    assert ends and ends[0].request.preferred_successors == (3, 2)
+    assert ends and flat(ends[0].request).preferred_successors == (3, 2)
 
 
 def test_fetch_below_log_start_gets_the_snapshot_id():
@@ -337,7 +350,7 @@ def test_a_parked_fetch_learns_a_new_high_watermark_after_the_notify_delay():
     assert r.take(Respond) == []
     r.advance(1)
     [answer] = r.take(Respond)
-    assert answer.response.high_watermark == end and answer.response.records == b""
+    assert flat(answer.response).high_watermark == end and flat(answer.response).records == b""
 
 
 def test_new_data_within_the_notify_delay_carries_the_high_watermark():
@@ -347,5 +360,5 @@ def test_new_data_within_the_notify_delay_carries_the_high_watermark():
     r.core.propose([b"y"], r.now)
     r.advance(r.core.config.append_linger_ms)
     answers = r.take(Respond)
-    assert len(answers) == 1 and answers[0].response.records
-    assert answers[0].response.high_watermark == end
+    assert len(answers) == 1 and flat(answers[0].response).records
+    assert flat(answers[0].response).high_watermark == end

@@ -4,7 +4,7 @@ summary of a log so "the log is unchanged" and "both implementations agree" are 
 from __future__ import annotations
 
 from kraft.log import LogConfig
-from kraft.raft.messages import OffsetAndEpoch
+from kraft.types import OffsetAndEpoch
 from kraft.raft.snapshot import SnapshotWriter
 from kraft.records import build_batch, iter_batches
 from kraft.log.replicated_log import MetadataLog

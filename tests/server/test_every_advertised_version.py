@@ -20,7 +20,7 @@ from kraft.protocol import (METADATA_TOPIC_ID, ApiVersionsRequest, BeginQuorumEp
                             DeleteTopicsRequest, DescribeClusterRequest, UnregisterBrokerRequest,
                             DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest,
                             ProduceRequest, Struct, VoteRequest, decode_response, encode_request)
-from kraft.raft.messages import OffsetAndEpoch
+from kraft.types import OffsetAndEpoch
 from kraft.raft.voters import ReplicaKey
 from kraft.records import SnapshotFooterRecord, SnapshotHeaderRecord, build_batch, build_control_record_batch
 from admin_api_cases import admin_cases

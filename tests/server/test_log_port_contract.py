@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from kraft.errors import CorruptRecordError, InvalidRecordError
-from kraft.raft.messages import OffsetAndEpoch
+from kraft.types import OffsetAndEpoch
 from kraft.records import iter_batches
 
 from log_port_helpers import IMPLS, batch, close_log, lead, oe, open_log, read_all, summary, write_snapshot

@@ -14,7 +14,7 @@ import random
 import pytest
 
 from kraft.errors import CorruptRecordError, InvalidRecordError, KraftError
-from kraft.raft.messages import OffsetAndEpoch
+from kraft.types import OffsetAndEpoch
 
 from log_port_helpers import batch, close_log, open_log, summary, write_snapshot
 

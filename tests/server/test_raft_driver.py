@@ -14,8 +14,7 @@ from kraft.errors import NetworkError, NotLeaderError, StorageError
 from kraft.log.state_files import QuorumStateData, QuorumStateFile
 from kraft.protocol import FetchResponse, VoteResponse
 from kraft.raft import (Commit, ElectionState, Flush, InboundRequest, InboundResponse, LeaderAndEpoch, LeaderChange,
-                        PersistElection, Respond, Send)
-from kraft.raft import messages as rm
+                        PersistElection, RequestFailed, Respond, Send, rpcs)
 from kraft.raft.effects import Ready
 from kraft.raft.voters import ReplicaKey
 from kraft.records import build_batch
@@ -163,9 +162,11 @@ class FakeClient:
         self.rec, self.dest = rec, dest
         self.reply = None
         self.closed = False
+        self.sent: list = []  # (request, version)
 
     async def request(self, wire, version):
         self.rec.events.append(("send", self.dest, type(wire).__name__))
+        self.sent.append((wire, version))
         reply = self.reply
         if isinstance(reply, asyncio.Future):
             reply = await reply
@@ -220,7 +221,7 @@ def make_driver(core, *, log=None, state_fail=False, listener=None):
 
 
 def _vote_request():
-    return rm.VoteRequest(candidate_epoch=3, candidate_id=1, last_offset_epoch=0, last_offset=0, pre_vote=False)
+    return rpcs.vote_request(candidate_epoch=3, candidate_id=1, last_offset_epoch=0, last_offset=0, pre_vote=False)
 
 
 def _vote_response_wire(granted=True):
@@ -265,8 +266,25 @@ def test_a_peer_answer_is_stepped_back_into_the_core():
         clients[2].reply = _vote_response_wire(granted=True)
         driver.start()
         msg = await settle(lambda: next((m for m in core.inputs if isinstance(m, InboundResponse)), None))
-        assert msg == InboundResponse(2, 7, rm.VoteResponse(error_code=0, leader_id=-1, leader_epoch=3,
-                                                             vote_granted=True))
+        # The decoded wire response itself: no translation between the network and the core.
+        assert msg == InboundResponse(2, 7, _vote_response_wire(granted=True))
+        await driver.close()
+    run(main())
+
+
+def test_the_cores_requests_go_out_as_they_are_at_the_newest_version_we_implement():
+    async def main():
+        fetch = rpcs.fetch_request(replica_id=1, current_leader_epoch=3, fetch_offset=0, last_fetched_epoch=0)
+        core = FakeCore(script=[[Send(2, 7, _vote_request()), Send(3, 8, fetch)]])
+        driver, rec, clients, _ = make_driver(core)
+        clients[2].reply = _vote_response_wire()
+        clients[3].reply = rpcs.fetch_response(0, 1, 3)
+        driver.start()
+        await settle(lambda: sum(isinstance(m, InboundResponse) for m in core.inputs) == 2)
+        [(vote, vote_version)] = clients[2].sent
+        [(sent_fetch, fetch_version)] = clients[3].sent
+        assert (vote_version, fetch_version) == (2, 17)
+        assert sent_fetch is fetch and vote == _vote_request()
         await driver.close()
     run(main())
 
@@ -277,24 +295,23 @@ def test_network_failures_and_unknown_peers_become_request_failed():
         driver, rec, clients, _ = make_driver(core)
         clients[2].reply = NetworkError("refused")
         driver.start()
-        await settle(lambda: sum(isinstance(m, rm.RequestFailed) for m in core.inputs) == 2)
-        assert {m for m in core.inputs if isinstance(m, rm.RequestFailed)} == {rm.RequestFailed(2, 7),
-                                                                             rm.RequestFailed(9, 8)}
+        await settle(lambda: sum(isinstance(m, RequestFailed) for m in core.inputs) == 2)
+        assert {m for m in core.inputs if isinstance(m, RequestFailed)} == {RequestFailed(2, 7), RequestFailed(9, 8)}
         await driver.close()
     run(main())
 
 
 def test_a_malformed_peer_response_is_reported_to_the_core():
     async def main():
-        fetch = rm.FetchRequest(replica_id=1, current_leader_epoch=3, fetch_offset=0, last_fetched_epoch=0,
-                                max_wait_ms=0, cluster_id="c")
+        fetch = rpcs.fetch_request(replica_id=1, current_leader_epoch=3, fetch_offset=0, last_fetched_epoch=0,
+                                   max_wait_ms=0, cluster_id="c")
         core = FakeCore(script=[[Send(2, 7, fetch)]])
         driver, rec, clients, _ = make_driver(core)
         clients[2].reply = FetchResponse(error_code=0, responses=[])
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(lambda loop, ctx: None)  # the bug's unretrieved task exception
         driver.start()
-        told = await settle(lambda: any(isinstance(m, (rm.RequestFailed, InboundResponse)) for m in core.inputs),
+        told = await settle(lambda: any(isinstance(m, (RequestFailed, InboundResponse)) for m in core.inputs),
                             timeout=0.5)
         await driver.close()
         assert told
@@ -306,7 +323,7 @@ def test_respond_resolves_the_inbound_requests_future():
         core = FakeCore()
         driver, _, _, _ = make_driver(core)
         driver.start()
-        resp = rm.VoteResponse(error_code=0, leader_id=-1, leader_epoch=3, vote_granted=False)
+        resp = rpcs.vote_response(error_code=0, leader_id=-1, leader_epoch=3, vote_granted=False)
         core.queue(Respond(1, resp))  # the driver's first handle is 1
         fut = driver.inbound_request(2, _vote_request())
         assert core.inputs[-1] == InboundRequest(2, _vote_request(), 1)

@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from kraft.raft.messages import OffsetAndEpoch
+from kraft.types import OffsetAndEpoch
 from kraft.log.replicated_log import METADATA_DIR, MetadataLog
 
 from log_port_helpers import batch, close_log, lead, oe, open_log, summary, write_snapshot

@@ -39,3 +39,10 @@ def test_failure_message_carries_the_replay_command(monkeypatch):
     with pytest.raises(ChaosFailure) as info:
         run_chaos(77, "ci")
     assert "python -m kraft.testing.chaos --seed 77 --profile ci" in str(info.value)
+
+
+def test_messages_through_the_real_codec_change_nothing():
+    """The core consumes Kafka's protocol objects: encoded and decoded between nodes (as real
+    peers do) they must drive every seed exactly as the objects themselves do."""
+    for seed in range(8):
+        assert run_chaos(seed, "ci-wire") == run_chaos(seed, "ci")
