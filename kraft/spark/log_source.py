@@ -130,3 +130,8 @@ class KraftLogDataSource(DataSource):
 
     def reader(self, schema):
         return KraftLogReader(self.options)
+
+    def streamReader(self, schema):
+        from kraft.spark.stream_source import LogStreamReader
+
+        return LogStreamReader(self.options)

@@ -52,5 +52,7 @@ def iter_decoded(fs: FileSlice, buf: bytes | None = None):
             raise CorruptSliceError(fs.path, fs.position + pos, last_good, str(exc)) from exc
         yield batch, decoded
         last_good = int(scan.last_offsets[j])
-    if scan.error is not None:
+    if scan.error is not None and last_good + 1 < fs.end_offset:
+        # (damage after the last wanted offset is not this slice's: e.g. a batch a live
+        # node is still writing, past the end of a streaming micro-batch)
         raise CorruptSliceError(fs.path, fs.position + scan.valid_end, last_good, scan.error)
