@@ -44,12 +44,13 @@ class FileSlice:
 
 def expand_paths(path: str) -> list[str]:
     """``path`` may be one directory, a glob, or a comma-separated list of either; the
-    directories found, sorted, without duplicates. A glob matching nothing is an error."""
+    directories found, sorted, without duplicates. A glob matching no directory is an error."""
     out: list[str] = []
     for part in (p.strip() for p in path.split(",")):
         if not part:
             continue
-        matches = sorted(glob.glob(part)) if glob.has_magic(part) else [part]
+        # a glob's files (e.g. node-1.log beside node-1/) are not candidates; a named one is an error
+        matches = sorted(m for m in glob.glob(part) if os.path.isdir(m)) if glob.has_magic(part) else [part]
         if not matches:
             raise FileNotFoundError(f"no directory matches {part!r}")
         for m in matches:
