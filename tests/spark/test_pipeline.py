@@ -7,7 +7,7 @@ import os
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import open_log
+from spark_builders import open_log
 
 from kraft import records
 from kraft.records import Compression

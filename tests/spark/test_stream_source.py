@@ -8,7 +8,7 @@ import os
 import uuid
 
 import pytest
-from conftest import metadata_batches, open_log, write_metadata_log
+from spark_builders import metadata_batches, open_log, write_metadata_log
 
 from kraft import records
 from kraft.metadata import TopicRecord, encode_record
