@@ -28,7 +28,7 @@ LOG_DDL = ("topic string, partition int, offset long, timestamp long, timestamp_
            "producer_id long, compression string, error string")
 _CODEC_NAMES = [c.name.lower() for c in sorted(Compression)]
 #: Flush an Arrow batch at about this many record-block bytes (a chunk of whole batches).
-MAX_BYTES = 32 << 20
+MAX_BYTES = 4 << 20
 
 
 def _buf(a: np.ndarray) -> pa.Buffer:
