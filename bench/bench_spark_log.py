@@ -27,12 +27,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition  # noqa: E402
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from kraft import records  # noqa: E402
-from kraft.log import LogConfig, SegmentedLog  # noqa: E402
-from kraft.spark import layout  # noqa: E402
-from kraft.spark.log_source import read_slice  # noqa: E402
+from kraft import records
+from kraft.log import LogConfig, SegmentedLog
+from kraft.spark import layout
+from kraft.spark.log_source import read_slice
 
 RECORDS_PER_BATCH, VALUE_BYTES, KEY_BYTES = 1000, 200, 16
 
@@ -160,9 +160,9 @@ def main() -> int:
         answers = {}
         timed_query(spark, "kraft-log", log_dir)  # warm the JVM and the Python workers
         for _ in range(args.repeat):
-            for fmt in results:
+            for fmt, times in results.items():
                 secs, n, v, k = timed_query(spark, fmt, log_dir)
-                results[fmt].append(secs)
+                times.append(secs)
                 answers.setdefault(fmt, (n, v, k))
         if len(set(answers.values())) != 1:
             print(f"MISMATCH: {answers}")

@@ -94,16 +94,16 @@ def run_audit(spark, paths: str, out: str, say=print, node_labels: str | None = 
 
     report = Report("kraft metadata audit", summary=[
         f"source: {paths}", f"{total} records read from {len(nodes)} node(s)",
-        f"{tables['topics']} topics, {tables['partition_history']} partition changes, "
-        f"{tables['broker_events']} broker events, {tables['quorum_history']} epochs",
+        (f"{tables['topics']} topics, {tables['partition_history']} partition changes, "
+         f"{tables['broker_events']} broker events, {tables['quorum_history']} epochs"),
         f"consistency: {result.divergent} divergent offsets, {below} at or below the high watermark ({hw})"])
     leader_changes = history.where("leader_changed")
     report.parts += [
         Plot("Partition leadership changes over time", _series(leader_changes, "timestamp", F.lit(1)), "changes",
              bars=True),
         Plot("ISR size over time (mean and minimum after each partition change)",
-             {**{"mean": _series(history, "timestamp", F.col("isr_size"), agg="avg").get("all", [])},
-              **{"min": _series(history, "timestamp", F.col("isr_size"), agg="min").get("all", [])}}, "replicas"),
+             {"mean": _series(history, "timestamp", F.col("isr_size"), agg="avg").get("all", []),
+              "min": _series(history, "timestamp", F.col("isr_size"), agg="min").get("all", [])}, "replicas"),
         Plot("Broker fencing events", _series(events.where("event IN ('fenced', 'unfenced', 'shutting_down')"),
                                               "timestamp", F.lit(1), "event"), "events", bars=True),
         Table("Nodes", ["node", "first offset", "last offset", "records", "unreadable"], result.nodes),

@@ -10,6 +10,7 @@ the planning can be tested without a JVM.
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import re
 from dataclasses import dataclass
@@ -172,7 +173,7 @@ def plan_segments(directory: str, first_offset: int = 0, end_offset: int = NO_LI
                 cuts = []
         bounds = [start] + cuts + [-1]
         out += [FileSlice(path, "log", lo, first_offset, end_offset, end_position=hi, first_piece=k == 0, **labels)
-                for k, (lo, hi) in enumerate(zip(bounds, bounds[1:]))]
+                for k, (lo, hi) in enumerate(itertools.pairwise(bounds))]
     return out
 
 

@@ -16,15 +16,28 @@ from __future__ import annotations
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from kraft.spark import layout
-from kraft.spark.layout import NO_LIMIT
 from kraft import records
 from kraft.errors import CorruptRecordError
-from kraft.spark.log_arrow import LOG_DDL, LOG_SCHEMA, MAX_BYTES, columns_to_arrow, error_batch
+from kraft.spark import layout
+from kraft.spark.layout import NO_LIMIT
+from kraft.spark.log_arrow import (
+    LOG_DDL,
+    LOG_SCHEMA,
+    MAX_BYTES,
+    columns_to_arrow,
+    error_batch,
+)
 from kraft.spark.segment_reader import CorruptSliceError, iter_chunks
 
 try:  # PySpark >= 4.1
-    from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual
+    from pyspark.sql.datasource import (
+        EqualTo,
+        GreaterThan,
+        GreaterThanOrEqual,
+        In,
+        LessThan,
+        LessThanOrEqual,
+    )
 except ImportError:  # pragma: no cover - PySpark 4.0: options only
     EqualTo = GreaterThan = GreaterThanOrEqual = In = LessThan = LessThanOrEqual = None
 

@@ -19,9 +19,18 @@ from dataclasses import dataclass, field
 
 from kraft import records
 from kraft.log import LogConfig, SegmentedLog
-from kraft.metadata import (BrokerRegistrationChangeRecord, ConfigRecord, FenceBrokerRecord, PartitionChangeRecord,
-                            PartitionRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord,
-                            UnfenceBrokerRecord, encode_record)
+from kraft.metadata import (
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
+    FenceBrokerRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
+    encode_record,
+)
 from kraft.records import LeaderChangeMessage
 
 #: Records per metadata batch (the controller batches a request's records together).

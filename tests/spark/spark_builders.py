@@ -8,7 +8,13 @@ import uuid
 from kraft import records
 from kraft.log import LogConfig, SegmentedLog
 from kraft.log.snapshot import SnapshotFileWriter
-from kraft.metadata import FenceBrokerRecord, PartitionRecord, RegisterBrokerRecord, TopicRecord, encode_record
+from kraft.metadata import (
+    FenceBrokerRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
+    encode_record,
+)
 from kraft.records import LeaderChangeMessage
 from kraft.types import SnapshotId
 

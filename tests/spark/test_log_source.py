@@ -3,6 +3,7 @@ segments that can match; damaged segments in both modes."""
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import pyarrow as pa
@@ -139,7 +140,7 @@ def _read_all(reader):
 
 
 def test_a_large_segment_is_split_at_index_positions_into_whole_batch_slices(logs):
-    log_dir, expected = logs
+    log_dir, _ = logs
     bases = _segments(log_dir / "orders-0")
     size = os.path.getsize(log_dir / "orders-0" / f"{bases[0]:020d}.log")
     whole = KraftLogReader({"path": str(log_dir), "topic": "orders", "partition": "0"})
@@ -148,7 +149,7 @@ def test_a_large_segment_is_split_at_index_positions_into_whole_batch_slices(log
     assert len(split.partitions()) >= 2 * len(whole.partitions())
     slices = [s for p in split.partitions() for s in p.value if s.path.endswith(f"{bases[0]:020d}.log")]
     assert len(slices) >= 2 and slices[0].position == 0 and slices[-1].end_position == -1
-    assert all(a.end_position == b.position for a, b in zip(slices, slices[1:]))
+    assert all(a.end_position == b.position for a, b in itertools.pairwise(slices))
     assert _read_all(split) == _read_all(whole) == list(range(BATCHES * PER_BATCH))
 
 

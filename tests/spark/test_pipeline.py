@@ -59,7 +59,8 @@ def test_audit_tables_hold_the_history_that_was_written(spark, tmp_path, history
 
     assert (result.divergent, result.divergent_at_or_below_hw, result.hw) == (0, 0, sum(history.counts.values()) - 1)
     assert [n[0] for n in result.nodes] == ["node1", "node2", "node3"]
-    report = open(os.path.join(out, "report.html")).read()
+    with open(os.path.join(out, "report.html")) as f:
+        report = f.read()
     assert report.count("<img") == 3 and "<script" not in report and "http" not in report.split("source:")[0]
 
 
@@ -128,4 +129,5 @@ def test_traffic_tables_count_records_and_bytes_per_minute(spark, tmp_path):
     assert comp[("orders", 0)]["codecs"] == ["none"] and comp[("orders", 0)]["ratio"] < 1
     producers = {(p["topic"], p["producer_id"]): p["records"] for p in table(out, "producers")}
     assert producers == {("logs", 77): 120, ("orders", -1): 240}
-    assert "<img" in open(os.path.join(out, "report.html")).read()
+    with open(os.path.join(out, "report.html")) as f:
+        assert "<img" in f.read()

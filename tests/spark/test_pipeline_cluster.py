@@ -89,7 +89,7 @@ def test_audit_of_a_real_three_node_quorum(spark, tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
     done = subprocess.run([sys.executable, "-m", "kraft", "pipeline", "audit", "--master", "local[2]",
                            str(tmp_path / "cluster" / "node-*"), "--out", str(out)],
-                          capture_output=True, text=True, env=env, timeout=600)
+                          capture_output=True, text=True, env=env, timeout=600, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "[9/9] consistency_divergent: 0 rows" in done.stdout
     assert "0 divergent offset(s), 0 at or below the high watermark" in done.stdout
