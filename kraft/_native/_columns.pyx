@@ -48,7 +48,7 @@ cdef enum Err:
     E_LEFT_OVER = 9
     E_TOO_BIG = 10
 
-_MESSAGES = {
+cdef dict _MESSAGES = {
     E_VARINT: "invalid varint", E_RECORD_LENGTH: "invalid record length", E_KEY_LENGTH: "invalid key length",
     E_VALUE_LENGTH: "invalid value length", E_HEADER_COUNT: "invalid header count",
     E_HEADER_KEY: "invalid header key length", E_HEADER_VALUE: "invalid header value length",

@@ -40,6 +40,7 @@ class _TailingReader(DataSourceStreamReader):
             raise ValueError(f"option startingOffsets must be earliest or latest, got {starting!r}")
         self.starting = starting
         self.tail = LogTail()
+        self.split_bytes = None  # cut segments larger than this (kraft-log's maxPartitionBytes)
 
     def directories(self) -> dict[str, dict]:
         """Absolute log directory -> the labels its slices carry (topic, partition, node)."""
@@ -69,7 +70,7 @@ class _TailingReader(DataSourceStreamReader):
             if first is None:
                 first = self.tail.start_offset(d) or 0
             if first < stop and os.path.isdir(d):
-                out += layout.plan_segments(d, first, stop, **labels.get(d, self.labels_of(d)))
+                out += layout.plan_segments(d, first, stop, self.split_bytes, **labels.get(d, self.labels_of(d)))
         return [SlicePartition([s]) for s in out]
 
     def labels_of(self, directory: str) -> dict:
@@ -87,6 +88,7 @@ class LogStreamReader(_TailingReader):
         super().__init__(options)
         self.roots = layout.expand_paths(options.get("path", ""))
         self.scan = LogScan(options)
+        self.split_bytes = self.scan.max_bytes
 
     def directories(self):
         out = {}
