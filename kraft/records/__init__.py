@@ -16,6 +16,7 @@ Main entry points::
     scan_batches(buffer, position=0) -> BatchScan
     assign_offsets(writable_buffer, base_offset, partition_leader_epoch) -> next_offset
     check_writer_batches(buffer, max_batch_bytes, max_batch_records, allow_control, allow_null_values)
+    log_columns(buffer, positions, first_offset, end_offset) -> tuple of column buffers
     crc32c(data, value=0)
 """
 
@@ -45,7 +46,7 @@ from kraft.records.results import BatchScan, DecodedBatch
 def _load_native():
     from types import SimpleNamespace
 
-    from kraft._native import _buffer, _builder, _crc, _reader, _scan
+    from kraft._native import _buffer, _builder, _columns, _crc, _reader, _scan
 
     _buffer.configure(
         corrupt_error=CorruptRecordError,
@@ -63,6 +64,7 @@ def _load_native():
         crc32c_implementation=_crc.crc32c_implementation, encode_varint=_crc.encode_varint,
         decode_varint=_crc.decode_varint, encode_unsigned_varint=_crc.encode_unsigned_varint,
         decode_unsigned_varint=_crc.decode_unsigned_varint, size_of_varint=_crc.size_of_varint,
+        log_columns=_columns.log_columns,
     )
 
 
@@ -71,6 +73,7 @@ def _load_pure():
 
     from kraft.records import _pure_builder as b
     from kraft.records import _pure_check as k
+    from kraft.records import _pure_columns as cols
     from kraft.records import _pure_crc as c
     from kraft.records import _pure_reader as r
     from kraft.records import _pure_varint as v
@@ -84,6 +87,7 @@ def _load_pure():
         encode_varint=v.encode_varint, decode_varint=v.decode_varint,
         encode_unsigned_varint=v.encode_unsigned_varint,
         decode_unsigned_varint=v.decode_unsigned_varint, size_of_varint=v.size_of_varint,
+        log_columns=cols.log_columns,
     )
 
 
@@ -116,6 +120,13 @@ decode_varint = _impl.decode_varint
 encode_unsigned_varint = _impl.encode_unsigned_varint
 decode_unsigned_varint = _impl.decode_unsigned_varint
 size_of_varint = _impl.size_of_varint
+#: ``log_columns(buffer, positions, first_offset, end_offset)``: the records with offsets in
+#: ``[first_offset, end_offset)`` of the (CRC-checked) batches at ``positions`` as Arrow-layout
+#: buffers, a tuple: offsets, timestamps, timestamp types, leader epochs, producer ids, codecs
+#: (one entry per row); key validity bitmap, key offsets (int32, rows + 1), key bytes; the
+#: same three for values; header list offsets (rows + 1); header key offsets and bytes;
+#: header value validity, offsets and bytes. Raises CorruptRecordError naming the batch.
+log_columns = _impl.log_columns
 
 
 def build_control_record_batch(message, *, base_offset=0, partition_leader_epoch=-1, timestamp=None) -> bytes:
@@ -138,5 +149,5 @@ __all__ = [
     "build_batch", "build_control_batch", "build_control_record_batch", "control_key",
     "crc32c", "crc32c_implementation", "decode_control_key", "decode_control_record",
     "decode_unsigned_varint", "decode_varint", "encode_control_value", "encode_unsigned_varint",
-    "encode_varint", "implementation", "iter_batches", "scan_batches", "size_of_varint",
+    "encode_varint", "implementation", "iter_batches", "log_columns", "scan_batches", "size_of_varint",
 ]

@@ -10,6 +10,7 @@ the planning can be tested without a JVM.
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import re
 from dataclasses import dataclass
@@ -28,9 +29,11 @@ NO_LIMIT = (1 << 63) - 1
 
 @dataclass(frozen=True)
 class FileSlice:
-    """One input partition: a segment or snapshot file, read from ``position``, rows with
-    ``first_offset <= offset < end_offset`` kept. ``topic``/``partition``/``node`` label
-    the rows; ``kind`` is ``"log"`` or ``"snapshot"``."""
+    """One input partition: a segment or snapshot file, read from ``position`` up to
+    ``end_position`` (-1: the end of the file), rows with ``first_offset <= offset <
+    end_offset`` kept. ``topic``/``partition``/``node`` label the rows; ``kind`` is
+    ``"log"`` or ``"snapshot"``. Both positions are batch boundaries taken from the
+    ``.index``: hints the reader checks (``segment_reader.scan_slice``)."""
 
     path: str
     kind: str
@@ -40,16 +43,19 @@ class FileSlice:
     topic: str = ""
     partition: int = 0
     node: str = ""
+    end_position: int = -1
+    first_piece: bool = True  # False for the pieces after a cut of a large segment
 
 
 def expand_paths(path: str) -> list[str]:
     """``path`` may be one directory, a glob, or a comma-separated list of either; the
-    directories found, sorted, without duplicates. A glob matching nothing is an error."""
+    directories found, sorted, without duplicates. A glob matching no directory is an error."""
     out: list[str] = []
     for part in (p.strip() for p in path.split(",")):
         if not part:
             continue
-        matches = sorted(glob.glob(part)) if glob.has_magic(part) else [part]
+        # a glob's files (e.g. node-1.log beside node-1/) are not candidates; a named one is an error
+        matches = sorted(m for m in glob.glob(part) if os.path.isdir(m)) if glob.has_magic(part) else [part]
         if not matches:
             raise FileNotFoundError(f"no directory matches {part!r}")
         for m in matches:
@@ -97,6 +103,38 @@ def segment_bases(directory: str) -> list[int]:
     return sorted(bases)
 
 
+def _index(directory: str, base: int):
+    """``(relative offsets, positions)`` of a segment's ``.index`` as int64 arrays, or None
+    when it is missing or not sane (an index is only ever a hint, as in the log itself)."""
+    path = os.path.join(directory, files.segment_name(base, files.INDEX_SUFFIX))
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    entries = np.frombuffer(raw[: len(raw) - len(raw) % _INDEX_DTYPE.itemsize], _INDEX_DTYPE)
+    rel, pos = entries["rel"].astype(np.int64), entries["pos"].astype(np.int64)
+    if len(rel) and (np.any(np.diff(rel) <= 0) or np.any(np.diff(pos) <= 0) or rel[0] < 0 or pos[0] < 0):
+        return None
+    return rel, pos
+
+
+def split_points(directory: str, base: int, start: int, size: int, max_bytes: int) -> list[int]:
+    """Indexed batch positions cutting ``[start, size)`` of segment ``base`` into pieces of
+    about ``max_bytes`` (none without a sane index, or when the rest is small enough)."""
+    if size - start <= max_bytes:
+        return []
+    index = _index(directory, base)
+    if index is None:
+        return []
+    cuts, last = [], start
+    for pos in index[1].tolist():
+        if pos >= last + max_bytes and pos < size:
+            cuts.append(pos)
+            last = pos
+    return cuts
+
+
 def index_position(directory: str, base: int, offset: int) -> int:
     """Where to start reading segment ``base`` for records at ``offset`` or later: the
     position of the last indexed batch whose last offset is below ``offset`` (no batch
@@ -104,24 +142,21 @@ def index_position(directory: str, base: int, offset: int) -> int:
     sane index: an index is only ever a hint, as in the log itself."""
     if offset <= base:
         return 0
-    path = os.path.join(directory, files.segment_name(base, files.INDEX_SUFFIX))
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError:
-        return 0
-    entries = np.frombuffer(raw[: len(raw) - len(raw) % _INDEX_DTYPE.itemsize], _INDEX_DTYPE)
-    rel, pos = entries["rel"].astype(np.int64), entries["pos"].astype(np.int64)
-    if len(rel) and (np.any(np.diff(rel) <= 0) or np.any(np.diff(pos) <= 0) or rel[0] < 0 or pos[0] < 0):
-        return 0  # not a sane index: scan from the start
+    index = _index(directory, base)
+    if index is None:
+        return 0  # no sane index: scan from the start
+    rel, pos = index
     i = int(np.searchsorted(rel, offset - base, side="left")) - 1
     return int(pos[i]) if i >= 0 else 0
 
 
-def plan_segments(directory: str, first_offset: int = 0, end_offset: int = NO_LIMIT, **labels) -> list[FileSlice]:
+def plan_segments(directory: str, first_offset: int = 0, end_offset: int = NO_LIMIT, max_bytes: int | None = None,
+                  **labels) -> list[FileSlice]:
     """One slice per segment that can hold an offset in ``[first_offset, end_offset)``:
     segment ``i`` holds offsets in ``[base_i, base_{i+1})``, so the others are skipped
-    without being opened; the first kept one starts at its index position."""
+    without being opened; the first kept one starts at its index position. With
+    ``max_bytes``, a larger segment is cut at indexed batch positions into slices of
+    about that size (each reads whole batches of its byte range)."""
     bases = segment_bases(directory)
     out = []
     for i, base in enumerate(bases):
@@ -129,8 +164,16 @@ def plan_segments(directory: str, first_offset: int = 0, end_offset: int = NO_LI
         if upper <= first_offset or base >= end_offset:
             continue
         path = os.path.join(directory, files.segment_name(base, files.LOG_SUFFIX))
-        out.append(FileSlice(path, "log", index_position(directory, base, first_offset),
-                             first_offset, end_offset, **labels))
+        start = index_position(directory, base, first_offset)
+        cuts = []
+        if max_bytes:
+            try:
+                cuts = split_points(directory, base, start, os.path.getsize(path), max_bytes)
+            except OSError:
+                cuts = []
+        bounds = [start] + cuts + [-1]
+        out += [FileSlice(path, "log", lo, first_offset, end_offset, end_position=hi, first_piece=k == 0, **labels)
+                for k, (lo, hi) in enumerate(itertools.pairwise(bounds))]
     return out
 
 

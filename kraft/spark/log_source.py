@@ -4,9 +4,11 @@
 Planning (driver) lists directories and turns the pushed-down filters (PySpark >= 4.1's
 ``pushFilters``) or the options ``topic``, ``partition``, ``start_offset``, ``end_offset``
 into segment slices: segments that cannot hold a wanted offset are never planned, and the
-first kept segment starts at its ``.index`` position. Every pushed filter is still handed
-back to Spark, so pruning only has to be safe, never exact. Executors decode with the
-native codec and yield Arrow batches. Option ``mode``: PERMISSIVE (default; a damaged
+first kept segment starts at its ``.index`` position; a segment larger than option
+``maxPartitionBytes`` (64 MiB) is cut at indexed batch positions into several input
+partitions. Every pushed filter is still handed back to Spark, so pruning only has to be
+safe, never exact. Executors decode with the native codec (``records.log_columns``, whole
+chunks of batches into Arrow buffers) and yield Arrow batches. Option ``mode``: PERMISSIVE (default; a damaged
 segment ends in a row whose ``error`` is set) or FAILFAST (raise).
 """
 
@@ -14,15 +16,35 @@ from __future__ import annotations
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from kraft import records
+from kraft.errors import CorruptRecordError
 from kraft.spark import layout
 from kraft.spark.layout import NO_LIMIT
-from kraft.spark.log_arrow import LOG_DDL, LogBatchAssembler, error_batch
-from kraft.spark.segment_reader import CorruptSliceError, iter_decoded
+from kraft.spark.log_arrow import (
+    LOG_DDL,
+    LOG_SCHEMA,
+    MAX_BYTES,
+    columns_to_arrow,
+    error_batch,
+)
+from kraft.spark.segment_reader import CorruptSliceError, iter_chunks
 
 try:  # PySpark >= 4.1
-    from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual
+    from pyspark.sql.datasource import (
+        EqualTo,
+        GreaterThan,
+        GreaterThanOrEqual,
+        In,
+        LessThan,
+        LessThanOrEqual,
+    )
 except ImportError:  # pragma: no cover - PySpark 4.0: options only
     EqualTo = GreaterThan = GreaterThanOrEqual = In = LessThan = LessThanOrEqual = None
+
+
+#: A segment larger than this is read by several tasks, cut at indexed batch positions
+#: (option ``maxPartitionBytes``).
+DEFAULT_SPLIT_BYTES = 64 << 20
 
 
 class SlicePartition(InputPartition):
@@ -47,6 +69,7 @@ class LogScan:
                            else {int(s) for s in options["partition"].split(",")})
         self.first = int(options.get("start_offset", 0))
         self.end = int(options.get("end_offset", NO_LIMIT))
+        self.max_bytes = int(options.get("maxPartitionBytes", DEFAULT_SPLIT_BYTES))
 
     def narrow(self, f) -> None:
         """Apply one pushed filter if it is one we prune by (silently ignore the rest)."""
@@ -76,15 +99,35 @@ class LogScan:
                 if self.partitions is not None and partition not in self.partitions:
                     continue
                 if self.first < self.end:
-                    out += layout.plan_segments(path, self.first, self.end, topic=topic, partition=partition)
+                    out += layout.plan_segments(path, self.first, self.end, self.max_bytes, topic=topic,
+                                                partition=partition)
         return out
 
 
+def projected(schema) -> tuple | None:
+    """The columns of a user-given schema (``.schema("offset long, value binary")``, any
+    subset of ``LOG_DDL``'s columns with their types), or None for all of them: fewer
+    columns cost less to hand to the JVM (no column pruning reaches Python sources)."""
+    if schema is None:
+        return None
+    names = tuple(f.name for f in schema.fields)
+    if names == tuple(LOG_SCHEMA.names):
+        return None
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    wanted = to_arrow_schema(schema)
+    for field in wanted:
+        if field.name not in LOG_SCHEMA.names or LOG_SCHEMA.field(field.name).type != field.type:
+            raise ValueError(f"kraft-log has no column {field.name} {field.type} (its columns: {LOG_DDL})")
+    return names
+
+
 class KraftLogReader(DataSourceReader):
-    def __init__(self, options):
+    def __init__(self, options, columns: tuple | None = None):
         self.directories = layout.expand_paths(options.get("path", ""))
         self.mode = read_mode(options)
         self.scan = LogScan(options)
+        self.columns = columns
 
     def pushFilters(self, filters):
         for f in filters:
@@ -96,28 +139,44 @@ class KraftLogReader(DataSourceReader):
 
     def read(self, partition):
         for fs in partition.value:
-            yield from read_slice(fs, self.mode)
+            for batch in read_slice(fs, self.mode):
+                yield batch if self.columns is None else batch.select(self.columns)
 
 
 def read_slice(fs, mode: str):
-    """Arrow batches of one segment slice (the executors' work)."""
-    out = LogBatchAssembler(fs.topic, fs.partition, fs.first_offset, fs.end_offset)
+    """Arrow batches of one segment slice (the executors' work): whole-batch chunks decoded
+    into columns by the native codec. A record that does not decode inside a CRC-valid
+    batch ends the slice like a bad batch does (that batch is found by decoding the
+    chunk's batches one by one, which only ever happens on damaged data)."""
     try:
-        for batch, decoded in iter_decoded(fs):
-            out.add(batch, decoded)
-            if out.full:
-                yield out.take()
+        for buf, positions, shift in iter_chunks(fs, MAX_BYTES):
+            try:
+                yield _arrow(fs, buf, positions)
+            except (CorruptRecordError, ValueError):
+                yield from _until_bad_batch(fs, buf, positions, shift)
     except CorruptSliceError as exc:
         if mode == "FAILFAST":
             raise
-        rest = out.take()
-        if rest is not None:
-            yield rest
         yield error_batch(fs.topic, fs.partition, exc.last_good_offset + 1, str(exc))
-        return
-    rest = out.take()
-    if rest is not None:
-        yield rest
+
+
+def _arrow(fs, buf, positions):
+    return columns_to_arrow(fs.topic, fs.partition, records.log_columns(buf, positions, fs.first_offset,
+                                                                         fs.end_offset))
+
+
+def _until_bad_batch(fs, buf, positions, shift):
+    last_good = fs.first_offset - 1
+    for i in range(len(positions)):
+        one = positions[i:i + 1]
+        try:
+            out = _arrow(fs, buf, one)
+        except (CorruptRecordError, ValueError) as exc:
+            raise CorruptSliceError(fs.path, shift + int(one[0]), last_good, str(exc)) from exc
+        if out.num_rows:
+            yield out
+        last_good = max(last_good, records.RecordBatch(buf, int(one[0])).last_offset)
+    raise AssertionError("the chunk failed to decode but each of its batches decoded")
 
 
 class KraftLogDataSource(DataSource):
@@ -129,4 +188,9 @@ class KraftLogDataSource(DataSource):
         return LOG_DDL
 
     def reader(self, schema):
-        return KraftLogReader(self.options)
+        return KraftLogReader(self.options, projected(schema))
+
+    def streamReader(self, schema):
+        from kraft.spark.stream_source import LogStreamReader
+
+        return LogStreamReader(self.options)

@@ -66,3 +66,8 @@ class KraftMetadataDataSource(DataSource):
 
     def reader(self, schema):
         return KraftMetadataReader(self.options)
+
+    def streamReader(self, schema):
+        from kraft.spark.stream_source import MetadataStreamReader
+
+        return MetadataStreamReader(self.options)

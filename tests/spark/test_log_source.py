@@ -3,11 +3,12 @@ segments that can match; damaged segments in both modes."""
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import pyarrow as pa
 import pytest
-from conftest import open_log
+from spark_builders import open_log
 
 from kraft import records
 from kraft.records import Compression
@@ -132,3 +133,36 @@ def test_corrupt_segment_is_an_error_row_or_a_failure(spark, tmp_path):
     assert good == set(expected) - lost
     with pytest.raises(Exception, match="invalid batch"):
         spark.read.format("kraft-log").option("mode", "FAILFAST").load(str(log_dir)).collect()
+
+
+def _read_all(reader):
+    return [o for p in reader.partitions() for b in reader.read(p) for o in b.column("offset").to_pylist()]
+
+
+def test_a_large_segment_is_split_at_index_positions_into_whole_batch_slices(logs):
+    log_dir, _ = logs
+    bases = _segments(log_dir / "orders-0")
+    size = os.path.getsize(log_dir / "orders-0" / f"{bases[0]:020d}.log")
+    whole = KraftLogReader({"path": str(log_dir), "topic": "orders", "partition": "0"})
+    split = KraftLogReader({"path": str(log_dir), "topic": "orders", "partition": "0",
+                            "maxPartitionBytes": str(size // 3)})
+    assert len(split.partitions()) >= 2 * len(whole.partitions())
+    slices = [s for p in split.partitions() for s in p.value if s.path.endswith(f"{bases[0]:020d}.log")]
+    assert len(slices) >= 2 and slices[0].position == 0 and slices[-1].end_position == -1
+    assert all(a.end_position == b.position for a, b in itertools.pairwise(slices))
+    assert _read_all(split) == _read_all(whole) == list(range(BATCHES * PER_BATCH))
+
+
+def test_a_stale_index_cannot_lose_or_repeat_records(tmp_path):
+    log_dir = tmp_path / "node1"
+    write_partition_logs(log_dir, segment_bytes=1 << 20)  # one segment per partition
+    index = log_dir / "orders-0" / f"{0:020d}.index"
+    raw = bytearray(index.read_bytes())
+    assert len(raw) >= 16
+    for i in range(0, len(raw) - 7, 8):  # every position now points 3 bytes into a batch
+        pos = int.from_bytes(raw[i + 4:i + 8], "big")
+        raw[i + 4:i + 8] = (pos + 3).to_bytes(4, "big")
+    index.write_bytes(bytes(raw))
+    reader = KraftLogReader({"path": str(log_dir), "topic": "orders", "partition": "0", "maxPartitionBytes": "1500"})
+    assert len(reader.partitions()) >= 3
+    assert _read_all(reader) == list(range(BATCHES * PER_BATCH))

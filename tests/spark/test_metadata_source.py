@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import TOPIC_IDS, metadata_batches, write_metadata_log
+from spark_builders import TOPIC_IDS, metadata_batches, write_metadata_log
 
 from kraft import records
 from kraft.metadata import TopicRecord, encode_record
