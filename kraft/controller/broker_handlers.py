@@ -19,6 +19,7 @@ from __future__ import annotations
 from kraft.controller.api_error import ApiError
 from kraft.controller.partition_change import elect_away, elect_leaderless
 from kraft.controller.result import ControllerResult
+from kraft.controller.topic_policy import elr_min_isr
 from kraft.controller.topic_handlers import acceptable_leader
 from kraft.errors import ErrorCode
 from kraft.metadata.records import (BrokerRegistrationChangeRecord, FenceBrokerRecord, RegisterBrokerRecord,
@@ -43,7 +44,8 @@ def fence_records(image, broker_ids, settings) -> list:
     gone = set(broker_ids)
     brokers = image.cluster.brokers
     records = [FenceBrokerRecord(id=b, epoch=brokers[b].epoch) for b in sorted(gone)]
-    records += elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(settings))
+    records += elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(settings),
+                          min_isr=elr_min_isr(image, settings))
     return records
 
 
@@ -90,7 +92,8 @@ def handle_broker_registration(ctx, req: BrokerRegistrationRequest) -> Controlle
     if existing is not None:
         # The old incarnation is gone (an unclean restart): it must not stay in any ISR.
         gone = {req.broker_id}
-        records += elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(ctx.settings))
+        records += elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(ctx.settings),
+                          min_isr=elr_min_isr(image, ctx.settings))
     return ControllerResult(records, R(error_code=0, broker_epoch=epoch), atomic=True)
 
 
@@ -122,12 +125,14 @@ def handle_broker_heartbeat(ctx, req: BrokerHeartbeatRequest) -> ControllerResul
         records = [UnfenceBrokerRecord(id=broker.id, epoch=broker.epoch)]
         # Leaderless partitions this broker can now lead get it (Kafka's handleBrokerUnfenced).
         ok = acceptable_leader(image)
-        records += elect_leaderless(image, lambda b: b == broker.id or ok(b), unclean=unclean)
+        records += elect_leaderless(image, lambda b: b == broker.id or ok(b), unclean=unclean,
+                                    min_isr=elr_min_isr(image, ctx.settings))
         return ControllerResult(records, R(error_code=0, is_caught_up=True, is_fenced=False), atomic=True)
     if broker.in_controlled_shutdown:
         if leads_any(image, broker.id):  # e.g. a partition elected it before the shutdown began
             gone = {broker.id}
-            records = elect_away(image, gone, _without(image, gone), unclean=unclean)
+            records = elect_away(image, gone, _without(image, gone), unclean=unclean,
+                          min_isr=elr_min_isr(image, ctx.settings))
             return ControllerResult(records, R(error_code=0, is_caught_up=caught_up, is_fenced=False))
         return ControllerResult([], R(error_code=0, is_caught_up=caught_up, is_fenced=False, should_shut_down=True))
     if req.want_fence:
@@ -137,7 +142,8 @@ def handle_broker_heartbeat(ctx, req: BrokerHeartbeatRequest) -> ControllerResul
         gone = {broker.id}
         records = [BrokerRegistrationChangeRecord(broker_id=broker.id, broker_epoch=broker.epoch,
                                                   in_controlled_shutdown=1)]
-        records += elect_away(image, gone, _without(image, gone), unclean=unclean)
+        records += elect_away(image, gone, _without(image, gone), unclean=unclean,
+                          min_isr=elr_min_isr(image, ctx.settings))
         return ControllerResult(records, R(error_code=0, is_caught_up=caught_up, is_fenced=False))
     return ControllerResult([], R(error_code=0, is_caught_up=caught_up, is_fenced=False))
 
@@ -155,7 +161,8 @@ def handle_unregister_broker(ctx, req: UnregisterBrokerRequest) -> ControllerRes
     if broker is None:
         raise ApiError(ErrorCode.BROKER_ID_NOT_REGISTERED, f"Broker ID {req.broker_id} is not currently registered")
     gone = {broker.id}
-    records = elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(ctx.settings))
+    records = elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(ctx.settings),
+                          min_isr=elr_min_isr(image, ctx.settings))
     records.append(UnregisterBrokerRecord(broker_id=broker.id, broker_epoch=broker.epoch))
     return ControllerResult(records, UnregisterBrokerResponse(error_code=0), atomic=True)
 
