@@ -95,7 +95,7 @@ def elect_leaders_error(req, version: int, code: int, message: str | None = None
                                                                         error_message=message)
                                                         for p in tp.partitions])
                for tp in (req.topic_partitions or [])]
-    return ElectLeadersResponse(error_code=int(code), replica_election_results=results)
+    return ElectLeadersResponse(error_code=int(code) if version >= 1 else 0, replica_election_results=results)
 
 
 # --- automatic rebalance ----------------------------------------------------------------------
