@@ -4,7 +4,8 @@ that fence a broker (KIP-631, Kafka's ClusterControlManager / BrokerHeartbeatMan
 Registration: a broker id held by a different incarnation whose lease is still valid gets
 DUPLICATE_BROKER_REGISTRATION; the same incarnation again is answered with its epoch and writes
 nothing (a retry); otherwise a RegisterBrokerRecord (fenced) with a new, larger epoch. A
-re-registration after an unclean restart first takes the old incarnation out of every ISR.
+re-registration after an unclean restart first takes the old incarnation out of every ISR
+(and ELR).
 
 Heartbeat, per the broker's state in the image: fenced -> unfenced once its reported metadata
 offset reached its registration record (``BrokerLeases.caught_up``), which also gives leaderless
@@ -89,11 +90,11 @@ def handle_broker_registration(ctx, req: BrokerRegistrationRequest) -> Controlle
         features=[F(name=f.name, min_supported_version=f.min_supported_version,
                     max_supported_version=f.max_supported_version) for f in req.features],
         rack=req.rack, fenced=True, in_controlled_shutdown=False, log_dirs=list(req.log_dirs))]
-    if existing is not None:
-        # The old incarnation is gone (an unclean restart): it must not stay in any ISR.
-        gone = {req.broker_id}
-        records += elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(ctx.settings),
-                          min_isr=elr_min_isr(image, ctx.settings))
+    # A new incarnation: the old one is gone (an unclean restart) and may have lost unflushed
+    # data, so it must not stay in any ISR or ELR (Kafka's handleBrokerUncleanShutdown).
+    gone = {req.broker_id}
+    records += elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(ctx.settings),
+                          min_isr=elr_min_isr(image, ctx.settings), unclean_shutdown=True)
     return ControllerResult(records, R(error_code=0, broker_epoch=epoch), atomic=True)
 
 

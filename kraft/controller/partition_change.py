@@ -99,9 +99,10 @@ def in_reassignment(part) -> bool:
 
 def build(topic_id, partition_id: int, part, acceptable, *, target_isr=None, target_replicas=None,
           target_removing=None, target_adding=None, target_recovery=None, election: str = ONLINE,
-          elr_min_isr: int = 0) -> PartitionChangeRecord | None:
+          elr_min_isr: int = 0, unclean_shutdown=()) -> PartitionChangeRecord | None:
     """The record moving ``part`` to the targets (None: unchanged), or None when nothing would
-    change. ``elr_min_isr`` > 0 enables eligible leader replicas with that min ISR."""
+    change. ``elr_min_isr`` > 0 enables eligible leader replicas with that min ISR;
+    ``unclean_shutdown`` brokers lost their unflushed data, so they leave the ELR."""
     isr = part.isr if target_isr is None else tuple(target_isr)
     replicas = part.replicas if target_replicas is None else tuple(target_replicas)
     removing = part.removing_replicas if target_removing is None else tuple(target_removing)
@@ -121,7 +122,7 @@ def build(topic_id, partition_id: int, part, acceptable, *, target_isr=None, tar
             # Members leaving an ISR that is below min ISR acknowledged every committed write: they
             # stay eligible to lead cleanly.
             candidates = set(elr) | set(part.isr)
-            elr = tuple(sorted(r for r in candidates if r not in isr))
+            elr = tuple(sorted(r for r in candidates if r not in isr and r not in unclean_shutdown))
             last_known = tuple(sorted(r for r in last_known if r not in isr and r not in elr))
 
     record = PartitionChangeRecord(partition_id=partition_id, topic_id=topic_id)
@@ -192,33 +193,38 @@ def change_record(topic_id, partition_id: int, part, acceptable, *, target_isr=N
                  elr_min_isr=elr_min_isr)
 
 
-def elect_away(image, brokers: set, acceptable, *, unclean: bool = False, min_isr=None) -> list:
+def elect_away(image, brokers: set, acceptable, *, unclean: bool = False, min_isr=None,
+               unclean_shutdown: bool = False) -> list:
     """Change records taking every broker in ``brokers`` out of the ISR of each partition and
     moving leadership off them. ``acceptable`` must already reject every broker in ``brokers``.
-    ``min_isr(topic_name) -> int`` enables ELR (0: off for that topic). The outcome depends only
-    on a partition's registration shape, which repeats across thousands of partitions, so each
-    shape is decided once."""
+    ``min_isr(topic_name) -> int`` enables ELR (0: off for that topic); ``unclean_shutdown``:
+    they restarted without a clean shutdown, so they leave every ELR too (Kafka's
+    ``handleBrokerUncleanShutdown``). The outcome depends only on a partition's registration
+    shape, which repeats across thousands of partitions, so each shape is decided once."""
     out = []
     election = UNCLEAN if unclean else ONLINE
     append = out.append
     decided: dict = {}
     only = next(iter(brokers)) if len(brokers) == 1 else None
+    lost = frozenset(brokers) if unclean_shutdown else ()
     for topic in image.topics.by_id.values():
         tid = topic.id
         elr_min = min_isr(topic.name) if min_isr is not None else 0
         for pid, part in topic.partitions.items():
             isr = part.isr
             if only is not None:
-                if part.leader != only and only not in isr:
+                if part.leader != only and only not in isr and not (lost and only in part.elr):
                     continue
-            elif part.leader not in brokers and not any(b in isr for b in brokers):
+            elif (part.leader not in brokers and not any(b in isr for b in brokers)
+                  and not (lost and any(b in part.elr for b in brokers))):
                 continue
             shape = (part.replicas, isr, part.leader, part.leader_recovery_state, part.elr, part.last_known_elr,
                      part.removing_replicas, part.adding_replicas, part.directories, elr_min)
             change = decided.get(shape, False)
             if change is False:
                 target = tuple(r for r in isr if r not in brokers)
-                rec = build(tid, pid, part, acceptable, target_isr=target, election=election, elr_min_isr=elr_min)
+                rec = build(tid, pid, part, acceptable, target_isr=target, election=election, elr_min_isr=elr_min,
+                            unclean_shutdown=lost)
                 change = decided[shape] = None if rec is None else _changed_fields(rec)
                 if rec is not None:
                     append(rec)

@@ -123,3 +123,30 @@ def test_a_reassignment_that_removes_replicas_bumps_the_leader_epoch_even_withou
     rec = build(TID, 0, p, alive(1, 2, 3), target_replicas=(1, 2))
     after = _replay(img, [rec]).topics.by_id[TID].partitions[0]
     assert rec.leader == 1 and after.leader_epoch == 4 and after.replicas == (1, 2)
+
+
+def test_an_unclean_restart_takes_the_broker_out_of_every_elr():
+    """Kafka's handleBrokerUncleanShutdown: a new incarnation may have lost unflushed data."""
+    img = part([1, 2, 3], [1, 2, 3], 1)
+    min_isr = {"t": 3}.get
+    img = _replay(img, elect_away(img, {2}, alive(1, 3), min_isr=min_isr))
+    assert img.topics.by_id[TID].partitions[0].elr == (2,)
+    assert elect_away(img, {2}, alive(1, 3), min_isr=min_isr) == []  # a clean fence again: nothing to do
+    img = _replay(img, elect_away(img, {2}, alive(1, 3), min_isr=min_isr, unclean_shutdown=True))
+    p = img.topics.by_id[TID].partitions[0]
+    assert (p.leader, p.isr, p.elr) == (1, (1, 3), ())
+
+
+def test_registering_a_new_incarnation_drops_it_from_the_elr():
+    import uuid
+    from admin_fixtures import context
+    from controller_fakes import registration
+    from partition_fixtures import image_with, part as registered_part, run
+    img = image_with(replicas=(1, 2, 3), isr=(1, 3), leader=1, eligible_leader_replicas=[2])
+    settings = {"eligible.leader.replicas.enable": "true", "min.insync.replicas": "3"}
+    req = registration(2, incarnation=uuid.UUID(int=0xBEEF))
+    req.cluster_id = context(img, 0).cluster_id
+    req.features = [type(req).Feature(name="metadata.version", min_supported_version=1, max_supported_version=25)]
+    result, after = run(62, img, req, 0, settings)
+    assert result.response.error_code == 0
+    assert registered_part(after).elr == ()
