@@ -20,7 +20,7 @@ from __future__ import annotations
 from kraft.controller.api_error import ApiError
 from kraft.controller.partition_change import elect_away, elect_leaderless
 from kraft.controller.result import ControllerResult
-from kraft.controller.topic_policy import elr_min_isr
+from kraft.controller.topic_policy import elr_min_isr, unclean_allowed
 from kraft.controller.topic_handlers import acceptable_leader
 from kraft.errors import ErrorCode
 from kraft.metadata.records import (BrokerRegistrationChangeRecord, FenceBrokerRecord, RegisterBrokerRecord,
@@ -30,8 +30,9 @@ from kraft.protocol.messages.broker_lifecycle import (BrokerHeartbeatRequest, Br
                                                       UnregisterBrokerRequest, UnregisterBrokerResponse)
 
 
-def unclean_enabled(settings) -> bool:
-    return str(settings.get("unclean.leader.election.enable", "false")).strip().lower() == "true"
+def unclean_enabled(image, settings):
+    """``topic_name -> bool``: unclean election allowed for that topic (its config wins)."""
+    return lambda topic_name: unclean_allowed(image, settings, topic_name)
 
 
 def _without(image, brokers: set):
@@ -45,7 +46,7 @@ def fence_records(image, broker_ids, settings) -> list:
     gone = set(broker_ids)
     brokers = image.cluster.brokers
     records = [FenceBrokerRecord(id=b, epoch=brokers[b].epoch) for b in sorted(gone)]
-    records += elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(settings),
+    records += elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(image, settings),
                           min_isr=elr_min_isr(image, settings))
     return records
 
@@ -93,7 +94,7 @@ def handle_broker_registration(ctx, req: BrokerRegistrationRequest) -> Controlle
     # A new incarnation: the old one is gone (an unclean restart) and may have lost unflushed
     # data, so it must not stay in any ISR or ELR (Kafka's handleBrokerUncleanShutdown).
     gone = {req.broker_id}
-    records += elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(ctx.settings),
+    records += elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(image, ctx.settings),
                           min_isr=elr_min_isr(image, ctx.settings), unclean_shutdown=True)
     return ControllerResult(records, R(error_code=0, broker_epoch=epoch), atomic=True)
 
@@ -117,7 +118,7 @@ def handle_broker_heartbeat(ctx, req: BrokerHeartbeatRequest) -> ControllerResul
     leases = ctx.leases
     caught_up = (leases.caught_up(broker.id, req.current_metadata_offset, broker.epoch) if leases is not None
                  else req.current_metadata_offset >= broker.epoch)
-    unclean = unclean_enabled(ctx.settings)
+    unclean = unclean_enabled(image, ctx.settings)
     if broker.fenced:
         if req.want_shut_down:
             return ControllerResult([], R(error_code=0, is_caught_up=caught_up, is_fenced=True, should_shut_down=True))
@@ -162,7 +163,7 @@ def handle_unregister_broker(ctx, req: UnregisterBrokerRequest) -> ControllerRes
     if broker is None:
         raise ApiError(ErrorCode.BROKER_ID_NOT_REGISTERED, f"Broker ID {req.broker_id} is not currently registered")
     gone = {broker.id}
-    records = elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(ctx.settings),
+    records = elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(image, ctx.settings),
                           min_isr=elr_min_isr(image, ctx.settings))
     records.append(UnregisterBrokerRecord(broker_id=broker.id, broker_epoch=broker.epoch))
     return ControllerResult(records, UnregisterBrokerResponse(error_code=0), atomic=True)

@@ -193,16 +193,21 @@ def change_record(topic_id, partition_id: int, part, acceptable, *, target_isr=N
                  elr_min_isr=elr_min_isr)
 
 
-def elect_away(image, brokers: set, acceptable, *, unclean: bool = False, min_isr=None,
+def _election(unclean, topic_name: str) -> str:
+    """``unclean``: a bool for every topic, or ``topic_name -> bool`` (topic configs win)."""
+    allowed = unclean(topic_name) if callable(unclean) else unclean
+    return UNCLEAN if allowed else ONLINE
+
+
+def elect_away(image, brokers: set, acceptable, *, unclean=False, min_isr=None,
                unclean_shutdown: bool = False) -> list:
     """Change records taking every broker in ``brokers`` out of the ISR of each partition and
     moving leadership off them. ``acceptable`` must already reject every broker in ``brokers``.
-    ``min_isr(topic_name) -> int`` enables ELR (0: off for that topic); ``unclean_shutdown``:
+    ``unclean``: bool or ``topic_name -> bool``; ``min_isr(topic_name) -> int`` enables ELR (0: off for that topic); ``unclean_shutdown``:
     they restarted without a clean shutdown, so they leave every ELR too (Kafka's
     ``handleBrokerUncleanShutdown``). The outcome depends only on a partition's registration
     shape, which repeats across thousands of partitions, so each shape is decided once."""
     out = []
-    election = UNCLEAN if unclean else ONLINE
     append = out.append
     decided: dict = {}
     only = next(iter(brokers)) if len(brokers) == 1 else None
@@ -210,6 +215,7 @@ def elect_away(image, brokers: set, acceptable, *, unclean: bool = False, min_is
     for topic in image.topics.by_id.values():
         tid = topic.id
         elr_min = min_isr(topic.name) if min_isr is not None else 0
+        election = _election(unclean, topic.name)
         for pid, part in topic.partitions.items():
             isr = part.isr
             if only is not None:
@@ -219,7 +225,7 @@ def elect_away(image, brokers: set, acceptable, *, unclean: bool = False, min_is
                   and not (lost and any(b in part.elr for b in brokers))):
                 continue
             shape = (part.replicas, isr, part.leader, part.leader_recovery_state, part.elr, part.last_known_elr,
-                     part.removing_replicas, part.adding_replicas, part.directories, elr_min)
+                     part.removing_replicas, part.adding_replicas, part.directories, elr_min, election)
             change = decided.get(shape, False)
             if change is False:
                 target = tuple(r for r in isr if r not in brokers)
@@ -234,13 +240,13 @@ def elect_away(image, brokers: set, acceptable, *, unclean: bool = False, min_is
     return out
 
 
-def elect_leaderless(image, acceptable, *, unclean: bool = False, min_isr=None) -> list:
+def elect_leaderless(image, acceptable, *, unclean=False, min_isr=None) -> list:
     """Change records giving a leader to every leaderless partition that can have one now
     (after a broker is unfenced)."""
     out = []
-    election = UNCLEAN if unclean else ONLINE
     for topic in image.topics.by_id.values():
         elr_min = min_isr(topic.name) if min_isr is not None else 0
+        election = _election(unclean, topic.name)
         for pid, part in topic.partitions.items():
             if part.leader == NO_LEADER:
                 rec = build(topic.id, pid, part, acceptable, election=election, elr_min_isr=elr_min)

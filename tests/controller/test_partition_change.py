@@ -150,3 +150,18 @@ def test_registering_a_new_incarnation_drops_it_from_the_elr():
     result, after = run(62, img, req, 0, settings)
     assert result.response.error_code == 0
     assert registered_part(after).elr == ()
+
+
+def test_a_topic_config_allowing_unclean_election_wins_over_the_cluster_setting_when_fencing():
+    from admin_fixtures import apply
+    from kraft.controller.broker_handlers import fence_records
+    from kraft.metadata.records import ConfigRecord
+    from partition_fixtures import image_with, part as registered_part
+    img = image_with(replicas=(1, 2, 3), isr=(1,), leader=1)
+    after = apply(img, fence_records(img, [1], {}))
+    assert (registered_part(after).leader, registered_part(after).isr) == (-1, (1,))  # clean only: offline
+    img = apply(img, [ConfigRecord(resource_type=2, resource_name="t", name="unclean.leader.election.enable",
+                                   value="true")])
+    after = apply(img, fence_records(img, [1], {}))
+    p = registered_part(after)
+    assert (p.leader, p.isr, p.leader_recovery_state) == (2, (2,), RECOVERING)
