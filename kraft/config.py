@@ -364,3 +364,8 @@ def _check_security_map(spec: str, names: set) -> None:
         if proto != "PLAINTEXT":
             raise ConfigError(f"listener.security.protocol.map: {name} uses {proto}; "
                               f"kraft supports PLAINTEXT listeners only")
+
+# Controller leadership policy (Kafka's ReplicationConfigs / KIP-966's ELR switch).
+INT_SETTINGS.update({"leader.imbalance.check.interval.seconds": (300, 1),
+                     "leader.imbalance.per.broker.percentage": (10, 0)})
+STR_SETTINGS.update({"auto.leader.rebalance.enable": "true", "eligible.leader.replicas.enable": "false"})

@@ -4,7 +4,8 @@ that fence a broker (KIP-631, Kafka's ClusterControlManager / BrokerHeartbeatMan
 Registration: a broker id held by a different incarnation whose lease is still valid gets
 DUPLICATE_BROKER_REGISTRATION; the same incarnation again is answered with its epoch and writes
 nothing (a retry); otherwise a RegisterBrokerRecord (fenced) with a new, larger epoch. A
-re-registration after an unclean restart first takes the old incarnation out of every ISR.
+re-registration after an unclean restart first takes the old incarnation out of every ISR
+(and ELR).
 
 Heartbeat, per the broker's state in the image: fenced -> unfenced once its reported metadata
 offset reached its registration record (``BrokerLeases.caught_up``), which also gives leaderless
@@ -19,6 +20,7 @@ from __future__ import annotations
 from kraft.controller.api_error import ApiError
 from kraft.controller.partition_change import elect_away, elect_leaderless
 from kraft.controller.result import ControllerResult
+from kraft.controller.topic_policy import elr_min_isr, unclean_allowed
 from kraft.controller.topic_handlers import acceptable_leader
 from kraft.errors import ErrorCode
 from kraft.metadata.records import (BrokerRegistrationChangeRecord, FenceBrokerRecord, RegisterBrokerRecord,
@@ -28,8 +30,9 @@ from kraft.protocol.messages.broker_lifecycle import (BrokerHeartbeatRequest, Br
                                                       UnregisterBrokerRequest, UnregisterBrokerResponse)
 
 
-def unclean_enabled(settings) -> bool:
-    return str(settings.get("unclean.leader.election.enable", "false")).strip().lower() == "true"
+def unclean_enabled(image, settings):
+    """``topic_name -> bool``: unclean election allowed for that topic (its config wins)."""
+    return lambda topic_name: unclean_allowed(image, settings, topic_name)
 
 
 def _without(image, brokers: set):
@@ -43,7 +46,8 @@ def fence_records(image, broker_ids, settings) -> list:
     gone = set(broker_ids)
     brokers = image.cluster.brokers
     records = [FenceBrokerRecord(id=b, epoch=brokers[b].epoch) for b in sorted(gone)]
-    records += elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(settings))
+    records += elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(image, settings),
+                          min_isr=elr_min_isr(image, settings))
     return records
 
 
@@ -87,10 +91,11 @@ def handle_broker_registration(ctx, req: BrokerRegistrationRequest) -> Controlle
         features=[F(name=f.name, min_supported_version=f.min_supported_version,
                     max_supported_version=f.max_supported_version) for f in req.features],
         rack=req.rack, fenced=True, in_controlled_shutdown=False, log_dirs=list(req.log_dirs))]
-    if existing is not None:
-        # The old incarnation is gone (an unclean restart): it must not stay in any ISR.
-        gone = {req.broker_id}
-        records += elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(ctx.settings))
+    # A new incarnation: the old one is gone (an unclean restart) and may have lost unflushed
+    # data, so it must not stay in any ISR or ELR (Kafka's handleBrokerUncleanShutdown).
+    gone = {req.broker_id}
+    records += elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(image, ctx.settings),
+                          min_isr=elr_min_isr(image, ctx.settings), unclean_shutdown=True)
     return ControllerResult(records, R(error_code=0, broker_epoch=epoch), atomic=True)
 
 
@@ -113,7 +118,7 @@ def handle_broker_heartbeat(ctx, req: BrokerHeartbeatRequest) -> ControllerResul
     leases = ctx.leases
     caught_up = (leases.caught_up(broker.id, req.current_metadata_offset, broker.epoch) if leases is not None
                  else req.current_metadata_offset >= broker.epoch)
-    unclean = unclean_enabled(ctx.settings)
+    unclean = unclean_enabled(image, ctx.settings)
     if broker.fenced:
         if req.want_shut_down:
             return ControllerResult([], R(error_code=0, is_caught_up=caught_up, is_fenced=True, should_shut_down=True))
@@ -122,12 +127,14 @@ def handle_broker_heartbeat(ctx, req: BrokerHeartbeatRequest) -> ControllerResul
         records = [UnfenceBrokerRecord(id=broker.id, epoch=broker.epoch)]
         # Leaderless partitions this broker can now lead get it (Kafka's handleBrokerUnfenced).
         ok = acceptable_leader(image)
-        records += elect_leaderless(image, lambda b: b == broker.id or ok(b), unclean=unclean)
+        records += elect_leaderless(image, lambda b: b == broker.id or ok(b), unclean=unclean,
+                                    min_isr=elr_min_isr(image, ctx.settings))
         return ControllerResult(records, R(error_code=0, is_caught_up=True, is_fenced=False), atomic=True)
     if broker.in_controlled_shutdown:
         if leads_any(image, broker.id):  # e.g. a partition elected it before the shutdown began
             gone = {broker.id}
-            records = elect_away(image, gone, _without(image, gone), unclean=unclean)
+            records = elect_away(image, gone, _without(image, gone), unclean=unclean,
+                          min_isr=elr_min_isr(image, ctx.settings))
             return ControllerResult(records, R(error_code=0, is_caught_up=caught_up, is_fenced=False))
         return ControllerResult([], R(error_code=0, is_caught_up=caught_up, is_fenced=False, should_shut_down=True))
     if req.want_fence:
@@ -137,7 +144,8 @@ def handle_broker_heartbeat(ctx, req: BrokerHeartbeatRequest) -> ControllerResul
         gone = {broker.id}
         records = [BrokerRegistrationChangeRecord(broker_id=broker.id, broker_epoch=broker.epoch,
                                                   in_controlled_shutdown=1)]
-        records += elect_away(image, gone, _without(image, gone), unclean=unclean)
+        records += elect_away(image, gone, _without(image, gone), unclean=unclean,
+                          min_isr=elr_min_isr(image, ctx.settings))
         return ControllerResult(records, R(error_code=0, is_caught_up=caught_up, is_fenced=False))
     return ControllerResult([], R(error_code=0, is_caught_up=caught_up, is_fenced=False))
 
@@ -155,7 +163,8 @@ def handle_unregister_broker(ctx, req: UnregisterBrokerRequest) -> ControllerRes
     if broker is None:
         raise ApiError(ErrorCode.BROKER_ID_NOT_REGISTERED, f"Broker ID {req.broker_id} is not currently registered")
     gone = {broker.id}
-    records = elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(ctx.settings))
+    records = elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(image, ctx.settings),
+                          min_isr=elr_min_isr(image, ctx.settings))
     records.append(UnregisterBrokerRecord(broker_id=broker.id, broker_epoch=broker.epoch))
     return ControllerResult(records, UnregisterBrokerResponse(error_code=0), atomic=True)
 

@@ -15,8 +15,16 @@ view (back to ``image`` exactly) and answers every waiting request NOT_CONTROLLE
 are not metadata records (raw bytes from the Produce writer) or do not fit the image are counted
 in ``metadata_errors`` and skipped.
 
+The active controller's ``tick`` fences brokers whose lease expired and, with
+``auto.leader.rebalance.enable`` (Kafka's default: true), every
+``leader.imbalance.check.interval.seconds`` proposes preferred-leader elections for imbalanced
+brokers (``elect_leaders.rebalance_records``).
+
 Sans-I/O: time comes in as ``now_ms``; ``append(values) -> last offset`` (raises NotLeaderError)
-and ``respond(token, response)`` are injected. This module must not import asyncio or sockets.
+and ``respond(token, response)`` are injected. For profiling, ``apply_observer(counts, append_ms,
+commit_ms, applied_ms)`` and its ``clock() -> ms`` may be injected too: once per committed batch,
+``counts`` maps record type names to how many records of that type the batch held (counted only
+while an observer is set). This module must not import asyncio or sockets.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import collections
 import logging
 
 from kraft.controller.broker_handlers import fence_records
+from kraft.controller.elect_leaders import rebalance_records
 from kraft.controller.handlers import ERROR_RESPONSES, HANDLERS
 from kraft.controller.leases import BrokerLeases
 from kraft.controller.result import ControllerContext
@@ -106,6 +115,12 @@ class QuorumController:
         self.metadata_errors = 0
         self.fenced_by_expiry = 0
         self.codec = RecordCodecCache()
+        self.last_applied_timestamp = -1  # append time (ms) of the last committed batch applied
+        self.apply_observer = None  # profiling hook, see the module docstring
+        self.clock = None
+        self._foreign_counts: list = []  # (append ms, counts) while an observer is set
+        self._next_rebalance_ms = None
+        self.rebalances = 0
 
     # --- views ----------------------------------------------------------------------------
     @property
@@ -128,6 +143,10 @@ class QuorumController:
     def handle_commit(self, batches) -> None:
         pending = self._pending
         foreign = []
+        observer = self.apply_observer
+        if observer is not None:
+            commit_ms = self.clock()
+            own_counts = []
         for batch in batches:
             base = batch.base_offset
             if batch.is_control:
@@ -140,19 +159,29 @@ class QuorumController:
                 while pending and pending[0].last < end:
                     p = pending.popleft()
                     self.image, self._txn = p.image, p.txn
+                    if observer is not None:
+                        own_counts.append((batch.max_timestamp, _count_types(p.records)))
+                self.last_applied_timestamp = batch.max_timestamp
             else:
                 foreign.append(batch)
             self.next_offset = batch.next_offset
         if foreign:
             self._apply_foreign(foreign)
+        if observer is not None:
+            applied_ms = self.clock()
+            for append_ms, counts in own_counts + self._foreign_counts:
+                observer(counts, append_ms, commit_ms, applied_ms)
+            self._foreign_counts = []
         self._release()
 
     def _apply_foreign(self, batches) -> None:
         records = []
         registered = {}
         decode = self.codec.decode
+        observing = self.apply_observer is not None
         for batch in batches:
             offset = batch.base_offset
+            start = len(records)
             for value in batch.values():
                 try:
                     rec = decode(value)
@@ -163,6 +192,9 @@ class QuorumController:
                     if type(rec) is RegisterBrokerRecord:
                         registered[rec.broker_id] = offset
                 offset += 1
+            self.last_applied_timestamp = batch.max_timestamp
+            if observing:
+                self._foreign_counts.append((batch.max_timestamp, _count_types(records[start:])))
         if not records:
             return
         self.image, self._txn, errors = replay_records(self.image, self._txn, records)
@@ -277,11 +309,12 @@ class QuorumController:
             self._waiters.append(_Waiter(wait, token, result.response, api_key, request, version))
 
     def tick(self, now_ms: int) -> int:
-        """Periodic work of the active controller: fence brokers whose lease expired. Returns
-        how many brokers it fenced."""
+        """Periodic work of the active controller: fence brokers whose lease expired, and the
+        leader rebalance when due. Returns how many brokers it fenced."""
         if not self.active:
             return 0
         self._start_leases(now_ms)
+        self._maybe_rebalance(now_ms)
         view = self.view
         live = [b.id for b in view.cluster.brokers.values() if not b.fenced]
         expired = self.leases.expired(live, now_ms)
@@ -296,10 +329,30 @@ class QuorumController:
         self.fenced_by_expiry += len(expired)
         return len(expired)
 
+    def _maybe_rebalance(self, now_ms: int) -> None:
+        if str(self.settings.get("auto.leader.rebalance.enable", "true")).strip().lower() != "true":
+            return
+        interval_ms = int(float(self.settings.get("leader.imbalance.check.interval.seconds", 300)) * 1000)
+        if self._next_rebalance_ms is None:
+            self._next_rebalance_ms = now_ms + interval_ms
+        if now_ms < self._next_rebalance_ms:
+            return
+        self._next_rebalance_ms = now_ms + interval_ms
+        records = rebalance_records(self.view, self.settings)
+        if not records:
+            return
+        log.info("node %d: leader rebalance: %d preferred election(s)", self.node_id, len(records))
+        try:
+            self._propose(records, atomic=False)
+        except NotLeaderError:
+            return
+        self.rebalances += 1
+
     def _start_leases(self, now_ms: int) -> None:
         if self._leases_started:
             return
         self._leases_started = True
+        self._next_rebalance_ms = None  # a new active controller waits one interval first
         self.leases.reset(self.view.cluster.brokers, now_ms)
         if self._txn is not None:
             # The previous controller died inside a transaction: end it for everyone.
@@ -350,6 +403,11 @@ class _NoLeader:
 
     def __init__(self, epoch):
         self.epoch = epoch
+
+
+def _count_types(records) -> dict:
+    """Record type name -> count (Counter over ``map`` runs in C: no per-record Python work)."""
+    return {t.__name__: n for t, n in collections.Counter(map(type, records)).items()}
 
 
 def _chunks(values: list) -> list[list]:

@@ -17,7 +17,7 @@ import time
 from kraft.controller.handlers import HANDLERS, READ_ONLY
 from kraft.controller.quorum_controller import QuorumController
 from kraft.errors import ErrorCode
-from kraft.server.metrics import Gauge
+from kraft.server.metrics import MS_BUCKETS, Gauge, Histogram, HistogramFamily
 from kraft.server.raft_driver import wall_ms
 
 log = logging.getLogger("kraft.controller")
@@ -29,7 +29,9 @@ TICK_INTERVAL_S = 0.1
 WORK_SLICE_S = 0.02
 
 SETTINGS = ("num.partitions", "default.replication.factor", "min.insync.replicas",
-            "unclean.leader.election.enable", "broker.session.timeout.ms", "broker.heartbeat.interval.ms")
+            "unclean.leader.election.enable", "broker.session.timeout.ms", "broker.heartbeat.interval.ms",
+            "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
+            "leader.imbalance.per.broker.percentage", "eligible.leader.replicas.enable")
 
 
 def controller_settings(cfg) -> dict:
@@ -75,6 +77,16 @@ class ControllerRequests:
         controller.respond = self._respond
         controller.settings.setdefault("controller.endpoints", tuple(endpoints))
         self.apis = frozenset(HANDLERS)
+        # Kafka's ControllerEventManager histograms: time queued, time handling (ms).
+        self.queue_time = Histogram("kraft_controller_event_queue_time_ms",
+                                    "Controller requests: time waiting in the queue (ms)", MS_BUCKETS)
+        self.processing_time = Histogram("kraft_controller_event_queue_processing_time_ms",
+                                         "Controller requests: time running the handler and proposing (ms)",
+                                         MS_BUCKETS)
+        metrics = getattr(driver, "metrics", None)
+        if metrics is not None:
+            metrics.controller_event_queue_time = self.queue_time
+            metrics.controller_event_queue_processing_time = self.processing_time
         self._timer = None
         self._queue: collections.deque = collections.deque()
         self._scheduled = False
@@ -96,7 +108,7 @@ class ControllerRequests:
                                       settings={**ctl.settings, "active.controller.id": self.driver.core.leader_id})
             return HANDLERS[api_key](ctx, request).response
         fut = self.driver.loop.create_future()
-        self._queue.append((api_key, request, version, fut))
+        self._queue.append((api_key, request, version, fut, time.perf_counter()))
         if not self._scheduled:
             self._scheduled = True
             self.driver.loop.call_soon(self._work)
@@ -109,9 +121,11 @@ class ControllerRequests:
         ctl, core, q = self.controller, self.driver.core, self._queue
         end = time.perf_counter() + WORK_SLICE_S
         while q:
-            api_key, request, version, fut = q.popleft()
+            api_key, request, version, fut, queued = q.popleft()
             if fut.done():  # the connection went away
                 continue
+            started = time.perf_counter()
+            self.queue_time.observe((started - queued) * 1000.0)
             if ctl.active and not (core.is_leader() and core.epoch == ctl.epoch):
                 # The core moved on and the listener has not heard yet: not ours to answer.
                 ctl.answer_error(fut, api_key, request, version, ErrorCode.NOT_CONTROLLER)
@@ -122,7 +136,9 @@ class ControllerRequests:
                     log.exception("controller request %s failed", type(request).__name__)
                     if not fut.done():
                         fut.set_exception(e)
-            if time.perf_counter() >= end:
+            now = time.perf_counter()
+            self.processing_time.observe((now - started) * 1000.0)
+            if now >= end:
                 break
         if q and not self._scheduled:
             self._scheduled = True
@@ -164,11 +180,39 @@ def controller_gauges(metrics, controller: QuorumController) -> None:
         "errors": Gauge("kraft_controller_metadata_error_count", "Committed records that are not metadata "
                         "records or did not fit the image"),
         "applied": Gauge("kraft_controller_last_applied_offset", "Next offset the image will apply"),
+        "applied_record": Gauge("kraft_controller_last_applied_record_offset",
+                                "Offset of the last record applied to the committed image"),
+        "applied_ts": Gauge("kraft_controller_last_applied_record_timestamp",
+                            "Append time (ms since the epoch) of the last batch applied"),
+        "applied_lag": Gauge("kraft_controller_last_applied_record_lag_ms",
+                             "Now minus the append time of the last batch applied (ms)"),
         "digest": Gauge("kraft_controller_image_digest", "48-bit digest of the committed image's brokers, "
                         "topics and partitions (equal on every controller at the same offset)"),
     }
     for name, gauge in g.items():
         setattr(metrics, f"controller_{name}", gauge)
+    commit_latency = Histogram("kraft_controller_metadata_commit_latency_ms",
+                               "Active controller: append of its batch to commit (ms)", MS_BUCKETS)
+    to_commit = HistogramFamily("kraft_controller_apply_append_to_commit_ms", "Per record type: batch append "
+                                "(leader's timestamp) to this node seeing it committed (ms), weighted by records",
+                                "record_type")
+    to_applied = HistogramFamily("kraft_controller_apply_commit_to_applied_ms", "Per record type: this node seeing "
+                                 "a batch committed to its image holding it (ms), weighted by records", "record_type")
+    metrics.controller_metadata_commit_latency = commit_latency
+    metrics.controller_apply_append_to_commit = to_commit
+    metrics.controller_apply_commit_to_applied = to_applied
+
+    def observe(counts, append_ms, commit_ms, applied_ms) -> None:
+        # Weighted by records: each record of a batch waited as long as its batch.
+        commit = max(0.0, commit_ms - append_ms)
+        applied = max(0.0, applied_ms - commit_ms)
+        if controller.active:
+            commit_latency.observe(commit)
+        for name, n in counts.items():
+            to_commit.labels(name).observe(commit, n)
+            to_applied.labels(name).observe(applied, n)
+    controller.clock = lambda: time.time() * 1000.0
+    controller.apply_observer = observe
     previous = metrics.before_render
 
     def refresh():
@@ -181,6 +225,10 @@ def controller_gauges(metrics, controller: QuorumController) -> None:
             g[k].set(stats[k])
         g["errors"].set(controller.metadata_errors)
         g["applied"].set(controller.next_offset)
+        g["applied_record"].set(controller.next_offset - 1)
+        ts = controller.last_applied_timestamp
+        g["applied_ts"].set(ts)
+        g["applied_lag"].set(max(0, int(time.time() * 1000) - ts) if ts >= 0 else 0)
     metrics.before_render = refresh
 
 

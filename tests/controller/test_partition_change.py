@@ -65,3 +65,103 @@ def test_preferred_election_moves_leadership_back_to_the_first_replica():
     p = img.topics.by_id[TID].partitions[0]
     assert change_record(TID, 0, p, alive(1, 2, 3), election=PREFERRED).leader == 1
     assert change_record(TID, 0, p, alive(1, 2, 3)) is None
+
+
+# --- ELR (KIP-966): members leaving an ISR below min ISR stay eligible -----------------------
+
+from kraft.controller.partition_change import build, elect_leaderless  # noqa: E402
+
+
+def _replay(img, records):
+    d = MetadataDelta(img)
+    for r in records:
+        d.replay(r)
+    return d.apply()
+
+
+def test_with_elr_an_isr_below_min_isr_keeps_its_leavers_eligible_and_may_become_empty():
+    img = part([1, 2, 3], [1, 2, 3], 1)
+    min_isr = {"t": 2}.get
+    img = _replay(img, elect_away(img, {1}, alive(2, 3), min_isr=min_isr))
+    p = img.topics.by_id[TID].partitions[0]
+    assert (p.leader, p.isr, p.elr) == (2, (2, 3), ())  # still at min ISR: no ELR
+    img = _replay(img, elect_away(img, {2}, alive(3), min_isr=min_isr))
+    p = img.topics.by_id[TID].partitions[0]
+    assert (p.leader, p.isr, p.elr) == (3, (3,), (2,))
+    img = _replay(img, elect_away(img, {3}, alive(), min_isr=min_isr))
+    p = img.topics.by_id[TID].partitions[0]
+    assert (p.leader, p.isr, p.elr) == (-1, (), (2, 3))  # the ISR empties; both stay eligible
+    # broker 2 comes back: it leads cleanly from the ELR and is the ISR again
+    img = _replay(img, elect_leaderless(img, alive(2), min_isr=min_isr))
+    p = img.topics.by_id[TID].partitions[0]
+    assert (p.leader, p.isr, p.elr, p.leader_recovery_state) == (2, (2,), (3,), 0)
+
+
+def test_without_elr_the_same_failures_leave_only_the_last_member_able_to_lead():
+    img = part([1, 2, 3], [1, 2, 3], 1)
+    for gone, live in (({1}, (2, 3)), ({2}, (3,)), ({3}, ())):
+        img = _replay(img, elect_away(img, gone, alive(*live)))
+    p = img.topics.by_id[TID].partitions[0]
+    assert (p.leader, p.isr, p.elr) == (-1, (3,), ())
+    assert elect_leaderless(img, alive(2)) == []  # 2 may not lead: it is not in the ISR
+
+
+def test_elr_is_cleared_once_the_isr_is_back_at_min_isr():
+    img = part([1, 2, 3], [1, 2, 3], 1)
+    min_isr = {"t": 2}.get
+    for gone, live in (({1}, (2, 3)), ({2}, (3,))):
+        img = _replay(img, elect_away(img, gone, alive(*live), min_isr=min_isr))
+    p = img.topics.by_id[TID].partitions[0]
+    rec = build(TID, 0, p, alive(1, 2, 3), target_isr=(3, 2), elr_min_isr=2)
+    after = _replay(img, [rec]).topics.by_id[TID].partitions[0]
+    assert (after.isr, after.elr, after.last_known_elr) == ((3, 2), (), ())
+
+
+def test_a_reassignment_that_removes_replicas_bumps_the_leader_epoch_even_without_a_new_leader():
+    img = part([1, 2, 3], [1, 2, 3], 1)
+    p = img.topics.by_id[TID].partitions[0]
+    rec = build(TID, 0, p, alive(1, 2, 3), target_replicas=(1, 2))
+    after = _replay(img, [rec]).topics.by_id[TID].partitions[0]
+    assert rec.leader == 1 and after.leader_epoch == 4 and after.replicas == (1, 2)
+
+
+def test_an_unclean_restart_takes_the_broker_out_of_every_elr():
+    """Kafka's handleBrokerUncleanShutdown: a new incarnation may have lost unflushed data."""
+    img = part([1, 2, 3], [1, 2, 3], 1)
+    min_isr = {"t": 3}.get
+    img = _replay(img, elect_away(img, {2}, alive(1, 3), min_isr=min_isr))
+    assert img.topics.by_id[TID].partitions[0].elr == (2,)
+    assert elect_away(img, {2}, alive(1, 3), min_isr=min_isr) == []  # a clean fence again: nothing to do
+    img = _replay(img, elect_away(img, {2}, alive(1, 3), min_isr=min_isr, unclean_shutdown=True))
+    p = img.topics.by_id[TID].partitions[0]
+    assert (p.leader, p.isr, p.elr) == (1, (1, 3), ())
+
+
+def test_registering_a_new_incarnation_drops_it_from_the_elr():
+    import uuid
+    from admin_fixtures import context
+    from controller_fakes import registration
+    from partition_fixtures import image_with, part as registered_part, run
+    img = image_with(replicas=(1, 2, 3), isr=(1, 3), leader=1, eligible_leader_replicas=[2])
+    settings = {"eligible.leader.replicas.enable": "true", "min.insync.replicas": "3"}
+    req = registration(2, incarnation=uuid.UUID(int=0xBEEF))
+    req.cluster_id = context(img, 0).cluster_id
+    req.features = [type(req).Feature(name="metadata.version", min_supported_version=1, max_supported_version=25)]
+    result, after = run(62, img, req, 0, settings)
+    assert result.response.error_code == 0
+    assert registered_part(after).elr == ()
+
+
+def test_a_topic_config_allowing_unclean_election_wins_over_the_cluster_setting_when_fencing():
+    from admin_fixtures import apply
+    from kraft.controller.broker_handlers import fence_records
+    from kraft.metadata.records import ConfigRecord
+    from partition_fixtures import image_with, part as registered_part
+    img = image_with(replicas=(1, 2, 3), isr=(1,), leader=1)
+    after = apply(img, fence_records(img, [1], {}))
+    assert (registered_part(after).leader, registered_part(after).isr) == (-1, (1,))  # clean only: offline
+    img = apply(img, [ConfigRecord(resource_type=2, resource_name="t", name="unclean.leader.election.enable",
+                                   value="true")])
+    after = apply(img, fence_records(img, [1], {}))
+    p = registered_part(after)
+    assert (p.leader, p.isr, p.leader_recovery_state) == (2, (2,), RECOVERING)

@@ -24,6 +24,7 @@ from kraft.types import OffsetAndEpoch
 from kraft.raft.voters import ReplicaKey
 from kraft.records import SnapshotFooterRecord, SnapshotHeaderRecord, build_batch, build_control_record_batch
 from admin_api_cases import admin_cases
+from partition_api_cases import partition_cases
 from controller_helpers import Controller
 from server_helpers import RawConnection, api_versions_frame, decode_api_versions, run, settle
 
@@ -279,8 +280,8 @@ CASES = {0: _produce_cases, 1: _fetch_cases, 18: _api_versions_cases, 52: _elect
          53: _election_cases(_begin), 54: _election_cases(_end), 55: _describe_quorum_cases,
          59: _fetch_snapshot_cases, 60: _describe_cluster_cases, 19: _create_topics_cases, 20: _delete_topics_cases,
          37: _create_partitions_cases, 62: _registration_cases, 63: _heartbeat_cases, 64: _unregister_cases,
-         **admin_cases(_expect, OK)}
-CONTROLLER_WRITES = (19, 20, 37, 62, 63, 64, 33, 44, 30, 31, 57, 67)
+         **admin_cases(_expect, OK), **partition_cases(_expect, OK)}
+CONTROLLER_WRITES = (19, 20, 37, 62, 63, 64, 33, 44, 30, 31, 57, 67, 43, 45, 56)
 
 
 async def _advertised(port) -> dict[int, tuple[int, int]]:
