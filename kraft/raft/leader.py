@@ -58,6 +58,10 @@ class LeaderState(EpochState):
         self.accumulator = accumulator
         self.parked: list[ParkedFetch] = []
         self.hw_changed_ms = -1  # when the high watermark last moved (parked fetches learn it)
+        # replica id -> the high watermark in the last Fetch answer it got: a parked fetch is
+        # answered once the HW differs from what its replica knows (not from what the HW was
+        # when it parked: the fetch that moves the HW would otherwise never carry it)
+        self.hw_sent: dict[int, int] = {}
         self.resign_requested = False
 
     def can_grant_vote(self, candidate, log_up_to_date, pre_vote, now_ms):

@@ -97,11 +97,15 @@ class LeaderReplication:
         if fetch_request_malformed(r.replica_state.replica_id, p, self.node_id):
             self._emit(Respond(message.handle, fetch_response(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch)))
             return
+        s = q.state
+        replica_id = r.replica_state.replica_id
+        known = s.hw_sent.get(replica_id, -1) if type(s) is LeaderState else -1
         response, waits = self._try_complete_fetch(r, p, now)
-        if waits and r.max_wait_ms > 0:
-            # Long poll: answer when data arrives, the high watermark moves, or max wait ends.
-            s = q.state
-            s.park(ParkedFetch(message.handle, r, p, now + r.max_wait_ms, s.high_watermark))
+        if waits and r.max_wait_ms > 0:  # (only a leader's answers may wait)
+            # Long poll: answer when data arrives, the high watermark differs from the one
+            # this replica knows (after the notify delay), or max wait ends.
+            s.hw_sent[replica_id] = known
+            s.park(ParkedFetch(message.handle, r, p, now + r.max_wait_ms, known))
         else:
             self._emit(Respond(message.handle, response))
 
@@ -127,6 +131,7 @@ class LeaderReplication:
         replica = ReplicaKey(r.replica_state.replica_id, directory_bytes(p.replica_directory_id))
         if s.update_replica(replica, fetch_offset, now, end):
             self.on_high_watermark(s, now)
+        s.hw_sent[r.replica_state.replica_id] = s.high_watermark  # every answer from here carries it
         if fetch_offset >= end:
             return fetch_response(NONE, self.node_id, s.epoch, s.high_watermark, start), True
         try:

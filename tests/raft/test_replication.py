@@ -215,11 +215,29 @@ def test_leader_parks_an_empty_fetch_until_data_arrives():
 def test_parked_fetch_is_answered_empty_when_max_wait_expires():
     r = leader(voters=(1, 2))
     r.flush_all()
-    assert r.request(2, fetch(2, 1, 1, 1, max_wait=500)) is None
+    assert r.request(2, fetch(2, 1, 1, 1, max_wait=500)) is None  # moves the HW to 1: answered with it
+    r.advance(5)
+    assert flat(r.take(Respond)[0].response).high_watermark == 1
+    assert r.request(2, fetch(2, 1, 1, 1, max_wait=500)) is None  # knows the HW now: waits it out
     r.advance(499)
     assert r.take(Respond) == []
     r.advance(1)
     assert flat(r.take(Respond)[0].response).records == b""
+
+
+def test_the_fetch_that_moves_the_high_watermark_learns_it_without_waiting_out_max_wait():
+    """A follower's fetch can be what commits an offset (it reports the follower's log end).
+    It is parked, as it finds no data, but its replica has not been told that HW: it must be
+    answered after the notify delay, not at max wait (standbys would learn every commit up to
+    controller.quorum.fetch max wait late when no other write follows)."""
+    r = leader(voters=(1, 2))
+    r.flush_all()
+    assert r.core.high_watermark == -1
+    assert r.request(2, fetch(2, 1, 1, 1, max_wait=500)) is None
+    assert r.core.high_watermark == 1
+    r.advance(r.core.config.hw_notify_delay_ms)
+    [answer] = r.take(Respond)
+    assert flat(answer.response).high_watermark == 1
 
 
 def test_parked_fetches_are_answered_when_leadership_ends():
