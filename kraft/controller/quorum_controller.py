@@ -28,9 +28,10 @@ from kraft.controller.broker_handlers import fence_records
 from kraft.controller.handlers import ERROR_RESPONSES, HANDLERS
 from kraft.controller.leases import BrokerLeases
 from kraft.controller.result import ControllerContext
-from kraft.errors import ErrorCode, KraftError, MetadataParseError, MetadataReplayError, NotLeaderError
+from kraft.errors import ErrorCode, KraftError, MetadataParseError, NotLeaderError
 from kraft.controller.record_cache import RecordCodecCache
-from kraft.metadata import EMPTY_IMAGE, MetadataDelta, encode_record
+from kraft.metadata import EMPTY_IMAGE, encode_record
+from kraft.metadata.replay import decode_values, replay_records  # noqa: F401 (replay_records: re-exported)
 from kraft.metadata.records import (AbortTransactionRecord, BeginTransactionRecord, EndTransactionRecord,
                                     RegisterBrokerRecord)
 
@@ -40,27 +41,6 @@ log = logging.getLogger("kraft.controller")
 MAX_RECORDS_PER_PROPOSAL = 10_000
 #: Bytes per proposal, well under the 8 MiB Raft batch limit.
 MAX_BYTES_PER_PROPOSAL = 4 * 1024 * 1024
-
-
-def replay_records(image, open_txn, records) -> tuple:
-    """(image, open transaction, errors) after replaying ``records`` in order; a record that does
-    not fit is counted and skipped, a transaction that does not fit is dropped whole."""
-    delta = MetadataDelta(image, open_txn)
-    errors = 0
-    for r in records:
-        if type(r) is EndTransactionRecord and delta.in_transaction:
-            before = delta.apply()  # without the open transaction
-            try:
-                delta.replay(r)
-            except MetadataReplayError:
-                errors += 1
-                delta = MetadataDelta(before)
-            continue
-        try:
-            delta.replay(r)
-        except MetadataReplayError:
-            errors += 1
-    return delta.apply(), delta.open_transaction, errors
 
 
 class _Proposal:
@@ -178,12 +158,8 @@ class QuorumController:
             p.image, p.txn = image, txn
 
     def handle_load_snapshot(self, reader) -> None:
-        records = []
-        for value in reader.values():
-            try:
-                records.append(self.codec.decode(value))
-            except MetadataParseError:
-                self.metadata_errors += 1
+        records, errors = decode_values(reader.values(), self.codec.decode)
+        self.metadata_errors += errors
         self._drop_uncommitted()
         self.image, self._txn, errors = replay_records(EMPTY_IMAGE, None, records)
         self.metadata_errors += errors
