@@ -200,6 +200,7 @@ STR_SETTINGS: dict[str, str] = {
     "unclean.leader.election.enable": "false",  # the controller elects outside the ISR only if "true"
     "node.id": "",
     "kraft.metrics.host": "127.0.0.1",
+    "broker.rack": "",
 }
 _SECURITY = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 

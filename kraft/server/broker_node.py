@@ -46,8 +46,9 @@ def _wall_ms() -> int:
 
 
 class BrokerNode:
-    def __init__(self, cfg: NodeConfig, *, cluster_id: str | None = None):
+    def __init__(self, cfg: NodeConfig, *, cluster_id: str | None = None, lock: bool = True):
         self.cfg = cfg
+        self.lock = lock  # False when the node assembling this broker already holds the locks
         self.cluster_id = cluster_id
         self.logs: PartitionLogs | None = None
         self.state: BrokerState | None = None
@@ -63,7 +64,8 @@ class BrokerNode:
         self._loop = loop = asyncio.get_running_loop()
         for d in cfg.log_dirs:
             os.makedirs(d, exist_ok=True)
-        self._locks = lock_directories(list(cfg.log_dirs))
+        if self.lock:
+            self._locks = lock_directories(list(cfg.log_dirs))
         v = cfg.values
         log_cfg = LogConfig(segment_bytes=v["log.segment.bytes"], max_batch_bytes=None,
                             append_linger_ms=float(v["log.flush.interval.ms"]))
