@@ -35,8 +35,13 @@ def replay_records(image, open_txn, records) -> tuple:
     return delta.apply(), delta.open_transaction, errors
 
 
-def decode_values(values, decode=decode_record) -> tuple[list, int]:
-    """(records, errors): each value decoded with ``decode``; undecodable ones are counted."""
+def _record(value):
+    return decode_record(value).record
+
+
+def decode_values(values, decode=_record) -> tuple[list, int]:
+    """(records, errors): each value decoded with ``decode`` (value -> record); undecodable
+    ones are counted."""
     records = []
     errors = 0
     for value in values:
