@@ -46,8 +46,10 @@ def _wall_ms() -> int:
 
 
 class BrokerNode:
-    def __init__(self, cfg: NodeConfig, *, cluster_id: str | None = None, lock: bool = True):
+    def __init__(self, cfg: NodeConfig, *, cluster_id: str | None = None, lock: bool = True, serve=None):
         self.cfg = cfg
+        #: handlers -> what the listeners call (e.g. forwarding admin writes to the controller)
+        self.serve = serve
         self.lock = lock  # False when the node assembling this broker already holds the locks
         self.cluster_id = cluster_id
         self.logs: PartitionLogs | None = None
@@ -86,7 +88,8 @@ class BrokerNode:
         for ep in cfg.listeners:
             if ep.name in controller_names:
                 continue
-            server = KafkaServer(self.handlers, ep.host, ep.port, listener_name=ep.name,
+            handlers = self.serve(self.handlers) if self.serve is not None else self.handlers
+            server = KafkaServer(handlers, ep.host, ep.port, listener_name=ep.name,
                                  max_frame_bytes=v["socket.request.max.bytes"], **connection_limits(cfg))
             await server.start()
             self.servers[ep.name] = server

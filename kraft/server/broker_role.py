@@ -24,11 +24,14 @@ from kraft.broker.metadata_follower import MetadataFollower, SharedImageFollower
 from kraft.client.controller_client import ControllerClient
 from kraft.config import NodeConfig
 from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties
+from kraft.server.broker_forwarding import ForwardingHandlers
 from kraft.server.broker_lifecycle import BrokerLifecycleDriver
 from kraft.server.broker_node import BrokerNode
 from kraft.server.raft_driver import wall_ms
 
 log = logging.getLogger("kraft.broker")
+
+FORWARD_TIMEOUT_MS = 10_000
 
 
 def log_dir_ids(cfg: NodeConfig) -> list:
@@ -40,6 +43,10 @@ def log_dir_ids(cfg: NodeConfig) -> list:
         if meta is not None and meta.directory_id:
             out.append(uuid.UUID(bytes=base64.urlsafe_b64decode(meta.directory_id + "==")))
     return out
+
+
+def controller_addresses(cfg: NodeConfig) -> list:
+    return [(v.host, v.port) for v in cfg.voters] or list(cfg.bootstrap_servers)
 
 
 def controller_id_for_clients(image, broker_id: int, serving: bool) -> int:
@@ -55,7 +62,11 @@ class BrokerRole:
     def __init__(self, cfg: NodeConfig, cluster_id: str, *, image_source=None):
         self.cfg = cfg
         self.cluster_id = cluster_id
-        self.node = BrokerNode(cfg, cluster_id=cluster_id, lock=False)
+        # A commit can take longer than one Raft request: a longer timeout than the lifecycle's.
+        self.forwarding_client = ControllerClient(controller_addresses(cfg), client_id=f"kraft-broker-{cfg.node_id}",
+                                                  request_timeout_ms=FORWARD_TIMEOUT_MS)
+        self.node = BrokerNode(cfg, cluster_id=cluster_id, lock=False,
+                               serve=lambda handlers: ForwardingHandlers(handlers, self.forwarding_client))
         #: the Raft listener the node's driver must feed (after the controller, if any)
         self.follower = (SharedImageFollower(image_source, self._on_image) if image_source is not None
                          else MetadataFollower(self._on_image))
@@ -75,7 +86,7 @@ class BrokerRole:
         self.node.state.is_serving = lambda: lc.serving(wall_ms())
         self._started = True
         self._on_image(self.follower.image, self.follower.last_applied_offset)
-        addresses = [(v.host, v.port) for v in cfg.voters] or list(cfg.bootstrap_servers)
+        addresses = controller_addresses(cfg)
         timeout_ms = cfg.int("controller.quorum.request.timeout.ms")
         client = ControllerClient(addresses, client_id=f"kraft-broker-{cfg.node_id}", request_timeout_ms=timeout_ms)
         self.driver = BrokerLifecycleDriver(lc, client, lambda: self.follower.last_applied_offset,
@@ -106,3 +117,4 @@ class BrokerRole:
             await self.driver.controlled_shutdown(self.cfg.int("broker.session.timeout.ms") / 1000)
             await self.driver.close()
         await self.node.shutdown()
+        await self.forwarding_client.close()
