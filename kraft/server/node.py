@@ -87,6 +87,9 @@ def fatal_advice(exc: BaseException, directory: str) -> str:
 def check_supported(cfg: NodeConfig) -> None:
     """Refuse a valid configuration this build cannot run (``start`` and ``format`` both call
     this, so a directory is never formatted for a node that could not start on it)."""
+    if cfg.is_broker and not [e for e in cfg.listeners if e.name not in cfg.controller_listener_names]:
+        raise ConfigError(f"listeners: process.roles={','.join(sorted(cfg.roles))} needs a listener for clients "
+                          f"besides {','.join(cfg.controller_listener_names)} (e.g. PLAINTEXT://:9092)")
     if not cfg.voters:
         raise ConfigError("controller.quorum.voters: a static voter set is required "
                           "(bootstrap-server discovery of a dynamic quorum is not built yet)")
