@@ -116,7 +116,7 @@ def test_permission_denied_is_one_line_naming_the_path(tmp_path, command):
     assert len(errors) == 1 and "Permission denied" in errors[0] and str(locked / "data") in errors[0], p.stderr
 
 
-# --- roles and the listeners they need---------------------------------------------------------------
+# --- roles and the listeners they need --------------------------------------------------------------
 
 
 @pytest.mark.parametrize("command", ["start", "format"])
