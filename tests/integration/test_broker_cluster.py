@@ -356,3 +356,33 @@ def test_sigterm_is_a_controlled_shutdown_and_restart_keeps_acknowledged_records
         assert cluster.unexpected_exits() == {}
     finally:
         cluster.close()
+
+
+def test_broker_only_nodes_follow_a_controller_quorum_as_observers(tmp_path):
+    """3 controllers + 2 broker-only nodes: the brokers learn metadata only by fetching the
+    metadata log as Raft observers, and keep doing so after the Raft leader is killed."""
+    cluster = LocalCluster(str(tmp_path), 3, combined=False, brokers=2, overrides=SETTINGS).create()
+    cluster.start()
+    try:
+        assert cluster.broker_ids == [4, 5]
+        assert wait_for(lambda: all_see_all(cluster), 60, 0.2), cluster.unexpected_exits()
+        admin = AdminClient({"bootstrap.servers": cluster.broker_bootstrap, **QUIET})
+        create(admin, NewTopic("obs", 4, 1))
+        assert wait_for(lambda: partition(admin, "obs", 3) is not None, 20)
+        acked = produce(cluster.broker_bootstrap, "obs", [b"o%d" % i for i in range(50)])
+        assert sorted(consume(cluster.broker_bootstrap, "obs", range(4), 50)) == sorted(acked)
+        md = admin.list_topics("obs", timeout=5)
+        assert {p.leader for p in md.topics["obs"].partitions.values()} == {4, 5}
+        for b in (4, 5):
+            assert "observing the metadata quorum" in log_text(cluster, b)
+            assert not os.path.exists(os.path.join(cluster.data_dir(b), "logs", "__cluster_metadata-0"))
+        leader = run(describe(cluster)).leader_id
+        cluster.kill(leader)
+        create(admin, NewTopic("after-failover", 2, 1))
+        assert wait_for(lambda: partition(admin, "after-failover", 1) is not None
+                        and partition(admin, "after-failover", 1).leader in (4, 5), 30)
+        more = produce(cluster.broker_bootstrap, "after-failover", [b"x", b"y"])
+        assert len(more) == 2
+        assert not {i: c for i, c in cluster.unexpected_exits().items() if i != leader}
+    finally:
+        cluster.close()
