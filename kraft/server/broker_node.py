@@ -7,10 +7,11 @@ close the logs, write the offset checkpoints. Periodic work on the loop: retenti
 ``log.retention.check.interval.ms``, checkpoints every
 ``log.flush.offset.checkpoint.interval.ms``.
 
-The metadata image is injected (``publish(image)``) until the broker follows the metadata
-log as a Raft observer; each new image creates or deletes local partition logs
-(``image_publisher``) and re-checks parked fetches. Broker registration and heartbeats are
-not here yet, so ``registration_record()`` gives what a test writes into the image.
+The metadata image is injected (``publish(image)``): by ``broker_role.py`` in a real node
+(images replayed from the metadata log; registration and heartbeats there too), or by a test
+or this module's ``main`` with a static image (``registration_record()`` gives what such an
+image holds for this broker). Each new image creates or deletes local partition logs
+(``image_publisher``) and re-checks parked fetches.
 
 ``python -m kraft.server.broker_node`` runs one broker with a static image (benchmarks and
 process-level tests): ``--topic NAME:PARTITIONS`` as often as needed.
