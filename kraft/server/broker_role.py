@@ -24,7 +24,8 @@ from kraft.broker.metadata_follower import MetadataFollower, SharedImageFollower
 from kraft.client.controller_client import ControllerClient
 from kraft.config import NodeConfig
 from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties
-from kraft.server.broker_forwarding import ForwardingHandlers
+from kraft.server.broker_admin import AutoCreate, BrokerAdminHandlers
+from kraft.server.controller_requests import controller_settings
 from kraft.server.broker_lifecycle import BrokerLifecycleDriver
 from kraft.server.broker_node import BrokerNode
 from kraft.server.raft_driver import wall_ms
@@ -66,13 +67,20 @@ class BrokerRole:
         self.forwarding_client = ControllerClient(controller_addresses(cfg), client_id=f"kraft-broker-{cfg.node_id}",
                                                   request_timeout_ms=FORWARD_TIMEOUT_MS)
         self.node = BrokerNode(cfg, cluster_id=cluster_id, lock=False,
-                               serve=lambda handlers: ForwardingHandlers(handlers, self.forwarding_client))
+                               serve=self._admin_handlers)
         #: the Raft listener the node's driver must feed (after the controller, if any)
         self.follower = (SharedImageFollower(image_source, self._on_image) if image_source is not None
                          else MetadataFollower(self._on_image))
         self.lifecycle: BrokerLifecycle | None = None
         self.driver: BrokerLifecycleDriver | None = None
         self._started = False
+
+    def _admin_handlers(self, handlers) -> BrokerAdminHandlers:
+        cfg = self.cfg
+        auto = AutoCreate(cfg.values["auto.create.topics.enable"].lower() == "true", cfg.int("num.partitions"),
+                          cfg.int("default.replication.factor"))
+        return BrokerAdminHandlers(handlers, self.forwarding_client, static_configs=controller_settings(cfg),
+                                   auto_create=auto)
 
     async def start(self) -> None:
         cfg = self.cfg

@@ -29,7 +29,7 @@ from kraft.records import build_batch
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
 
 from .quorum_helpers import describe, run  # noqa: E402
 
@@ -170,8 +170,15 @@ def test_admin_creates_describes_and_deletes_topics_through_a_broker(combined):
     assert sorted(md.brokers) == [1, 2, 3]
     assert md.controller_id in md.brokers  # KRaft brokers name an alive broker
     assert {b.port for b in md.brokers.values()} == set(combined.broker_ports.values())
-    create(admin, NewTopic("adm", 4, 1), NewTopic("adm3", 2, 3))
+    create(admin, NewTopic("adm", 4, 1), NewTopic("adm3", 2, 3, config={"retention.ms": "123456"}))
     assert wait_for(lambda: partition(admin, "adm", 3) is not None and partition(admin, "adm3", 1), 20)
+    # Reads answered from a broker's image: the topic's config override, the cluster.
+    (fut,) = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "adm3")]).values()
+    entry = fut.result(10)["retention.ms"]
+    assert entry.value == "123456" and entry.source == ck.admin.ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    cluster_desc = admin.describe_cluster().result(10)
+    assert sorted(n.id for n in cluster_desc.nodes) == [1, 2, 3]
+    assert cluster_desc.controller.id in (1, 2, 3)
     md = admin.list_topics(timeout=5)
     assert len(md.topics["adm"].partitions) == 4
     assert all(len(p.replicas) == 3 and sorted(p.isrs) == [1, 2, 3] for p in md.topics["adm3"].partitions.values())
@@ -215,6 +222,11 @@ def test_produce_and_consume_rf1_and_rf3(combined):
     assert [o for _, o, *_ in acked3] == list(range(20))
     p = partition(admin, "three", 0)
     assert len(p.replicas) == 3 and p.leader in p.replicas
+    # A producer naming an unknown topic creates it (auto.create.topics.enable, num.partitions=1).
+    assert "auto-made" not in admin.list_topics(timeout=5).topics
+    auto = produce(combined.broker_bootstrap, "auto-made", [b"first"], acks=1)
+    assert auto[0][:2] == (0, 0)
+    assert len(admin.list_topics("auto-made", timeout=5).topics["auto-made"].partitions) == 1
 
 
 def test_paused_broker_is_fenced_then_rejects_produce(tmp_path):
