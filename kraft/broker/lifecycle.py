@@ -13,9 +13,12 @@ same incarnation id; the controller refuses a second live incarnation of an id
 
 ``serving(now)`` says whether the broker may act as a partition leader for clients: RUNNING
 (or shutting down in a controlled way), unfenced, and heard from the controller within
-``broker.session.timeout.ms``. The last rule is ours: a broker that was paused (SIGSTOP, a
-long GC-like stall) past its session knows the controller has fenced it and moved its
-partitions, even before its metadata image says so. No asyncio, no sockets, no clock.
+``broker.session.timeout.ms``. The last rule is KIP-631's lease ("brokers will re-enter the
+fenced state if they are unable to communicate with the active controller within" the lease
+time): a broker that was paused (SIGSTOP, a long stall) or cut off past its session knows the
+controller has fenced it and may have moved its partitions, even before its metadata image
+says so. The price: with no active controller for that long, brokers stop leading (the
+controller quorum is the cluster's source of truth). No asyncio, no sockets, no clock.
 """
 
 from __future__ import annotations
