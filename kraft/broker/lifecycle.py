@@ -93,8 +93,9 @@ class BrokerLifecycle:
                            for name, (lo, hi) in sorted(self.features.items())],
                  rack=self.rack, is_migrating_zk_broker=False, log_dirs=self.log_dir_ids)
 
-    def on_registration(self, resp, now_ms: int) -> int:
-        """Apply a BrokerRegistration answer; returns its error code (0: registered)."""
+    def on_registration(self, resp, sent_ms: int) -> int:
+        """Apply a BrokerRegistration answer to a request sent at ``sent_ms``; returns its error
+        code (0: registered)."""
         code = resp.error_code
         self.last_error = code
         if code != 0 or self.state != BrokerState.STARTING:
@@ -103,7 +104,7 @@ class BrokerLifecycle:
         self.state = BrokerState.RECOVERY
         self.fenced = True
         self.caught_up = False
-        self.last_contact_ms = now_ms
+        self.last_contact_ms = sent_ms
         self.registrations += 1
         return 0
 
@@ -113,8 +114,10 @@ class BrokerLifecycle:
                                       current_metadata_offset=metadata_offset, want_fence=False,
                                       want_shut_down=self.state == BrokerState.PENDING_CONTROLLED_SHUTDOWN)
 
-    def on_heartbeat(self, resp, now_ms: int) -> int:
-        """Apply a BrokerHeartbeat answer; returns its error code."""
+    def on_heartbeat(self, resp, sent_ms: int) -> int:
+        """Apply a BrokerHeartbeat answer to a request sent at ``sent_ms``; returns its error code.
+        The lease runs from the send time, not the arrival: an answer that waited in the socket
+        while the process was paused must not make a fenced broker serve again."""
         code = resp.error_code
         self.last_error = code
         if not self.registered:
@@ -129,7 +132,8 @@ class BrokerLifecycle:
             return code
         if code != 0:
             return code
-        self.last_contact_ms = now_ms
+        if self.last_contact_ms is None or sent_ms > self.last_contact_ms:
+            self.last_contact_ms = sent_ms
         self.fenced = resp.is_fenced
         self.caught_up = resp.is_caught_up
         if self.state == BrokerState.RECOVERY and not resp.is_fenced:

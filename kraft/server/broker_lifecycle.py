@@ -68,12 +68,13 @@ class BrokerLifecycleDriver:
 
     async def _register(self) -> bool:
         lc = self.lifecycle
+        sent = wall_ms()
         try:
             resp = await self.client.call(lc.registration_request(), deadline_s=self.request_deadline_s)
         except KraftError as exc:
             self._log_error(-1, "registration: %s", exc)
             return False
-        code = lc.on_registration(resp, wall_ms())
+        code = lc.on_registration(resp, sent)
         if code != 0:
             self._log_error(code, "broker %d: the controller refused the registration: %s (retrying)",
                             lc.broker_id, _name(code))
@@ -87,13 +88,14 @@ class BrokerLifecycleDriver:
     async def _heartbeat(self) -> None:
         lc = self.lifecycle
         before = lc.state
+        sent = wall_ms()
         try:
             resp = await self.client.call(lc.heartbeat_request(self.metadata_offset()),
                                           deadline_s=self.request_deadline_s)
         except KraftError as exc:
             self._log_error(-1, "broker %d: heartbeat: %s", lc.broker_id, exc)
             return
-        code = lc.on_heartbeat(resp, wall_ms())
+        code = lc.on_heartbeat(resp, sent)
         if lc.state != before:
             self._changed()
         if code != 0:

@@ -88,6 +88,17 @@ def test_a_broker_unheard_from_past_its_session_stops_serving():
     assert lc.serving(1000 + SESSION + 5)
 
 
+def test_the_lease_runs_from_when_the_heartbeat_was_sent():
+    """An answer that waited in the socket while the process was paused (SIGSTOP) is older than
+    it looks: it must not make the broker serve past its session."""
+    lc = running(now=0)
+    lc.on_heartbeat(beat(fenced=False), 100)  # sent at 100, just before a long pause
+    resumed = 100 + SESSION + 5000
+    assert not lc.serving(resumed)
+    lc.on_heartbeat(beat(fenced=False), 50)  # an even older answer arriving late changes nothing
+    assert lc.last_contact_ms == 100
+
+
 def test_failed_heartbeats_do_not_renew_the_lease():
     lc = running(now=0)
     lc.on_heartbeat(beat(E.NOT_CONTROLLER, fenced=True), 5000)
