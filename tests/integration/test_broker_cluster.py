@@ -309,9 +309,15 @@ def test_duplicate_node_id_is_refused_and_never_serves(tmp_path):
             async def ask_the_duplicate():
                 client = NodeClient("127.0.0.1", port, client_id="dup-test")
                 try:
-                    # It follows the metadata log (its image says broker 4 leads d-0) but it
-                    # is not the registered incarnation, so it must not accept the write.
-                    md = await client.request(MetadataRequest(topics=None), 9)
+                    # It follows the metadata log (once its image holds d, it says broker 4
+                    # leads d-0) but it is not the registered incarnation: no write accepted.
+                    for _ in range(300):
+                        md = await client.request(MetadataRequest(topics=None), 9)
+                        if any(t.name == "d" and t.error_code == 0 for t in md.topics):
+                            break
+                        await asyncio.sleep(0.1)
+                    else:
+                        raise AssertionError("the duplicate never learned of topic d")
                     return md, await raw_produce(client, "d", 0, b"from-the-duplicate")
                 finally:
                     await client.close()
