@@ -205,8 +205,15 @@ class LocalCluster:
             p.wait()
 
     def stop(self, node_id: int | None = None, timeout: float = 10.0) -> dict[int, int]:
-        """SIGTERM and wait: a clean shutdown. Returns exit codes."""
-        ids = [node_id] if node_id is not None else list(self.procs)
+        """SIGTERM and wait: a clean shutdown. Returns exit codes. Stopping everything stops
+        broker-only nodes first, so their controlled shutdown still finds a controller."""
+        if node_id is not None:
+            return self._stop_all([node_id], timeout)
+        codes = self._stop_all([i for i in self.procs if i not in self.ports], timeout)
+        codes.update(self._stop_all([i for i in self.procs if i in self.ports], timeout))
+        return codes
+
+    def _stop_all(self, ids, timeout: float) -> dict[int, int]:
         self._expected_exit.update(ids)
         for i in ids:
             p = self.procs.get(i)

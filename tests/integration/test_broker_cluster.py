@@ -402,5 +402,9 @@ def test_broker_only_nodes_follow_a_controller_quorum_as_observers(tmp_path):
         more = produce(cluster.broker_bootstrap, "after-failover", [b"x", b"y"])
         assert len(more) == 2
         assert not {i: c for i, c in cluster.unexpected_exits().items() if i != leader}
+        codes = cluster.stop()  # brokers first: their controlled shutdown finds a controller
+        assert {i: c for i, c in codes.items() if i != leader} == {i: 0 for i in cluster.ids if i != leader}
+        for b in (4, 5):
+            assert "the controller moved every leadership away" in log_text(cluster, b)
     finally:
         cluster.close()
