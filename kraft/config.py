@@ -200,6 +200,8 @@ STR_SETTINGS: dict[str, str] = {
     "unclean.leader.election.enable": "false",  # the controller elects outside the ISR only if "true"
     "node.id": "",
     "kraft.metrics.host": "127.0.0.1",
+    "broker.rack": "",
+    "auto.create.topics.enable": "true",
 }
 _SECURITY = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 
@@ -338,6 +340,9 @@ class NodeConfig:
         if "controller" not in roles and node_id in {v.node_id for v in voters}:
             raise ConfigError(f"controller.quorum.voters: node.id {node_id} is a voter but "
                               f"process.roles lacks controller")
+        if values["auto.create.topics.enable"].lower() not in ("true", "false"):
+            raise ConfigError(f"auto.create.topics.enable: expected true or false, got "
+                              f"{values['auto.create.topics.enable']!r}")
         if values["broker.heartbeat.interval.ms"] >= values["broker.session.timeout.ms"]:
             raise ConfigError("broker.heartbeat.interval.ms: must be below broker.session.timeout.ms")
         log_dirs = tuple(d.strip() for d in (values["log.dirs"] or values["log.dir"]).split(",") if d.strip())

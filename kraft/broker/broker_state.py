@@ -33,6 +33,10 @@ class BrokerLimits:
     timestamp_type: str = "CreateTime"
 
 
+def _always() -> bool:
+    return True
+
+
 class BrokerState:
     def __init__(self, broker_id: int, logs, *, cluster_id: str | None = None, limits: BrokerLimits | None = None,
                  controller_id: int | None = None):
@@ -43,6 +47,9 @@ class BrokerState:
         #: What Metadata answers as controller id (Kafka's KRaft brokers name an alive broker).
         self.controller_id = broker_id if controller_id is None else controller_id
         self.image: MetadataImage = EMPTY_IMAGE
+        #: False while the broker may not lead for clients (not registered, fenced, lease lost:
+        #: ``kraft.broker.lifecycle``); the server layer replaces it. True for a static image.
+        self.is_serving = _always
 
     # --- partitions ------------------------------------------------------------------------
     def partition(self, topic: str, partition: int):
@@ -55,6 +62,8 @@ class BrokerState:
     def leader_error(self, reg, current_leader_epoch: int = -1) -> int:
         """NONE if this broker leads ``reg`` at ``current_leader_epoch`` (-1: any epoch) and
         has its log; else the error Kafka answers."""
+        if not self.is_serving():
+            return int(ErrorCode.NOT_LEADER_OR_FOLLOWER)  # what Kafka's clients retry after a refresh
         if current_leader_epoch >= 0:
             if current_leader_epoch < reg.leader_epoch:
                 return int(ErrorCode.FENCED_LEADER_EPOCH)

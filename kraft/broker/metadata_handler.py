@@ -2,7 +2,7 @@
 ``KRaftMetadataCache.getTopicMetadata``).
 
 Brokers: every registered, unfenced broker with an endpoint on the listener the request
-came in on. Topics: all (v0 empty list, v1+ null) or the named ones (v10+ also by id);
+came in on (this broker itself only while it serves: registered, unfenced, lease held). Topics: all (v0 empty list, v1+ null) or the named ones (v10+ also by id);
 unknown ones get UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id). Partitions: leader,
 leader epoch, replicas, ISR, offline replicas (replicas whose broker is unregistered, fenced
 or lacks the listener); a leader without an endpoint on this listener is LEADER_NOT_AVAILABLE
@@ -23,8 +23,9 @@ def handle_metadata(state: BrokerState, request: MetadataRequest, version: int, 
     image = state.image
     alive = {}
     brokers = []
+    serving = state.is_serving()
     for b in sorted(image.cluster.brokers.values(), key=lambda b: b.id):
-        if b.fenced:
+        if b.fenced or (b.id == state.broker_id and not serving):
             continue
         for e in b.listeners:
             if e.name == listener:

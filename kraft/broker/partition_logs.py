@@ -29,6 +29,7 @@ from kraft.errors import StateFileError
 from kraft.log import files
 from kraft.log.checkpoint import OffsetCheckpointFile
 from kraft.log.config import LogConfig
+from kraft.log.replicated_log import METADATA_DIR
 from kraft.log.segmented_log import SegmentedLog
 
 log = logging.getLogger("kraft.broker.logs")
@@ -91,7 +92,7 @@ class PartitionLogs:
                     self._remove_later(path)
                     continue
                 tp = names.parse_partition_dir(entry)
-                if tp is None:
+                if tp is None or entry == METADATA_DIR:  # the node's metadata log, when it shares the dir
                     continue
                 topic_id = names.read_partition_metadata(os.path.join(path, names.PARTITION_METADATA_FILE))
                 if topic_id is None:

@@ -66,15 +66,22 @@ def free_ports(n: int) -> list[int]:
 
 
 class LocalCluster:
+    """``size`` voters (ids 1..size): controllers, or ``combined`` broker+controller nodes;
+    then ``brokers`` broker-only nodes (ids size+1..). Brokers listen on PLAINTEXT."""
+
     def __init__(self, directory: str, size: int = 3, *, overrides: dict | None = None,
-                 metrics: bool = False, log_level: str = "INFO"):
+                 metrics: bool = False, log_level: str = "INFO", combined: bool = False, brokers: int = 0):
         self.directory = directory
         self.size = size
-        self.ids = list(range(1, size + 1))
+        self.controller_ids = list(range(1, size + 1))
+        self.ids = list(range(1, size + brokers + 1))
+        self.combined = combined
+        self.broker_ids = [i for i in self.ids if combined or i > size]
+        self.broker_ports = dict(zip(self.broker_ids, free_ports(len(self.broker_ids))))
         self.overrides = dict(overrides or {})
         self.log_level = log_level
-        self.ports = dict(zip(self.ids, free_ports(size)))
-        self.metrics_ports = dict(zip(self.ids, free_ports(size))) if metrics else {}
+        self.ports = dict(zip(self.controller_ids, free_ports(size)))
+        self.metrics_ports = dict(zip(self.ids, free_ports(len(self.ids)))) if metrics else {}
         self.cluster_id = random_uuid()
         self.procs: dict[int, subprocess.Popen] = {}
         self._logs: dict[int, object] = {}
@@ -97,17 +104,38 @@ class LocalCluster:
     def bootstrap(self) -> str:
         return ",".join(f"127.0.0.1:{p}" for p in self.ports.values())
 
+    @property
+    def broker_bootstrap(self) -> str:
+        """``bootstrap.servers`` for Kafka clients: every broker's PLAINTEXT listener."""
+        return ",".join(f"127.0.0.1:{self.broker_ports[i]}" for i in self.broker_ids)
+
+    def broker_address(self, node_id: int) -> tuple[str, int]:
+        return ("127.0.0.1", self.broker_ports[node_id])
+
+    def partition_dir(self, node_id: int) -> str:
+        """Where a broker keeps its partition logs (``log.dirs``)."""
+        return os.path.join(self.data_dir(node_id), "logs")
+
+    def _role_props(self, i: int) -> dict:
+        if i not in self.broker_ids:
+            return {"process.roles": "controller", "listeners": f"CONTROLLER://127.0.0.1:{self.ports[i]}",
+                    "log.dirs": self.data_dir(i)}
+        listeners = [f"PLAINTEXT://127.0.0.1:{self.broker_ports[i]}"]
+        if i in self.ports:
+            listeners.append(f"CONTROLLER://127.0.0.1:{self.ports[i]}")
+        return {"process.roles": "broker,controller" if i in self.ports else "broker",
+                "listeners": ",".join(listeners), "metadata.log.dir": self.data_dir(i),
+                "log.dirs": self.partition_dir(i), "inter.broker.listener.name": "PLAINTEXT"}
+
     def write_configs(self) -> None:
         os.makedirs(self.directory, exist_ok=True)
-        voters = ",".join(f"{i}@127.0.0.1:{self.ports[i]}" for i in self.ids)
+        voters = ",".join(f"{i}@127.0.0.1:{self.ports[i]}" for i in self.controller_ids)
         for i in self.ids:
             props = {
-                "process.roles": "controller",
                 "node.id": str(i),
                 "controller.quorum.voters": voters,
-                "listeners": f"CONTROLLER://127.0.0.1:{self.ports[i]}",
                 "controller.listener.names": "CONTROLLER",
-                "log.dirs": self.data_dir(i),
+                **self._role_props(i),
                 **({"kraft.metrics.port": str(self.metrics_ports[i])} if self.metrics_ports else {}),
                 **self.overrides,
             }
@@ -177,8 +205,15 @@ class LocalCluster:
             p.wait()
 
     def stop(self, node_id: int | None = None, timeout: float = 10.0) -> dict[int, int]:
-        """SIGTERM and wait: a clean shutdown. Returns exit codes."""
-        ids = [node_id] if node_id is not None else list(self.procs)
+        """SIGTERM and wait: a clean shutdown. Returns exit codes. Stopping everything stops
+        broker-only nodes first, so their controlled shutdown still finds a controller."""
+        if node_id is not None:
+            return self._stop_all([node_id], timeout)
+        codes = self._stop_all([i for i in self.procs if i not in self.ports], timeout)
+        codes.update(self._stop_all([i for i in self.procs if i in self.ports], timeout))
+        return codes
+
+    def _stop_all(self, ids, timeout: float) -> dict[int, int]:
         self._expected_exit.update(ids)
         for i in ids:
             p = self.procs.get(i)

@@ -11,8 +11,9 @@ Heartbeat, per the broker's state in the image: fenced -> unfenced once its repo
 offset reached its registration record (``BrokerLeases.caught_up``), which also gives leaderless
 partitions a leader if it can lead them; unfenced + want_fence -> fenced; unfenced +
 want_shut_down -> controlled shutdown (leadership and ISR membership move off it); in controlled
-shutdown -> should_shut_down once it leads nothing. Handlers are pure: lease times are the
-controller's business (``quorum_controller.py``).
+shutdown -> should_shut_down once it leads nothing, fenced in the same step (Kafka's
+SHUTDOWN_NOW). Handlers are pure: lease times are the controller's business
+(``quorum_controller.py``).
 """
 
 from __future__ import annotations
@@ -136,7 +137,10 @@ def handle_broker_heartbeat(ctx, req: BrokerHeartbeatRequest) -> ControllerResul
             records = elect_away(image, gone, _without(image, gone), unclean=unclean,
                           min_isr=elr_min_isr(image, ctx.settings))
             return ControllerResult(records, R(error_code=0, is_caught_up=caught_up, is_fenced=False))
-        return ControllerResult([], R(error_code=0, is_caught_up=caught_up, is_fenced=False, should_shut_down=True))
+        # Kafka's SHUTDOWN_NOW: the broker is fenced as it is told to go, so clients stop
+        # seeing it at once rather than after its session expires.
+        return ControllerResult(fence_records(image, [broker.id], ctx.settings),
+                                R(error_code=0, is_caught_up=caught_up, is_fenced=True, should_shut_down=True))
     if req.want_fence:
         return ControllerResult(fence_records(image, [broker.id], ctx.settings),
                                 R(error_code=0, is_caught_up=caught_up, is_fenced=True))

@@ -37,10 +37,10 @@ from kraft.controller.elect_leaders import rebalance_records
 from kraft.controller.handlers import ERROR_RESPONSES, HANDLERS
 from kraft.controller.leases import BrokerLeases
 from kraft.controller.result import ControllerContext
-from kraft.errors import ErrorCode, KraftError, MetadataParseError, MetadataReplayError, NotLeaderError
+from kraft.errors import ErrorCode, KraftError, MetadataParseError, NotLeaderError
 from kraft.controller.record_cache import RecordCodecCache
-from kraft.metadata import EMPTY_IMAGE, MetadataDelta, encode_record
-from kraft.metadata.snapshot_image import load_image
+from kraft.metadata import EMPTY_IMAGE, encode_record
+from kraft.metadata.replay import decode_values, image_from_snapshot, replay_records  # noqa: F401 (replay_records: re-exported)
 from kraft.metadata.records import (AbortTransactionRecord, BeginTransactionRecord, EndTransactionRecord,
                                     RegisterBrokerRecord)
 
@@ -50,27 +50,6 @@ log = logging.getLogger("kraft.controller")
 MAX_RECORDS_PER_PROPOSAL = 10_000
 #: Bytes per proposal, well under the 8 MiB Raft batch limit.
 MAX_BYTES_PER_PROPOSAL = 4 * 1024 * 1024
-
-
-def replay_records(image, open_txn, records) -> tuple:
-    """(image, open transaction, errors) after replaying ``records`` in order; a record that does
-    not fit is counted and skipped, a transaction that does not fit is dropped whole."""
-    delta = MetadataDelta(image, open_txn)
-    errors = 0
-    for r in records:
-        if type(r) is EndTransactionRecord and delta.in_transaction:
-            before = delta.apply()  # without the open transaction
-            try:
-                delta.replay(r)
-            except MetadataReplayError:
-                errors += 1
-                delta = MetadataDelta(before)
-            continue
-        try:
-            delta.replay(r)
-        except MetadataReplayError:
-            errors += 1
-    return delta.apply(), delta.open_transaction, errors
 
 
 class _Proposal:
@@ -212,22 +191,11 @@ class QuorumController:
 
     def handle_load_snapshot(self, reader) -> None:
         self._drop_uncommitted()
-        try:  # the batch codec: native decoding of the hot records, a million partitions in about a second
-            loaded = load_image(reader.data_batches())
-            self.image, self._txn = loaded.image, loaded.open_transaction
-        except (MetadataParseError, MetadataReplayError) as exc:
-            # Not (only) metadata: e.g. a snapshot of raw records written through the Produce
-            # writer API. Replay what parses, count the rest, as the commit path does.
-            log.error("node %d: snapshot %s is not a clean metadata snapshot (%s); replaying record by record",
-                      self.node_id, reader.snapshot_id, exc)
-            records = []
-            for value in reader.values():
-                try:
-                    records.append(self.codec.decode(value))
-                except MetadataParseError:
-                    self.metadata_errors += 1
-            self.image, self._txn, errors = replay_records(EMPTY_IMAGE, None, records)
-            self.metadata_errors += errors
+        self.image, self._txn, errors = image_from_snapshot(reader, self.codec.decode)
+        self.metadata_errors += errors
+        if errors:
+            log.error("node %d: snapshot %s: %d records are not metadata or do not fit the image: skipped",
+                      self.node_id, reader.snapshot_id, errors)
         self.next_offset = reader.snapshot_id.offset
 
     @property

@@ -7,10 +7,11 @@ close the logs, write the offset checkpoints. Periodic work on the loop: retenti
 ``log.retention.check.interval.ms``, checkpoints every
 ``log.flush.offset.checkpoint.interval.ms``.
 
-The metadata image is injected (``publish(image)``) until the broker follows the metadata
-log as a Raft observer; each new image creates or deletes local partition logs
-(``image_publisher``) and re-checks parked fetches. Broker registration and heartbeats are
-not here yet, so ``registration_record()`` gives what a test writes into the image.
+The metadata image is injected (``publish(image)``): by ``broker_role.py`` in a real node
+(images replayed from the metadata log; registration and heartbeats there too), or by a test
+or this module's ``main`` with a static image (``registration_record()`` gives what such an
+image holds for this broker). Each new image creates or deletes local partition logs
+(``image_publisher``) and re-checks parked fetches.
 
 ``python -m kraft.server.broker_node`` runs one broker with a static image (benchmarks and
 process-level tests): ``--topic NAME:PARTITIONS`` as often as needed.
@@ -46,8 +47,11 @@ def _wall_ms() -> int:
 
 
 class BrokerNode:
-    def __init__(self, cfg: NodeConfig, *, cluster_id: str | None = None):
+    def __init__(self, cfg: NodeConfig, *, cluster_id: str | None = None, lock: bool = True, serve=None):
         self.cfg = cfg
+        #: handlers -> what the listeners call (e.g. forwarding admin writes to the controller)
+        self.serve = serve
+        self.lock = lock  # False when the node assembling this broker already holds the locks
         self.cluster_id = cluster_id
         self.logs: PartitionLogs | None = None
         self.state: BrokerState | None = None
@@ -63,7 +67,8 @@ class BrokerNode:
         self._loop = loop = asyncio.get_running_loop()
         for d in cfg.log_dirs:
             os.makedirs(d, exist_ok=True)
-        self._locks = lock_directories(list(cfg.log_dirs))
+        if self.lock:
+            self._locks = lock_directories(list(cfg.log_dirs))
         v = cfg.values
         log_cfg = LogConfig(segment_bytes=v["log.segment.bytes"], max_batch_bytes=None,
                             append_linger_ms=float(v["log.flush.interval.ms"]))
@@ -84,7 +89,8 @@ class BrokerNode:
         for ep in cfg.listeners:
             if ep.name in controller_names:
                 continue
-            server = KafkaServer(self.handlers, ep.host, ep.port, listener_name=ep.name,
+            handlers = self.serve(self.handlers) if self.serve is not None else self.handlers
+            server = KafkaServer(handlers, ep.host, ep.port, listener_name=ep.name,
                                  max_frame_bytes=v["socket.request.max.bytes"], **connection_limits(cfg))
             await server.start()
             self.servers[ep.name] = server

@@ -1,4 +1,4 @@
-"""KraftNode: one controller process assembled from a NodeConfig.
+"""KraftNode: one node process (controller, broker, or both) assembled from a NodeConfig.
 
 startup: check the formatted storage (meta.properties: cluster id, node id), open the
 metadata log (recovery scan), read quorum-state, build the Raft core, start the listener and
@@ -7,8 +7,13 @@ successors), connections close, the log is flushed and closed. Everything blocki
 must precede an answer (quorum-state writes) happens on the loop thread, which is the
 contract the core relies on. Every log directory is locked (``.lock``, as Kafka does) before
 anything in it is read. A fatal storage error stops the node with ``fatal`` set (the process
-then exits non-zero) and a log line saying which file failed and what to do. Broker-role
-serving arrives with the broker issue: any role set with ``broker`` is refused for now.
+then exits non-zero) and a log line saying which file failed and what to do.
+
+Roles: a controller is a voter running the quorum controller behind the controller listener;
+a broker (``server/broker_role.py``) serves clients on the other listeners and registers with
+the active controller. A broker-only node is a Raft observer of the metadata log (same log,
+core and driver, no controller listener); a combined node's broker reads the image its
+controller replays. Shutdown stops the broker first (controlled shutdown needs the quorum).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from kraft.log.retention import CLEAN_INTERVAL_MS, MetadataRetention
 from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties, QuorumStateFile
 from kraft.raft import RaftConfig, RaftCore
 from kraft.controller.quorum_controller import QuorumController
+from kraft.server.broker_role import BrokerRole
 from kraft.server.controller_handlers import ControllerHandlers
 from kraft.server.controller_requests import (ControllerRequests, ListenerFanOut, controller_gauges,
                                               controller_settings, image_stats)
@@ -83,10 +89,9 @@ def fatal_advice(exc: BaseException, directory: str) -> str:
 def check_supported(cfg: NodeConfig) -> None:
     """Refuse a valid configuration this build cannot run (``start`` and ``format`` both call
     this, so a directory is never formatted for a node that could not start on it)."""
-    roles = ",".join(sorted(cfg.roles))
-    if cfg.is_broker:
-        raise ConfigError(f"process.roles={roles}: this build runs controller-only nodes "
-                          "(process.roles=controller); the broker role is not built yet")
+    if cfg.is_broker and not [e for e in cfg.listeners if e.name not in cfg.controller_listener_names]:
+        raise ConfigError(f"listeners: process.roles={','.join(sorted(cfg.roles))} needs a listener for clients "
+                          f"besides {','.join(cfg.controller_listener_names)} (e.g. PLAINTEXT://:9092)")
     if not cfg.voters:
         raise ConfigError("controller.quorum.voters: a static voter set is required "
                           "(bootstrap-server discovery of a dynamic quorum is not built yet)")
@@ -113,6 +118,8 @@ class KraftNode:
         self.server: KafkaServer | None = None
         self.metrics_server: MetricsServer | None = None
         self.stopped = asyncio.Event()
+        self.controller: QuorumController | None = None
+        self.broker: BrokerRole | None = None
         #: The storage error that stopped the node (the process must then exit non-zero).
         self.fatal: BaseException | None = None
         self._locks = None
@@ -182,30 +189,39 @@ class KraftNode:
                         election_state=election, now_ms=wall_ms())
         peers = {v.node_id: (v.host, v.port) for v in cfg.voters}
         self.listener = CommittedRecordsListener()
-        self.controller = QuorumController(cfg.node_id, cluster_id=meta.cluster_id, settings=controller_settings(cfg))
-        self.driver = RaftDriver(core, self.log, state_file, ListenerFanOut(self.listener, self.controller),
+        listeners = [self.listener]
+        if cfg.is_controller:
+            self.controller = QuorumController(cfg.node_id, cluster_id=meta.cluster_id,
+                                               settings=controller_settings(cfg))
+            listeners.append(self.controller)
+        if cfg.is_broker:
+            self.broker = BrokerRole(cfg, meta.cluster_id, image_source=self.controller)
+            listeners.append(self.broker.follower)  # after the controller: it reads its image
+        self.driver = RaftDriver(core, self.log, state_file, ListenerFanOut(*listeners),
                                  peers=peers,
                                  cluster_id=meta.cluster_id, voters=voters, metrics=self.metrics,
                                  request_timeout_ms=cfg.int("controller.quorum.request.timeout.ms"),
                                  retry_backoff_ms=cfg.int("controller.quorum.retry.backoff.ms"))
         flush_cb["fn"] = self.driver.on_flushed_threadsafe
-        self.snapshots = MetadataSnapshots(core, self.listener, self.controller,
-                                           config=ScheduleConfig.from_config(cfg), node_id=cfg.node_id, voters=voters)
-        self.driver.snapshot_policy = self.snapshots
-        endpoints = [(v.node_id, v.host, v.port) for v in cfg.voters]
-        ctl = cfg.controller_listener
-        self.controller_requests = ControllerRequests(self.driver, self.controller, endpoints)
-        handlers = ControllerHandlers(self.driver, endpoints, listener_name=ctl.name, metrics=self.metrics,
-                                      controller_requests=self.controller_requests)
-        self.server = KafkaServer(handlers, ctl.host, ctl.port, listener_name=ctl.name,
-                                  max_frame_bytes=cfg.int("socket.request.max.bytes"), **connection_limits(cfg))
-        await _listen(f"the {ctl.name} listener", "listeners", ctl.host, ctl.port, self.server.start)
+        # Snapshots of the committed image: a controller's, else (broker-only) the follower's.
+        image_source = self.controller if self.controller is not None else getattr(self.broker, "follower", None)
+        if image_source is not None and hasattr(image_source, "open_transaction"):
+            self.snapshots = MetadataSnapshots(core, self.listener, image_source,
+                                               config=ScheduleConfig.from_config(cfg), node_id=cfg.node_id,
+                                               voters=voters)
+            self.driver.snapshot_policy = self.snapshots
+        if cfg.is_controller:
+            await self._start_controller_listener()
+        if self.broker is not None:
+            await self.broker.start()
         self.log.on_append = self.metrics.append_latency.observe
         server = self.server
-        self.metrics.before_render = lambda: server.export_counters(self.metrics)
-        controller_gauges(self.metrics, self.controller)  # chains the line above
+        if server is not None:
+            self.metrics.before_render = lambda: server.export_counters(self.metrics)
+            controller_gauges(self.metrics, self.controller)  # chains the line above
         self.driver.start()
-        self.controller_requests.start()
+        if self.controller is not None:
+            self.controller_requests.start()
         self._cleaner = loop.call_later(CLEAN_INTERVAL_MS / 1000, self._clean_periodically)
         if self.log.flushed_offset() < self.log.end_offset():
             self.log.request_flush()
@@ -216,8 +232,24 @@ class KraftNode:
                           self.metrics_server.start)
             log.info("node %d: metrics on http://%s:%d/metrics", cfg.node_id, self.metrics_server.host,
                      self.metrics_server.port)
-        log.info("node %d: serving %s on %s:%d (cluster %s, voters %s)", cfg.node_id, ctl.name, ctl.host,
-                 self.server.port, meta.cluster_id, voters)
+        if self.server is not None:
+            ctl = cfg.controller_listener
+            log.info("node %d: serving %s on %s:%d (cluster %s, voters %s)", cfg.node_id, ctl.name, ctl.host,
+                     self.server.port, meta.cluster_id, voters)
+        else:
+            log.info("node %d: observing the metadata quorum (cluster %s, voters %s)", cfg.node_id,
+                     meta.cluster_id, voters)
+
+    async def _start_controller_listener(self) -> None:
+        cfg = self.cfg
+        endpoints = [(v.node_id, v.host, v.port) for v in cfg.voters]
+        ctl = cfg.controller_listener
+        self.controller_requests = ControllerRequests(self.driver, self.controller, endpoints)
+        handlers = ControllerHandlers(self.driver, endpoints, listener_name=ctl.name, metrics=self.metrics,
+                                      controller_requests=self.controller_requests)
+        self.server = KafkaServer(handlers, ctl.host, ctl.port, listener_name=ctl.name,
+                                  max_frame_bytes=cfg.int("socket.request.max.bytes"), **connection_limits(cfg))
+        await _listen(f"the {ctl.name} listener", "listeners", ctl.host, ctl.port, self.server.start)
 
     def _clean_periodically(self) -> None:
         """Time-based retention needs no new snapshot to act (Kafka runs its cleaner every minute)."""
@@ -229,9 +261,13 @@ class KraftNode:
         self._cleaner = asyncio.get_running_loop().call_later(CLEAN_INTERVAL_MS / 1000, self._clean_periodically)
 
     async def shutdown(self, resign_wait_s: float = 0.5) -> None:
-        """Graceful: resign leadership so followers elect at once, then close everything."""
+        """Graceful: the broker's controlled shutdown first (it needs the quorum), then resign
+        leadership so followers elect at once, then close everything."""
         if self._cleaner is not None:
             self._cleaner.cancel()
+        if self.broker is not None:
+            broker, self.broker = self.broker, None
+            await broker.shutdown()
         if self.driver is not None and self.driver.core.is_leader():
             self.driver.resign()
             await asyncio.sleep(resign_wait_s)  # let EndQuorumEpoch reach the voters

@@ -242,3 +242,15 @@ def test_recreated_topic_with_a_new_id_gets_a_fresh_log(tmp_path):
     plog = logs.get("foo", 0)
     assert plog.topic_id == new_id and plog.log.end_offset == 0
     logs.close()
+
+
+def test_the_metadata_log_sharing_a_log_dir_is_not_a_partition(tmp_path, caplog):
+    """log.dirs[0] is also metadata.log.dir by default: __cluster_metadata-0 is left alone,
+    without the 'no partition.metadata' warning every start."""
+    (tmp_path / "__cluster_metadata-0").mkdir()
+    logs = PartitionLogs([str(tmp_path)], _cfg())
+    with caplog.at_level("WARNING"):
+        assert logs.open_all() == []
+    assert "partition.metadata" not in caplog.text
+    assert (tmp_path / "__cluster_metadata-0").is_dir()
+    logs.close()

@@ -121,7 +121,10 @@ def test_controlled_shutdown_moves_leaders_off_then_answers_should_shut_down():
     raft.commit(ctl)
     assert all(1 not in p.replicas for p in ctl.image.topics.by_name["after"].partitions.values())
     second = submit(raft, ctl, 63, heartbeat(1, epochs[1], raft.end, want_shut_down=True))
-    assert second.should_shut_down
+    assert second.should_shut_down and second.is_fenced
+    assert ctl.image.cluster.brokers[1].fenced  # Kafka's SHUTDOWN_NOW fences it at once
+    again = submit(raft, ctl, 63, heartbeat(1, epochs[1], raft.end, want_shut_down=True))
+    assert again.should_shut_down  # a retried heartbeat gets the same answer
 
 
 def test_unregister_broker_removes_it_from_the_image_and_every_isr():

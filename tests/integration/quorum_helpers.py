@@ -19,7 +19,7 @@ def run(coro):
 
 
 async def describe(cluster, timeout: float = 30.0):
-    client = QuorumClient([cluster.address(i) for i in cluster.ids])
+    client = QuorumClient([cluster.address(i) for i in cluster.controller_ids])
     try:
         return await client.describe(timeout)
     finally:
@@ -28,7 +28,7 @@ async def describe(cluster, timeout: float = 30.0):
 
 async def write_batches(cluster, n_batches: int, per_batch: int = 10, tag: str = "r", deadline_s: float = 30.0):
     """Write and return [(base_offset, [values])] for every acknowledged batch."""
-    client = QuorumClient([cluster.address(i) for i in cluster.ids])
+    client = QuorumClient([cluster.address(i) for i in cluster.controller_ids])
     writer = QuorumWriter(client)
     acked = []
     try:

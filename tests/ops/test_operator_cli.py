@@ -116,18 +116,25 @@ def test_permission_denied_is_one_line_naming_the_path(tmp_path, command):
     assert len(errors) == 1 and "Permission denied" in errors[0] and str(locked / "data") in errors[0], p.stderr
 
 
-# --- roles this build cannot run --------------------------------------------------------------------
+# --- roles and the listeners they need --------------------------------------------------------------
 
 
 @pytest.mark.parametrize("command", ["start", "format"])
-def test_combined_broker_controller_roles_are_refused_by_start_and_format(tmp_path, capsys, command):
-    """Before: process.roles=broker,controller ran as controller-only without a word, and format
-    accepted what start would refuse."""
+def test_broker_roles_without_a_client_listener_are_refused_by_start_and_format(tmp_path, capsys, command):
+    """A broker needs a listener besides the controller's; format refuses what start would."""
     cfg = write_config(tmp_path, **{"process.roles": "broker,controller"})
     args = ["server", "start", cfg] if command == "start" else ["storage", "format", "-t", CLUSTER, "-c", cfg]
     code, out, err = _kraft(capsys, *args)
-    assert code == 1 and "process.roles=broker,controller" in _one_error_line(err) and "broker" in err
+    assert code == 1 and "listeners" in _one_error_line(err) and "broker" in err
     assert not (tmp_path / "meta").exists()  # nothing formatted
+
+
+def test_combined_broker_controller_config_is_formatted(tmp_path, capsys):
+    cfg = write_config(tmp_path, **{"process.roles": "broker,controller",
+                                    "listeners": "PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093"})
+    code, out, err = _kraft(capsys, "storage", "format", "-t", CLUSTER, "-c", cfg)
+    assert code == 0, err
+    assert (tmp_path / "meta" / "meta.properties").exists() and (tmp_path / "d1" / "meta.properties").exists()
 
 
 def test_format_refuses_a_config_that_start_refuses(tmp_path, capsys):

@@ -1,0 +1,128 @@
+"""The broker half of a node (``process.roles`` with ``broker``): a ``BrokerNode`` (client
+listeners, partition logs, request handlers), the metadata follower that gives it images, and
+the lifecycle that registers it with the active controller and keeps its lease.
+
+Broker-only nodes follow ``__cluster_metadata`` as Raft observers (``MetadataFollower``
+replays the committed records); combined nodes read the image their own quorum controller
+replays (``SharedImageFollower``: no second replay). Each new image goes to
+``BrokerNode.publish`` (partition logs created or deleted, parked fetches re-checked).
+Clients get NOT_LEADER_OR_FOLLOWER for partitions while the broker is not serving
+(not registered, fenced, or past its session without an answer from the controller), and
+Metadata leaves it out. The node (``node.py``) owns the Raft driver and the directory locks;
+this owns nothing else.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import uuid
+
+from kraft.broker.lifecycle import BrokerLifecycle
+from kraft.broker.metadata_follower import MetadataFollower, SharedImageFollower
+from kraft.client.controller_client import ControllerClient
+from kraft.config import NodeConfig
+from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties
+from kraft.server.broker_admin import AutoCreate, BrokerAdminHandlers
+from kraft.server.controller_requests import controller_settings
+from kraft.server.broker_lifecycle import BrokerLifecycleDriver
+from kraft.server.broker_node import BrokerNode
+from kraft.server.raft_driver import wall_ms
+
+log = logging.getLogger("kraft.broker")
+
+FORWARD_TIMEOUT_MS = 10_000
+
+
+def log_dir_ids(cfg: NodeConfig) -> list:
+    """The ``directory.id`` of every formatted log directory (sent with the registration);
+    meta.properties holds Kafka's text form of a uuid (URL-safe base64 without padding)."""
+    out = []
+    for d in cfg.log_dirs:
+        meta = MetaProperties.read(os.path.join(d, META_PROPERTIES_FILE))
+        if meta is not None and meta.directory_id:
+            out.append(uuid.UUID(bytes=base64.urlsafe_b64decode(meta.directory_id + "==")))
+    return out
+
+
+def controller_addresses(cfg: NodeConfig) -> list:
+    return [(v.host, v.port) for v in cfg.voters] or list(cfg.bootstrap_servers)
+
+
+def controller_id_for_clients(image, broker_id: int, serving: bool) -> int:
+    """What Metadata names as controller: KRaft brokers name an alive broker (clients send
+    admin requests there and brokers forward them), this one while it serves."""
+    if serving:
+        return broker_id
+    alive = image.cluster.unfenced_broker_ids()
+    return alive[0] if alive else -1
+
+
+class BrokerRole:
+    def __init__(self, cfg: NodeConfig, cluster_id: str, *, image_source=None):
+        self.cfg = cfg
+        self.cluster_id = cluster_id
+        # A commit can take longer than one Raft request: a longer timeout than the lifecycle's.
+        self.forwarding_client = ControllerClient(controller_addresses(cfg), client_id=f"kraft-broker-{cfg.node_id}",
+                                                  request_timeout_ms=FORWARD_TIMEOUT_MS)
+        self.node = BrokerNode(cfg, cluster_id=cluster_id, lock=False,
+                               serve=self._admin_handlers)
+        #: the Raft listener the node's driver must feed (after the controller, if any)
+        self.follower = (SharedImageFollower(image_source, self._on_image) if image_source is not None
+                         else MetadataFollower(self._on_image))
+        self.lifecycle: BrokerLifecycle | None = None
+        self.driver: BrokerLifecycleDriver | None = None
+        self._started = False
+
+    def _admin_handlers(self, handlers) -> BrokerAdminHandlers:
+        cfg = self.cfg
+        auto = AutoCreate(cfg.values["auto.create.topics.enable"].lower() == "true", cfg.int("num.partitions"),
+                          cfg.int("default.replication.factor"))
+        return BrokerAdminHandlers(handlers, self.forwarding_client, static_configs=controller_settings(cfg),
+                                   auto_create=auto)
+
+    async def start(self) -> None:
+        cfg = self.cfg
+        await self.node.start()
+        eps = [(e.name, e.host, e.port, e.security_protocol) for e in self.node.registration_record().end_points]
+        rack = cfg.values.get("broker.rack") or None
+        self.lifecycle = lc = BrokerLifecycle(
+            cfg.node_id, self.cluster_id, listeners=eps, rack=rack, log_dir_ids=log_dir_ids(cfg),
+            session_timeout_ms=cfg.int("broker.session.timeout.ms"),
+            heartbeat_interval_ms=cfg.int("broker.heartbeat.interval.ms"))
+        self.node.state.is_serving = lambda: lc.serving(wall_ms())
+        self._started = True
+        self._on_image(self.follower.image, self.follower.last_applied_offset)
+        addresses = controller_addresses(cfg)
+        timeout_ms = cfg.int("controller.quorum.request.timeout.ms")
+        client = ControllerClient(addresses, client_id=f"kraft-broker-{cfg.node_id}", request_timeout_ms=timeout_ms)
+        self.driver = BrokerLifecycleDriver(lc, client, lambda: self.follower.last_applied_offset,
+                                            retry_backoff_ms=min(1000, cfg.int("broker.heartbeat.interval.ms")),
+                                            request_deadline_s=max(1.0, cfg.int("broker.session.timeout.ms") / 2000),
+                                            on_change=self._refresh_controller_id)
+        self.driver.start()
+        log.info("broker %d: registering with the controller quorum at %s (incarnation %s, rack %s)", cfg.node_id,
+                 ",".join(f"{h}:{p}" for h, p in addresses), lc.incarnation_id, rack)
+
+    def _on_image(self, image, offset: int) -> None:
+        if not self._started:
+            return
+        state = self.node.state
+        if image is not state.image:
+            changes = self.node.publish(image)
+            if changes.created or changes.deleted or changes.strays:
+                log.info("broker %d: metadata at offset %d: %s", self.cfg.node_id, offset, changes)
+        self._refresh_controller_id()
+
+    def _refresh_controller_id(self) -> None:
+        state = self.node.state
+        state.controller_id = controller_id_for_clients(state.image, self.cfg.node_id, state.is_serving())
+
+    async def shutdown(self) -> None:
+        """Controlled shutdown (bounded by ``broker.session.timeout.ms``), then close."""
+        if self.driver is not None:
+            await self.driver.controlled_shutdown(self.cfg.int("broker.session.timeout.ms") / 1000)
+            await self.driver.close()
+        await self.node.shutdown()
+        await self.forwarding_client.close()

@@ -1,0 +1,119 @@
+"""Admin requests on a broker listener (``kraft.server.broker_admin``) without processes: what
+is forwarded to the controller and how its failure is answered, what is read from the image,
+and auto topic creation on Metadata."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from types import SimpleNamespace
+
+from kraft.broker.broker_state import BrokerState
+from kraft.broker.handlers import BrokerHandlers
+from kraft.errors import ErrorCode as E
+from kraft.errors import NetworkError
+from kraft.metadata import MetadataDelta, RegisterBrokerRecord
+from kraft.metadata.image import EMPTY_IMAGE
+from kraft.protocol import (ApiVersionsRequest, CreateTopicsRequest, CreateTopicsResponse, DescribeClusterRequest,
+                            MetadataRequest)
+from kraft.server.broker_admin import FORWARDED_APIS, IMAGE_READ_APIS, AutoCreate, BrokerAdminHandlers
+
+
+class FakeControllerClient:
+    def __init__(self, fail=False):
+        self.sent = []
+        self.fail = fail
+
+    async def call(self, request, *, version=None, deadline_s=30.0):
+        self.sent.append((request, version))
+        if self.fail:
+            raise NetworkError("no controller")
+        return CreateTopicsResponse(topics=[CreateTopicsResponse.Topic(name=t.name, error_code=0)
+                                            for t in request.topics])
+
+
+def image_with_brokers(*ids, fenced=()):
+    delta = MetadataDelta(EMPTY_IMAGE)
+    E_ = RegisterBrokerRecord.BrokerEndpoint
+    for i in ids:
+        delta.replay(RegisterBrokerRecord(broker_id=i, incarnation_id=uuid.UUID(int=i), broker_epoch=i, features=[],
+                                          end_points=[E_(name="PLAINTEXT", host="h", port=9000 + i,
+                                                         security_protocol=0)], rack=None, fenced=i in fenced))
+    return delta.apply()
+
+
+def admin(client, auto=True, serving=True):
+    state = BrokerState(1, logs=None, cluster_id="c1")
+    state.image = image_with_brokers(1, 2, 3, fenced=(3,))
+    state.is_serving = lambda: serving
+    return BrokerAdminHandlers(BrokerHandlers(state), client, auto_create=AutoCreate(auto, 3, 2))
+
+
+def ctx(version):
+    return SimpleNamespace(header=SimpleNamespace(api_version=version), listener="PLAINTEXT")
+
+
+def run(x):
+    return asyncio.run(x) if asyncio.iscoroutine(x) else x
+
+
+def test_api_versions_lists_broker_forwarded_and_image_read_apis():
+    keys = {k.api_key for k in admin(FakeControllerClient()).handle(ctx(3), ApiVersionsRequest()).api_keys}
+    assert FORWARDED_APIS | IMAGE_READ_APIS | {0, 1, 3} <= keys
+
+
+def test_create_topics_is_forwarded_at_the_clients_version():
+    client = FakeControllerClient()
+    T = CreateTopicsRequest.Topic
+    resp = run(admin(client).handle(ctx(5), CreateTopicsRequest(topics=[T(name="t", num_partitions=1,
+                                                                         replication_factor=1)], timeout_ms=100)))
+    assert resp.topics[0].name == "t" and client.sent[0][1] == 5
+
+
+def test_no_controller_answers_not_controller():
+    T = CreateTopicsRequest.Topic
+    resp = run(admin(FakeControllerClient(fail=True)).handle(
+        ctx(5), CreateTopicsRequest(topics=[T(name="t", num_partitions=1, replication_factor=1)], timeout_ms=1)))
+    assert resp.topics[0].error_code == E.NOT_CONTROLLER
+
+
+def test_describe_cluster_lists_unfenced_brokers_and_refuses_controller_endpoints():
+    h = admin(FakeControllerClient())
+    resp = h.handle(ctx(1), DescribeClusterRequest(endpoint_type=1))
+    assert resp.error_code == 0 and [b.broker_id for b in resp.brokers] == [1, 2]
+    assert resp.cluster_id == "c1"
+    assert h.handle(ctx(1), DescribeClusterRequest(endpoint_type=2)).error_code == E.MISMATCHED_ENDPOINT_TYPE
+    not_serving = admin(FakeControllerClient(), serving=False)
+    assert [b.broker_id for b in not_serving.handle(ctx(0), DescribeClusterRequest()).brokers] == [2]
+
+
+def test_metadata_for_unknown_topics_auto_creates_the_valid_ones():
+    async def scenario():
+        client = FakeControllerClient()
+        h = admin(client)
+        T = MetadataRequest.Topic
+        req = MetadataRequest(topics=[T(name="new"), T(name="bad name!"), T(name="__consumer_offsets")],
+                              allow_auto_topic_creation=True)
+        resp = h.handle(ctx(9), req)
+        again = h.handle(ctx(9), req)  # while the first creation is in flight: not sent twice
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return client, resp, again
+
+    client, resp, again = asyncio.run(scenario())
+    codes = {t.name: t.error_code for t in resp.topics}
+    assert codes == {"new": E.LEADER_NOT_AVAILABLE, "bad name!": E.INVALID_TOPIC_EXCEPTION,
+                     "__consumer_offsets": E.UNKNOWN_TOPIC_OR_PARTITION}
+    assert {t.name: t.error_code for t in again.topics}["new"] == E.LEADER_NOT_AVAILABLE
+    assert len(client.sent) == 1
+    (topic,) = client.sent[0][0].topics
+    assert (topic.name, topic.num_partitions, topic.replication_factor) == ("new", 3, 2)
+
+
+def test_metadata_does_not_create_when_not_allowed_or_disabled():
+    T = MetadataRequest.Topic
+    for h, req in ((admin(FakeControllerClient()), MetadataRequest(topics=[T(name="x")],
+                                                                   allow_auto_topic_creation=False)),
+                   (admin(FakeControllerClient(), auto=False), MetadataRequest(topics=[T(name="x")]))):
+        resp = h.handle(ctx(9), req)
+        assert resp.topics[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION and not h.client.sent
