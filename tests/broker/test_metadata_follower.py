@@ -12,7 +12,7 @@ from kraft.metadata import (BeginTransactionRecord, PartitionRecord, RegisterBro
                             encode_record)
 from kraft.metadata.image import EMPTY_IMAGE
 from kraft.raft.listener import SnapshotView
-from kraft.raft.messages import OffsetAndEpoch
+from kraft.types import OffsetAndEpoch
 from kraft.records import build_batch, iter_batches
 from kraft.records.control import LeaderChangeMessage
 from kraft.records import build_control_record_batch
