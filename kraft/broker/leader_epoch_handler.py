@@ -30,8 +30,9 @@ def handle_offsets_for_leader_epoch(state: BrokerState, request: OffsetForLeader
             if code != NONE:
                 parts.append(O.Topic.Partition(error_code=code, partition=p.partition))
                 continue
-            epoch, end = plog.log.end_offset_for_epoch(p.leader_epoch)
-            parts.append(O.Topic.Partition(error_code=NONE, partition=p.partition, leader_epoch=epoch, end_offset=end))
+            found = plog.log.end_offset_for_epoch(p.leader_epoch)
+            parts.append(O.Topic.Partition(error_code=NONE, partition=p.partition, leader_epoch=found.epoch,
+                                           end_offset=found.offset))
         topics.append(O.Topic(topic=t.topic, partitions=parts))
     return O(throttle_time_ms=0, topics=topics)
 
