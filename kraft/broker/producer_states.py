@@ -33,7 +33,8 @@ class ProducerStates:
         table = self.table(plog)
         if table.end_offset >= plog.log.end_offset:
             return  # loaded after this append: already replayed from the log
-        table.apply(producer_batches(data), plog.log.end_offset)
+        end = plog.log.end_offset  # a follower append may have dropped a partial last batch
+        table.apply([h for h in producer_batches(data) if h.last_offset < end], end)
 
     def on_truncated(self, plog) -> None:
         """The log lost its tail: the table is rebuilt from snapshots and log on next use."""
