@@ -80,7 +80,9 @@ class LeaderReplication:
 
     def on_image(self, image, logs, now_ms: int | None = None) -> None:
         """After each metadata image: drop the states of partitions this broker no longer
-        leads (in that epoch) and apply committed ISR changes to the others."""
+        leads (in that epoch), apply committed ISR changes to the others, and make states for
+        newly led partitions with other replicas (so ``tick`` judges their followers even
+        before anyone produces or fetches)."""
         for key in list(self.states):
             topic = image.topics.by_name.get(key[0])
             reg = topic.partitions.get(key[1]) if topic is not None else None
@@ -89,6 +91,12 @@ class LeaderReplication:
                 self._drop(key)
                 continue
             self.state_for(plog, reg, now_ms)
+        for topic in image.topics.by_id.values():
+            for pid, reg in topic.partitions.items():
+                if reg.leader == self.broker_id and len(reg.replicas) > 1 and (topic.name, pid) not in self.states:
+                    plog = logs.get(topic.name, pid)
+                    if plog is not None and plog.topic_id == topic.id:
+                        self.state_for(plog, reg, now_ms)
 
     # --- the handlers' calls -------------------------------------------------------------------
     def high_watermark(self, plog, reg) -> int:
