@@ -165,9 +165,9 @@ class FetchHandler:
         if p.fetch_offset < log.start_offset or p.fetch_offset > log.end_offset:
             r.code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
             return r
-        if self.state.replication.on_follower_fetch(plog, reg, replica, p.fetch_offset, p.log_start_offset):
-            if self.on_high_watermark is not None:
-                self.on_high_watermark(plog)
+        moved = self.state.replication.on_follower_fetch(plog, reg, replica, p.fetch_offset, p.log_start_offset)
+        if moved and self.on_high_watermark is not None:
+            self.on_high_watermark(plog)
         r.hw = self.state.advance_high_watermark(plog, reg)
         try:
             r.records = read_view(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)), min_one=first)

@@ -19,8 +19,8 @@ from kraft.broker.metadata_handler import handle_metadata
 from kraft.broker.produce_handler import ProduceHandler
 from kraft.errors import InvalidRequestError, KraftError
 from kraft.protocol import (ApiVersionsRequest, DescribeLogDirsRequest, FetchRequest, InitProducerIdRequest,
-                            ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest, api_versions_response,
-                            unsupported_api_versions_response)
+                            ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
+                            api_versions_response, unsupported_api_versions_response)
 
 log = logging.getLogger("kraft.broker.handlers")
 

@@ -11,8 +11,8 @@ import struct
 
 from kraft.errors import ErrorCode
 from kraft.protocol import (ApiVersionsRequest, DescribeLogDirsRequest, FetchRequest, InitProducerIdRequest,
-                            ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest, decode_response,
-                            encode_request)
+                            ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
+                            decode_response, encode_request)
 from kraft.records import build_batch, iter_batches
 from kraft.server.broker_node import BrokerNode, broker_config, static_image
 

@@ -110,7 +110,7 @@ def test_snapshot_round_trip_keeps_each_producers_last_batch_in_kafkas_layout():
     version, crc, count = struct.unpack_from(">hIi", data)
     assert (version, count, len(data)) == (1, 2, 10 + 2 * 46)
     assert crc == crc32c(data[6:])
-    pid, epoch, last_seq, last_offset, delta, ts, coord, txn = struct.unpack_from(">qhiqiqiq", data, 10)
+    pid, epoch, last_seq, last_offset, delta, _ts, coord, txn = struct.unpack_from(">qhiqiqiq", data, 10)
     assert (pid, epoch, last_seq, last_offset, delta, coord, txn) == (2, 0, 0, 5, 0, -1, -1)
     back = decode_snapshot(data, t.end_offset)
     assert back.get(5).epoch == 1 and list(back.get(5).batches) == [t.get(5).batches[-1]]

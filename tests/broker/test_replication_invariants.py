@@ -65,7 +65,8 @@ def test_hw_monotone_and_held_by_every_isr_member(seed):
                 if rnd.random() < 0.8:  # the image usually arrives
                     st.on_registration(reg(isr, pepoch), leo, now)
             else:
-                st.on_alter_partition_result(rnd.choice([ErrorCode.REQUEST_TIMED_OUT, ErrorCode.OPERATION_NOT_ATTEMPTED]))
+                st.on_alter_partition_result(rnd.choice([ErrorCode.REQUEST_TIMED_OUT,
+                                                         ErrorCode.OPERATION_NOT_ATTEMPTED]))
             in_flight = None if st.pending is None or st.pending_committed_epoch >= 0 else in_flight
             if st.pending is not None and st.pending_committed_epoch >= 0:
                 st.on_registration(reg(isr, pepoch), leo, now)  # the image catches up
