@@ -78,11 +78,13 @@ class LeaderReplication:
             return True
         return False
 
-    def on_image(self, image, logs, now_ms: int | None = None) -> None:
+    def on_image(self, image, logs, now_ms: int | None = None) -> list:
         """After each metadata image: drop the states of partitions this broker no longer
         leads (in that epoch), apply committed ISR changes to the others, and make states for
         newly led partitions with other replicas (so ``tick`` judges their followers even
-        before anyone produces or fetches)."""
+        before anyone produces or fetches). Returns the PartitionLogs whose HW moved (a
+        committed shrink can release acks=all waits)."""
+        moved = []
         for key in list(self.states):
             topic = image.topics.by_name.get(key[0])
             reg = topic.partitions.get(key[1]) if topic is not None else None
@@ -90,13 +92,17 @@ class LeaderReplication:
             if reg is None or plog is None:
                 self._drop(key)
                 continue
+            before = plog.high_watermark
             self.state_for(plog, reg, now_ms)
+            if plog.high_watermark != before:
+                moved.append(plog)
         for topic in image.topics.by_id.values():
             for pid, reg in topic.partitions.items():
                 if reg.leader == self.broker_id and len(reg.replicas) > 1 and (topic.name, pid) not in self.states:
                     plog = logs.get(topic.name, pid)
                     if plog is not None and plog.topic_id == topic.id:
                         self.state_for(plog, reg, now_ms)
+        return moved
 
     # --- the handlers' calls -------------------------------------------------------------------
     def high_watermark(self, plog, reg) -> int:

@@ -239,3 +239,25 @@ def test_follower_fetch_through_leader_replication_moves_the_partition_hw():
     assert not lr.on_follower_fetch(plog, r, 2, 60, 0, 2)
     assert plog.high_watermark == 70
     assert lr.recompute_all(_Logs({("t", 0): plog})) == 0
+
+
+class _Topic:
+    def __init__(self, r):
+        self.name, self.id, self.partitions = "t", TID, {0: r}
+
+
+class _Image:
+    def __init__(self, r):
+        t = _Topic(r)
+        self.topics = type("Topics", (), {"by_name": {"t": t}, "by_id": {TID: t}})()
+
+
+def test_on_image_makes_states_for_led_partitions_and_reports_hw_moved_by_a_committed_shrink():
+    lr = LeaderReplication(1, lag_max_ms=LAG, clock_ms=lambda: 0)
+    plog = _Plog(100, hw=40)
+    logs = _Logs({("t", 0): plog})
+    assert lr.on_image(_Image(reg()), logs, 0) == [] and ("t", 0) in lr.states
+    assert lr.tick(logs, LAG + 1) == 1  # nobody fetched: shrink to {1}
+    assert lr.on_image(_Image(reg(isr=(1,), partition_epoch=11)), logs, LAG + 2) == [plog]
+    assert plog.high_watermark == 100
+    assert lr.on_image(_Image(reg(leader=2, leader_epoch=6)), logs, LAG + 3) == [] and lr.states == {}
