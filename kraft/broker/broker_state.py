@@ -4,16 +4,18 @@ size limits, and the rules that decide who may serve a partition (leader and lea
 checks, Kafka's ``Partition.checkCurrentLeaderEpoch``) and how far consumers may read
 (the high watermark). No I/O and no asyncio; the server layer owns the loop.
 
-High watermark until replication exists: a partition whose ISR is this leader alone has
-HW = log end offset (RF 1 is exactly Kafka's behaviour); with other ISR members the HW does
-not move (followers do not fetch yet), so acks=-1 produce to such a partition times out and
-consumers see only what was below the HW at start.
+High watermark: a partition whose ISR is this leader alone has HW = log end offset (RF 1 is
+exactly Kafka's behaviour); with other ISR members ``replication`` (``LeaderReplication``)
+moves it as followers fetch (HW = min LEO over the ISR). ``producer_states`` holds each
+partition's idempotent-producer table.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kraft.broker.leader_replication import LeaderReplication
+from kraft.broker.producer_states import ProducerStates
 from kraft.errors import ErrorCode
 from kraft.metadata.configs import TOPIC as TOPIC_RESOURCE
 from kraft.metadata.image import EMPTY_IMAGE, MetadataImage
@@ -31,6 +33,8 @@ class BrokerLimits:
     max_decompressed_bytes: int = 64 * 1024 * 1024
     #: ``log.message.timestamp.type`` (a topic's ``message.timestamp.type`` overrides it).
     timestamp_type: str = "CreateTime"
+    #: ``min.insync.replicas`` (a topic's own setting overrides it).
+    min_insync_replicas: int = 1
 
 
 def _always() -> bool:
@@ -50,6 +54,8 @@ class BrokerState:
         #: False while the broker may not lead for clients (not registered, fenced, lease lost:
         #: ``kraft.broker.lifecycle``); the server layer replaces it. True for a static image.
         self.is_serving = _always
+        self.replication = LeaderReplication(broker_id)
+        self.producer_states = ProducerStates()
 
     # --- partitions ------------------------------------------------------------------------
     def partition(self, topic: str, partition: int):
@@ -87,9 +93,11 @@ class BrokerState:
         return NONE, plog, reg
 
     def advance_high_watermark(self, plog, reg) -> int:
-        """Kafka's HW rule as far as it applies without replication (see the module doc)."""
+        """Kafka's HW rule (see the module doc)."""
         if reg is not None and tuple(reg.isr) == (self.broker_id,):
             plog.high_watermark = plog.log.end_offset
+        elif reg is not None and reg.leader == self.broker_id:
+            return self.replication.high_watermark(plog, reg)
         return plog.high_watermark
 
     def leader_endpoint(self, broker_id: int, listener: str):
@@ -101,6 +109,14 @@ class BrokerState:
             if e.name == listener:
                 return e.host, e.port, b.rack
         return None
+
+    def min_insync_replicas(self, topic_name: str) -> int:
+        """The topic's ``min.insync.replicas`` (Kafka's default 1)."""
+        value = self.image.configs.config(TOPIC_RESOURCE, topic_name).get("min.insync.replicas")
+        try:
+            return max(1, int(value)) if value else self.limits.min_insync_replicas
+        except ValueError:
+            return self.limits.min_insync_replicas
 
     def timestamp_type(self, topic_name: str) -> str:
         value = self.image.configs.config(TOPIC_RESOURCE, topic_name).get("message.timestamp.type")

@@ -1,5 +1,8 @@
 """Fetch (API key 1, v4-v13) for consumers (Kafka's ``ReplicaManager.fetchMessages`` with
-``FetchIsolation.HIGH_WATERMARK``; follower fetches wait for the replication issue).
+``FetchIsolation.HIGH_WATERMARK``) and for follower replicas (a replica id >= 0: reads up to
+the log end, answers DivergingEpoch when the follower's last fetched epoch ends earlier here,
+and reports the fetch offset to ``state.replication``, which may move the high watermark;
+``on_high_watermark(plog)`` then wakes acks=all produce waits).
 
 Per partition: leader and leader-epoch checks (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
 UNKNOWN_LEADER_EPOCH), OFFSET_OUT_OF_RANGE outside ``[log start, log end]``, then whole
@@ -37,7 +40,8 @@ _EMPTY = b""
 class _Read:
     """One partition's outcome."""
 
-    __slots__ = ("topic", "topic_id", "partition", "code", "hw", "log_start", "records", "plog", "leader")
+    __slots__ = ("topic", "topic_id", "partition", "code", "hw", "log_start", "records", "plog", "leader",
+                 "diverging")
 
     def __init__(self, topic, topic_id, partition):
         self.topic, self.topic_id, self.partition = topic, topic_id, partition
@@ -45,11 +49,13 @@ class _Read:
         self.records = _EMPTY
         self.plog = None
         self.leader = None
+        self.diverging = None  # (epoch, end offset) for a follower whose log diverged
 
 
 class FetchHandler:
-    def __init__(self, state: BrokerState):
+    def __init__(self, state: BrokerState, *, on_high_watermark=None):
         self.state = state
+        self.on_high_watermark = on_high_watermark  # on_high_watermark(plog): a follower moved the HW
         self._parked: dict = {}  # PartitionLog -> set of _Parked
 
     def handle(self, request: FetchRequest, version: int):
@@ -66,6 +72,9 @@ class FetchHandler:
                 name = t.topic
             for p in t.partitions:
                 wanted.append((name, t.topic_id if version >= 13 else None, p))
+        replica = request.replica_state.replica_id if version >= 15 else request.replica_id
+        if replica >= 0:
+            wanted = [(name, tid, p, replica) for name, tid, p in wanted]
         reads, size, errors = self._read_all(wanted, request.max_bytes, version)
         if request.max_wait_ms <= 0 or size >= request.min_bytes or errors or not wanted:
             return _encode(reads, version)
@@ -90,12 +99,15 @@ class FetchHandler:
         remaining = max_bytes
         size, errors = 0, False
         reads = []
-        for name, topic_id, p in wanted:
-            r = self._read(name, topic_id, p, remaining, size == 0, version)
+        for name, topic_id, p, *replica in wanted:
+            if replica:
+                r = self._read_for_replica(name, topic_id, p, replica[0], remaining, size == 0, version)
+            else:
+                r = self._read(name, topic_id, p, remaining, size == 0, version)
             n = len(r.records)
             size += n
             remaining -= n
-            errors = errors or r.code != NONE
+            errors = errors or r.code != NONE or r.diverging is not None  # answer those at once
             reads.append(r)
         return reads, size, errors
 
@@ -117,6 +129,48 @@ class FetchHandler:
         try:
             r.records = read_view(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)),
                                   upper_offset=r.hw, min_one=first)
+        except OffsetOutOfRangeError:
+            r.code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+        except FatalLogError:
+            r.code = int(ErrorCode.KAFKA_STORAGE_ERROR)
+        except KraftError as exc:
+            r.code = int(exc.code)
+        return r
+
+
+    def _read_for_replica(self, name, topic_id, p, replica: int, remaining: int, first: bool, version: int) -> _Read:
+        """A follower's fetch (Kafka's ``Partition.fetchRecords`` for a follower)."""
+        r = _Read(name, topic_id, p.partition)
+        if name is None:
+            r.code = int(ErrorCode.UNKNOWN_TOPIC_ID)
+            return r
+        code, plog, reg = self.state.local_leader(name, p.partition, p.current_leader_epoch)
+        if code == NONE and replica not in reg.replicas:
+            code = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if code != NONE:
+            r.code = code
+            if reg is not None:
+                r.leader = (reg.leader, reg.leader_epoch)
+            return r
+        r.plog = plog
+        log = plog.log
+        r.log_start = log.start_offset
+        last_epoch = p.last_fetched_epoch if version >= 12 else -1
+        if last_epoch >= 0:
+            end = log.end_offset_for_epoch(last_epoch)
+            if end.epoch < last_epoch or end.offset < p.fetch_offset:
+                r.diverging = (end.epoch, end.offset)
+                r.hw = plog.high_watermark
+                return r
+        if p.fetch_offset < log.start_offset or p.fetch_offset > log.end_offset:
+            r.code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+            return r
+        moved = self.state.replication.on_follower_fetch(plog, reg, replica, p.fetch_offset, p.log_start_offset)
+        if moved and self.on_high_watermark is not None:
+            self.on_high_watermark(plog)
+        r.hw = self.state.advance_high_watermark(plog, reg)
+        try:
+            r.records = read_view(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)), min_one=first)
         except OffsetOutOfRangeError:
             r.code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
         except FatalLogError:
@@ -173,6 +227,8 @@ def _encode(reads, version: int) -> EncodedParts | FetchResponse:
                                  preferred_read_replica=-1, records=records)
         if r.leader is not None and version >= 12:
             part.current_leader = F.LeaderIdAndEpoch(leader_id=r.leader[0], leader_epoch=r.leader[1])
+        if r.diverging is not None and version >= 12:
+            part.diverging_epoch = F.EpochEndOffset(epoch=r.diverging[0], end_offset=r.diverging[1])
         key = (r.topic, r.topic_id)
         topics.setdefault(key, []).append(part)
     resp = F(throttle_time_ms=0, error_code=NONE, session_id=0,

@@ -1,5 +1,5 @@
 """Client request handlers of a broker listener: ApiVersions with the broker's table, then
-Metadata, Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch and DescribeLogDirs over the
+Metadata, Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch, DescribeLogDirs and InitProducerId over the
 broker's ``MetadataImage`` and partition logs. Each handler lives in its own module; this
 one dispatches and says which versions are advertised (every advertised version has a case
 in ``tests/broker/test_broker_every_advertised_version.py``). No sockets: ``network.py``
@@ -8,30 +8,48 @@ calls ``handle(ctx, request)`` and writes what comes back.
 
 from __future__ import annotations
 
+import logging
+
 from kraft.broker.broker_state import BrokerState
 from kraft.broker.fetch_handler import FetchHandler
+from kraft.broker.init_producer_id_handler import InitProducerIdHandler, local_block_source
 from kraft.broker.leader_epoch_handler import handle_describe_log_dirs, handle_offsets_for_leader_epoch
 from kraft.broker.list_offsets_handler import handle_list_offsets
 from kraft.broker.metadata_handler import handle_metadata
 from kraft.broker.produce_handler import ProduceHandler
-from kraft.errors import InvalidRequestError
-from kraft.protocol import (ApiVersionsRequest, DescribeLogDirsRequest, FetchRequest, ListOffsetsRequest,
-                            MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest, api_versions_response,
-                            unsupported_api_versions_response)
+from kraft.errors import InvalidRequestError, KraftError
+from kraft.protocol import (ApiVersionsRequest, DescribeLogDirsRequest, FetchRequest, InitProducerIdRequest,
+                            ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
+                            api_versions_response, unsupported_api_versions_response)
+
+log = logging.getLogger("kraft.broker.handlers")
 
 #: API key -> highest version this broker answers with the semantics it has.
-BROKER_MAX_VERSIONS = {0: 11, 1: 13, 2: 8, 3: 12, 18: 4, 23: 4, 35: 4}
+BROKER_MAX_VERSIONS = {0: 11, 1: 13, 2: 8, 3: 12, 18: 4, 22: 5, 23: 4, 35: 4}
 BROKER_APIS = frozenset(BROKER_MAX_VERSIONS)
 
 
 class BrokerHandlers:
-    def __init__(self, state: BrokerState, *, clock_ms=None, executor=None):
+    def __init__(self, state: BrokerState, *, clock_ms=None, executor=None, fetch_producer_id_block=None):
         self.state = state
-        self.fetch = FetchHandler(state)
+        self.fetch = FetchHandler(state, on_high_watermark=self.on_high_watermark)
         self.produce = ProduceHandler(state, on_append=self.fetch.wake, clock_ms=clock_ms, executor=executor)
+        # Without a controller connection the ids come from a local, uncoordinated source.
+        self.init_producer_id = InitProducerIdHandler(fetch_producer_id_block or local_block_source(state.broker_id))
+
+    def on_high_watermark(self, plog) -> None:
+        """A follower's fetch moved ``plog``'s HW: acks=all waits and consumer fetches look again."""
+        self.produce.on_high_watermark(plog)
+        self.fetch.wake(plog)
 
     def close(self) -> None:
+        """Before the logs close: stop validating and write producer-state snapshots (so a
+        clean restart replays nothing)."""
         self.produce.close()
+        try:
+            self.state.producer_states.write_snapshots()
+        except KraftError as exc:
+            log.error("broker %d: writing producer snapshots: %s", self.state.broker_id, exc)
 
     def on_flushed(self, plog, offset: int) -> None:
         """On the loop thread: a partition log is durable below ``offset``."""
@@ -50,6 +68,8 @@ class BrokerHandlers:
             return handle_list_offsets(self.state, request, version)
         if kind is OffsetForLeaderEpochRequest:
             return handle_offsets_for_leader_epoch(self.state, request, version)
+        if kind is InitProducerIdRequest:
+            return self.init_producer_id.handle(request, version)
         if kind is DescribeLogDirsRequest:
             return handle_describe_log_dirs(self.state, request, version)
         if kind is ApiVersionsRequest:

@@ -31,8 +31,8 @@ def handle_offsets_for_leader_epoch(state: BrokerState, request: OffsetForLeader
                 parts.append(O.Topic.Partition(error_code=code, partition=p.partition))
                 continue
             found = plog.log.end_offset_for_epoch(p.leader_epoch)
-            epoch, end = found.epoch, found.offset
-            parts.append(O.Topic.Partition(error_code=NONE, partition=p.partition, leader_epoch=epoch, end_offset=end))
+            parts.append(O.Topic.Partition(error_code=NONE, partition=p.partition, leader_epoch=found.epoch,
+                                           end_offset=found.offset))
         topics.append(O.Topic(topic=t.topic, partitions=parts))
     return O(throttle_time_ms=0, topics=topics)
 

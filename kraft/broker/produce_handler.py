@@ -12,7 +12,13 @@ record).
 
 Answers: acks=0 none; acks=1 once appended (page cache, as Kafka); acks=-1 once the high
 watermark covers the append *and* the group-commit flusher has fsynced it (stronger than
-Kafka, which trusts replication; with RF 1 there is none). A partition led elsewhere gets
+Kafka, which trusts replication; with RF 1 there is none). With other ISR members the HW
+moves as they fetch (``on_high_watermark``). acks=-1 needs ``min.insync.replicas`` in the
+ISR before the append (NOT_ENOUGH_REPLICAS) and when it completes
+(NOT_ENOUGH_REPLICAS_AFTER_APPEND). Batches with a producer id go through the partition's
+producer state at append time (in request order, so pipelined idempotent requests see each
+other): duplicates of the last five batches are answered with their original offsets and
+not appended; OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH reject the batch. A partition led elsewhere gets
 NOT_LEADER_OR_FOLLOWER with the current leader (v10+). No sockets: the server passes the
 request and sends what comes back (a response, a future of one, or None).
 """
@@ -25,6 +31,7 @@ import concurrent.futures
 import time
 
 from kraft.broker.broker_state import NONE, BrokerState
+from kraft.broker.producer_state import producer_batches
 from kraft.errors import ErrorCode, FatalLogError, KraftError
 from kraft.protocol import ProduceRequest, ProduceResponse
 from kraft.records import crc32c
@@ -33,6 +40,7 @@ from kraft.records.validation import inspect_batches, validate_compressed
 P = ProduceResponse
 _ATTRIBUTES, _MAX_TS, _CRC, _CRC_START = 21, 35, 17, 21
 _TIMESTAMP_TYPE_BIT = 0x08
+_PRODUCER_ID = 43
 
 
 class _Part:
@@ -99,6 +107,10 @@ class ProduceHandler:
             if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and reg is not None:
                 part.leader = (reg.leader, reg.leader_epoch, self.state.leader_endpoint(reg.leader, listener))
             return part
+        if acks == -1 and len(reg.isr) < self.state.min_insync_replicas(topic):
+            part.code = int(ErrorCode.NOT_ENOUGH_REPLICAS)
+            part.message = f"the ISR {list(reg.isr)} is smaller than min.insync.replicas"
+            return part
         data = bytearray(p.records or b"")  # the request frame's view; the log patches this copy
         try:
             info = inspect_batches(data, max_batch_bytes=self.state.limits.message_max_bytes,
@@ -147,6 +159,9 @@ class ProduceHandler:
                 _set_log_append_time(part.data, now)
                 part.append_time = now
             plog = part.plog
+            idempotent = len(part.data) > _PRODUCER_ID + 8 and part.data[_PRODUCER_ID] < 0x80  # producer id >= 0
+            if idempotent and not self._check_producer(part):
+                continue
             try:
                 info = plog.log.append(part.data, assign_offsets=True, leader_epoch=max(part.reg.leader_epoch, 0))
             except FatalLogError as exc:
@@ -155,6 +170,8 @@ class ProduceHandler:
             except KraftError as exc:
                 part.code, part.message = int(exc.code), str(exc)
                 continue
+            if idempotent:
+                self.state.producer_states.on_appended(plog, part.data)
             part.data = None
             part.base_offset, part.last_offset = info.first_offset, info.last_offset
             self.state.advance_high_watermark(plog, part.reg)
@@ -168,9 +185,41 @@ class ProduceHandler:
                 return self._await_durable(waits, parts, request, version)
         return self._response(parts, version)
 
+    def _check_producer(self, part) -> bool:
+        """The producer-state verdict on ``part``'s batches; False if nothing is to be
+        appended (an error, or a duplicate answered with its original offsets)."""
+        try:
+            verdict = self.state.producer_states.table(part.plog).check_client_append(producer_batches(part.data))
+        except KraftError as exc:
+            part.code, part.message = int(exc.code), str(exc)
+            return False
+        if verdict.code != NONE:
+            part.code, part.message = verdict.code, verdict.message
+            return False
+        if verdict.duplicate is not None:
+            part.data = None
+            part.base_offset, part.last_offset = verdict.duplicate.first_offset, verdict.duplicate.last_offset
+            return False
+        return True
+
+    def _after_append_check(self, waits) -> None:
+        """Kafka's NOT_ENOUGH_REPLICAS_AFTER_APPEND: the ISR shrank below min.insync.replicas
+        while an acks=-1 append waited."""
+        states = self.state.replication.states
+        for part in waits:
+            st = states.get((part.topic, part.index))
+            if st is not None and part.code == NONE:
+                if len(st.maximal_isr) < self.state.min_insync_replicas(part.topic):
+                    part.code = int(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+
     def _await_durable(self, waits, parts, request, version):
         fut = asyncio.get_running_loop().create_future()
-        ack = _Ack(len(waits), lambda: fut.done() or fut.set_result(self._response(parts, version)))
+
+        def done():
+            if not fut.done():
+                self._after_append_check(waits)
+                fut.set_result(self._response(parts, version))
+        ack = _Ack(len(waits), done)
         for part in waits:
             plog = part.plog
             target = part.last_offset + 1
@@ -192,6 +241,10 @@ class ProduceHandler:
             handle = asyncio.get_running_loop().call_later(timeout, expire)
             fut.add_done_callback(lambda _: handle.cancel())
         return fut
+
+    def on_high_watermark(self, plog) -> None:
+        """On the loop thread: a follower's fetch moved ``plog``'s high watermark."""
+        self.on_flushed(plog, plog.log.flushed_offset)
 
     def on_flushed(self, plog, offset: int) -> None:
         """On the loop thread: ``plog`` is durable below ``offset``; complete acks=-1 waits

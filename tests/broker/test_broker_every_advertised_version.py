@@ -10,9 +10,9 @@ import asyncio
 import struct
 
 from kraft.errors import ErrorCode
-from kraft.protocol import (ApiVersionsRequest, DescribeLogDirsRequest, FetchRequest, ListOffsetsRequest,
-                            MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest, decode_response,
-                            encode_request)
+from kraft.protocol import (ApiVersionsRequest, DescribeLogDirsRequest, FetchRequest, InitProducerIdRequest,
+                            ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
+                            decode_response, encode_request)
 from kraft.records import build_batch, iter_batches
 from kraft.server.broker_node import BrokerNode, broker_config, static_image
 
@@ -76,7 +76,8 @@ async def _scenario(tmp_path):
             assert resp.error_code == 0, v
             table = {a.api_key: (a.min_version, a.max_version) for a in resp.api_keys}
             checked.add((18, v))
-        assert table == {0: (3, 11), 1: (4, 13), 2: (1, 8), 3: (0, 12), 18: (0, 4), 23: (2, 4), 35: (1, 4)}
+        assert table == {0: (3, 11), 1: (4, 13), 2: (1, 8), 3: (0, 12), 18: (0, 4), 22: (0, 5), 23: (2, 4),
+                         35: (1, 4)}
 
         for v in range(0, 13):
             resp = await conn.ask(MetadataRequest(topics=[] if v == 0 else None), v)
@@ -138,6 +139,16 @@ async def _scenario(tmp_path):
                 topic="nope", partitions=[0])]), v)
             assert resp.results[0].topics == [], v
             checked.add((35, v))
+
+        pids = set()
+        for v in range(0, 6):
+            resp = await conn.ask(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000), v)
+            assert (resp.error_code, resp.producer_epoch) == (0, 0) and resp.producer_id >= 0, v
+            pids.add(resp.producer_id)
+            resp = await conn.ask(InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000), v)
+            assert resp.error_code == E.COORDINATOR_NOT_AVAILABLE, v
+            checked.add((22, v))
+        assert len(pids) == 6  # a new producer id each time
 
         advertised = {(k, v) for k, (lo, hi) in table.items() for v in range(lo, hi + 1)}
         assert checked == advertised

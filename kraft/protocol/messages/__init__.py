@@ -25,6 +25,7 @@ from kraft.protocol.messages.describe_quorum import DescribeQuorumRequest, Descr
 from kraft.protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from kraft.protocol.messages.fetch import FetchRequest, FetchResponse
 from kraft.protocol.messages.fetch_snapshot import FetchSnapshotRequest, FetchSnapshotResponse
+from kraft.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from kraft.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from kraft.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from kraft.protocol.messages.partition_reassignments import (AlterPartitionReassignmentsRequest,
@@ -58,6 +59,7 @@ __all__ = [
     "DescribeLogDirsRequest", "DescribeLogDirsResponse",
     "DescribeQuorumRequest", "DescribeQuorumResponse",
     "ElectLeadersRequest", "ElectLeadersResponse",
+    "InitProducerIdRequest", "InitProducerIdResponse",
     "EndQuorumEpochRequest", "EndQuorumEpochResponse",
     "FetchRequest", "FetchResponse",
     "FetchSnapshotRequest", "FetchSnapshotResponse",

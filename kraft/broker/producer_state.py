@@ -1,0 +1,221 @@
+"""Idempotent-producer state of one partition (Kafka's ``ProducerStateManager`` /
+``ProducerAppendInfo`` without transactions): per producer id the epoch and the metadata of
+the last five batches, so a retried batch is answered with its original offsets and a gap or
+a stale epoch is refused before anything is appended.
+
+Rules (Kafka's ``checkProducerEpoch`` / ``checkSequence`` / ``findDuplicateBatch``):
+  * a batch whose (epoch, first sequence, last sequence) equals one of the producer's last
+    five batches is a duplicate: nothing is appended, the answer is NONE with the original
+    offsets (Kafka's produce path answers duplicates this way; DUPLICATE_SEQUENCE_NUMBER is
+    not what a current broker returns);
+  * an epoch below the producer's is INVALID_PRODUCER_EPOCH;
+  * a higher epoch must start at sequence 0 (OUT_OF_ORDER_SEQUENCE_NUMBER otherwise);
+  * within an epoch the first sequence must follow the last one (wrapping at 2^31 - 1);
+  * an unknown producer may start at any sequence (its earlier records may have been
+    removed by retention, KIP-360).
+
+Work is per batch header, never per record. The table only decides and records; appends,
+snapshots files and log reads belong to the caller (``producer_snapshots`` does the files).
+"""
+
+from __future__ import annotations
+
+import collections
+import struct
+from typing import NamedTuple
+
+from kraft.errors import ErrorCode
+
+#: Kafka's ``ProducerStateEntry.NUM_BATCHES_TO_RETAIN``.
+BATCHES_TO_RETAIN = 5
+INT32_MAX = 0x7FFFFFFF
+NO_PRODUCER_ID = -1
+_HEADER = struct.Struct(">qiibIhiqqqhii")  # RecordBatch v2 header, 61 bytes
+_TRANSACTIONAL, _CONTROL = 0x10, 0x20
+
+
+class BatchHeader(NamedTuple):
+    """What the producer state needs from one batch header."""
+
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    first_sequence: int
+    last_sequence: int
+    transactional: bool
+    control: bool
+
+
+def producer_batches(buf, *, only_idempotent: bool = True) -> list[BatchHeader]:
+    """The headers of the (already validated) batches in ``buf``; with ``only_idempotent``
+    only those that carry a producer id."""
+    out = []
+    view = memoryview(buf)
+    pos, end = 0, len(view)
+    while pos + _HEADER.size <= end:
+        (base, length, _ple, _magic, _crc, attrs, delta, _bts, max_ts, pid, epoch, seq,
+         _count) = _HEADER.unpack_from(view, pos)
+        pos += 12 + length
+        if pid < 0 and only_idempotent:
+            continue
+        out.append(BatchHeader(base, base + delta, max_ts, pid, epoch, seq, _add_sequence(seq, delta),
+                               bool(attrs & _TRANSACTIONAL), bool(attrs & _CONTROL)))
+    return out
+
+
+def _add_sequence(seq: int, delta: int) -> int:
+    if seq < 0:
+        return seq
+    n = seq + delta
+    return n - INT32_MAX - 1 if n > INT32_MAX else n
+
+
+def in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (last_seq == INT32_MAX and next_seq == 0)
+
+
+class BatchMetadata(NamedTuple):
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int
+
+
+class ProducerEntry:
+    """One producer id on one partition. Invariant: ``batches`` holds at most
+    ``BATCHES_TO_RETAIN`` entries of epoch ``epoch``, oldest first."""
+
+    __slots__ = ("producer_id", "epoch", "batches", "last_timestamp", "coordinator_epoch", "txn_first_offset")
+
+    def __init__(self, producer_id: int, epoch: int = -1, *, last_timestamp: int = -1, coordinator_epoch: int = -1,
+                 txn_first_offset: int = -1):
+        self.producer_id = producer_id
+        self.epoch = epoch
+        self.batches: collections.deque = collections.deque(maxlen=BATCHES_TO_RETAIN)
+        self.last_timestamp = last_timestamp
+        self.coordinator_epoch = coordinator_epoch
+        self.txn_first_offset = txn_first_offset
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+    @property
+    def last_offset(self) -> int:
+        return self.batches[-1].last_offset if self.batches else -1
+
+    def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        if epoch != self.epoch:
+            return None
+        for b in self.batches:
+            if b.first_seq == first_seq and b.last_seq == last_seq:
+                return b
+        return None
+
+    def record(self, h: BatchHeader) -> None:
+        if h.producer_epoch != self.epoch:
+            self.epoch = h.producer_epoch
+            self.batches.clear()  # sequences restart with a new epoch
+        if not h.control and h.first_sequence >= 0:
+            self.batches.append(BatchMetadata(h.first_sequence, h.last_sequence, h.base_offset, h.last_offset,
+                                              h.max_timestamp))
+        self.last_timestamp = max(self.last_timestamp, h.max_timestamp)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ProducerEntry) and (
+            self.producer_id, self.epoch, list(self.batches), self.last_timestamp, self.coordinator_epoch,
+            self.txn_first_offset) == (other.producer_id, other.epoch, list(other.batches), other.last_timestamp,
+                                       other.coordinator_epoch, other.txn_first_offset)
+
+    def __repr__(self) -> str:
+        return f"ProducerEntry(pid={self.producer_id}, epoch={self.epoch}, batches={list(self.batches)})"
+
+
+class Verdict(NamedTuple):
+    """The outcome of checking a client append: ``code`` NONE and ``duplicate`` None means
+    append; a ``duplicate`` means answer NONE with its offsets and append nothing."""
+
+    code: int
+    message: str | None = None
+    duplicate: BatchMetadata | None = None
+
+
+ACCEPT = Verdict(int(ErrorCode.NONE))
+
+
+class ProducerStateTable:
+    """The producers of one partition. ``end_offset`` is the log offset the table covers up
+    to (everything below it has been applied); it only moves forward through ``apply`` and
+    is reset by the loader after a truncation."""
+
+    def __init__(self, end_offset: int = 0):
+        self.producers: dict[int, ProducerEntry] = {}
+        self.end_offset = end_offset
+
+    def __len__(self) -> int:
+        return len(self.producers)
+
+    def get(self, producer_id: int) -> ProducerEntry | None:
+        return self.producers.get(producer_id)
+
+    # --- the leader's check before a client append ----------------------------------------------
+    def check_client_append(self, headers: list[BatchHeader]) -> Verdict:
+        """Decide on a client's batches (``producer_batches`` of the request) before the
+        append. Several batches of one producer in one request must continue each other."""
+        pending: dict[int, tuple[int, int]] = {}  # pid -> (epoch, last seq) after earlier batches here
+        for h in headers:
+            if h.transactional:
+                return Verdict(int(ErrorCode.INVALID_TXN_STATE), "transactions are not supported")
+            entry = self.producers.get(h.producer_id)
+            if h.producer_id not in pending and entry is not None:
+                dup = entry.find_duplicate(h.producer_epoch, h.first_sequence, h.last_sequence)
+                if dup is not None:
+                    return Verdict(int(ErrorCode.NONE), None, dup)
+            epoch, last_seq = pending.get(h.producer_id) or (
+                (entry.epoch, entry.last_seq) if entry is not None else (-1, -1))
+            known = entry is not None or h.producer_id in pending
+            if known and h.producer_epoch < epoch:
+                return Verdict(int(ErrorCode.INVALID_PRODUCER_EPOCH),
+                               f"producer {h.producer_id} epoch {h.producer_epoch} is older than {epoch}")
+            if h.first_sequence < 0:
+                return Verdict(int(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
+                               f"producer {h.producer_id} sent no sequence number")
+            if known and h.producer_epoch > epoch:
+                if h.first_sequence != 0 and epoch >= 0:
+                    return Verdict(int(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
+                                   f"new epoch {h.producer_epoch} of producer {h.producer_id} starts at sequence "
+                                   f"{h.first_sequence}, not 0")
+            elif known and last_seq >= 0 and not in_sequence(last_seq, h.first_sequence):
+                return Verdict(int(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
+                               f"producer {h.producer_id} sequence {h.first_sequence} does not follow {last_seq}")
+            pending[h.producer_id] = (h.producer_epoch, h.last_sequence)
+        return ACCEPT
+
+    # --- recording what the log holds -----------------------------------------------------------
+    def apply(self, headers: list[BatchHeader], end_offset: int | None = None) -> None:
+        """Record appended batches (with their final offsets): after a leader append, a
+        follower append, or while replaying the log on recovery. No checks: the log is the
+        truth (Kafka's ``AppendOrigin.REPLICATION``)."""
+        producers = self.producers
+        for h in headers:
+            if h.producer_id < 0:
+                continue
+            entry = producers.get(h.producer_id)
+            if entry is None:
+                entry = producers[h.producer_id] = ProducerEntry(h.producer_id)
+            entry.record(h)
+        if end_offset is not None:
+            self.end_offset = max(self.end_offset, end_offset)
+        elif headers:
+            self.end_offset = max(self.end_offset, headers[-1].last_offset + 1)
+
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget producers idle for ``producer.id.expiration.ms``; returns how many."""
+        doomed = [pid for pid, e in self.producers.items()
+                  if e.txn_first_offset < 0 and now_ms - e.last_timestamp >= expiration_ms]
+        for pid in doomed:
+            del self.producers[pid]
+        return len(doomed)

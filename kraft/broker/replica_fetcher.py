@@ -1,0 +1,265 @@
+"""The follower half of partition replication: one ``ReplicaFetcher`` per (source broker,
+fetcher id) (Kafka's ``ReplicaFetcherThread`` / ``AbstractFetcherThread`` as a sans-I/O state
+machine), and ``ReplicaFetchers``, which assigns this broker's follower partitions to them
+from each metadata image (``num.replica.fetchers`` per source broker).
+
+A fetcher builds one Fetch (v12+: last fetched epoch, current leader epoch, replica id) for
+its ready partitions, then turns the answer into effects the server layer executes in order,
+before it asks for the next request:
+
+  * ``Truncate(tp, offset)``: the leader answered DivergingEpoch; the offset comes from this
+    broker's own epoch checkpoint (``end_offset_for_epoch``, Kafka's ``getOffsetTruncationState``).
+  * ``TruncateFullyAndStartAt(tp, offset)``: the leader no longer has our fetch offset.
+  * ``AppendAsFollower(tp, records)``: the fetched batches as they arrived (no re-encode;
+    offsets and epochs kept; a partial trailing batch may be dropped).
+  * ``UpdateHighWatermark(tp, hw)`` / ``UpdateLogStart(tp, offset)``: from the leader's answer;
+    the executor clamps the HW to its log end (a follower's HW never exceeds its LEO).
+
+The fetcher reads local state through a small port (``local``: ``end_offset(tp)``,
+``latest_epoch(tp)``, ``end_offset_for_epoch(tp, epoch) -> (offset, epoch)``) and never writes
+it. Errors back off the partition (``replica.fetch.backoff.ms``); FENCED_LEADER_EPOCH parks it
+until the image brings a newer leader epoch. Fetch sessions (KIP-227) are not used yet: every
+request is a full fetch.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from kraft.errors import ErrorCode
+from kraft.protocol import FetchRequest, FetchResponse
+
+F = FetchRequest
+NONE = int(ErrorCode.NONE)
+DEFAULT_BACKOFF_MS = 1000  # replica.fetch.backoff.ms
+DEFAULT_MAX_WAIT_MS = 500  # replica.fetch.wait.max.ms
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024  # replica.fetch.response.max.bytes
+DEFAULT_PARTITION_MAX_BYTES = 1024 * 1024  # replica.fetch.max.bytes
+FETCH_VERSION = 13
+
+
+class Truncate(NamedTuple):
+    tp: tuple
+    offset: int
+
+
+class TruncateFullyAndStartAt(NamedTuple):
+    tp: tuple
+    offset: int
+
+
+class AppendAsFollower(NamedTuple):
+    tp: tuple
+    records: object
+
+
+class UpdateHighWatermark(NamedTuple):
+    tp: tuple
+    high_watermark: int
+
+
+class UpdateLogStart(NamedTuple):
+    tp: tuple
+    offset: int
+
+
+def _int32(v: int) -> int:
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+def java_string_hash(s: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units)."""
+    data = s.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return _int32(h)
+
+
+def fetcher_id(topic: str, partition: int, num_fetchers: int) -> int:
+    """Kafka's ``AbstractFetcherManager.getFetcherId``: ``abs(31 * topic.hashCode + partition) % n``
+    (Kafka's ``Utils.abs`` maps Integer.MIN_VALUE to 0)."""
+    v = _int32(31 * java_string_hash(topic) + partition)
+    return (0 if v == -(1 << 31) else abs(v)) % num_fetchers
+
+
+class FetchPartition:
+    """One partition a fetcher follows. Invariant: fetched only when ``fenced`` is False and
+    ``backoff_until_ms <= now``."""
+
+    __slots__ = ("tp", "topic_id", "leader_epoch", "backoff_until_ms", "fenced")
+
+    def __init__(self, tp: tuple, topic_id, leader_epoch: int):
+        self.tp, self.topic_id, self.leader_epoch = tp, topic_id, leader_epoch
+        self.backoff_until_ms = 0
+        self.fenced = False
+
+
+class ReplicaFetcher:
+    def __init__(self, broker_id: int, leader_id: int, fetcher_index: int, local, *,
+                 version: int = FETCH_VERSION, backoff_ms: int = DEFAULT_BACKOFF_MS,
+                 max_wait_ms: int = DEFAULT_MAX_WAIT_MS, min_bytes: int = 1, max_bytes: int = DEFAULT_MAX_BYTES,
+                 partition_max_bytes: int = DEFAULT_PARTITION_MAX_BYTES):
+        if version < 12:
+            raise ValueError("replica fetchers use Fetch v12+ (last fetched epoch, DivergingEpoch)")
+        self.broker_id, self.leader_id, self.fetcher_index = broker_id, leader_id, fetcher_index
+        self.local = local
+        self.version = version
+        self.backoff_ms, self.max_wait_ms, self.min_bytes = backoff_ms, max_wait_ms, min_bytes
+        self.max_bytes, self.partition_max_bytes = max_bytes, partition_max_bytes
+        self.partitions: dict[tuple, FetchPartition] = {}
+        self.in_flight: dict[tuple, int] | None = None  # tp -> leader epoch, of the request out
+
+    # --- membership (from image changes) -------------------------------------------------------
+    def add_or_update(self, tp: tuple, topic_id, leader_epoch: int) -> None:
+        p = self.partitions.get(tp)
+        if p is None or p.topic_id != topic_id:
+            self.partitions[tp] = FetchPartition(tp, topic_id, leader_epoch)
+        elif leader_epoch != p.leader_epoch:
+            p.leader_epoch, p.fenced, p.backoff_until_ms = leader_epoch, False, 0
+
+    def remove(self, tp: tuple) -> None:
+        self.partitions.pop(tp, None)
+
+    # --- requests ------------------------------------------------------------------------------
+    def poll(self, now_ms: int) -> FetchRequest | None:
+        """The next Fetch to send to ``leader_id``, or None (one in flight, or nothing ready)."""
+        if self.in_flight is not None:
+            return None
+        ready = [p for p in self.partitions.values() if not p.fenced and p.backoff_until_ms <= now_ms]
+        if not ready:
+            return None
+        local = self.local
+        by_topic: dict = {}
+        for p in ready:
+            latest = local.latest_epoch(p.tp)
+            by_topic.setdefault((p.tp[0], p.topic_id), []).append(F.Topic.Partition(
+                partition=p.tp[1], current_leader_epoch=p.leader_epoch, fetch_offset=local.end_offset(p.tp),
+                last_fetched_epoch=-1 if latest is None else latest, log_start_offset=local.start_offset(p.tp),
+                partition_max_bytes=self.partition_max_bytes))
+        self.in_flight = {p.tp: p.leader_epoch for p in ready}
+        return F(replica_id=self.broker_id, replica_state=F.ReplicaState(replica_id=self.broker_id, replica_epoch=-1),
+                 max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes, max_bytes=self.max_bytes, isolation_level=0,
+                 session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
+                 topics=[F.Topic(topic=name, topic_id=tid, partitions=ps) for (name, tid), ps in by_topic.items()])
+
+    def next_ready_ms(self) -> int | None:
+        """When a backed-off partition becomes ready (the driver's next wake-up), or None."""
+        times = [p.backoff_until_ms for p in self.partitions.values() if not p.fenced]
+        return min(times) if times else None
+
+    # --- answers -------------------------------------------------------------------------------
+    def on_failure(self, now_ms: int) -> None:
+        """The request failed as a whole (connection lost, timeout, top-level error)."""
+        for tp in self.in_flight or ():
+            p = self.partitions.get(tp)
+            if p is not None:
+                p.backoff_until_ms = now_ms + self.backoff_ms
+        self.in_flight = None
+
+    def on_response(self, resp: FetchResponse, now_ms: int, by_id: dict | None = None) -> list:
+        """Effects for the answer to the request from ``poll``, in the order to execute
+        them. ``by_id`` maps topic id -> name (v13+ answers carry ids only)."""
+        asked = self.in_flight or {}
+        if resp.error_code != NONE:
+            self.on_failure(now_ms)
+            return []
+        self.in_flight = None
+        names = dict(by_id or {})
+        for tp in asked:
+            p = self.partitions.get(tp)
+            if p is not None:
+                names.setdefault(p.topic_id, tp[0])
+        effects: list = []
+        for t in resp.responses:
+            name = t.topic if self.version < 13 else names.get(t.topic_id)
+            for part in t.partitions:
+                tp = (name, part.partition_index)
+                p = self.partitions.get(tp)
+                if p is None or asked.get(tp) != p.leader_epoch:
+                    continue  # removed or re-led meanwhile: this answer is from a past leader
+                self._partition(p, part, now_ms, effects)
+        return effects
+
+    def _partition(self, p: FetchPartition, part, now_ms: int, effects: list) -> None:
+        code = part.error_code
+        tp = p.tp
+        if code == NONE:
+            div = part.diverging_epoch
+            if div is not None and (div.epoch >= 0 or div.end_offset >= 0):
+                effects.append(Truncate(tp, self._truncation_offset(tp, div.epoch, div.end_offset)))
+                return
+            if part.records is not None and len(part.records):
+                effects.append(AppendAsFollower(tp, part.records))
+            if part.log_start_offset > self.local.start_offset(tp):
+                effects.append(UpdateLogStart(tp, part.log_start_offset))
+            if part.high_watermark >= 0:
+                effects.append(UpdateHighWatermark(tp, part.high_watermark))
+            return
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE and part.log_start_offset > self.local.end_offset(tp):
+            effects.append(TruncateFullyAndStartAt(tp, part.log_start_offset))
+            return
+        if code == ErrorCode.FENCED_LEADER_EPOCH:
+            p.fenced = True  # our leader epoch is old: the image will bring the new one
+            return
+        # NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH (the leader is behind us), storage
+        # errors, out of range above the leader's end (unclean election; needs ListOffsets)...
+        p.backoff_until_ms = now_ms + self.backoff_ms
+
+    def _truncation_offset(self, tp: tuple, leader_epoch: int, leader_end_offset: int) -> int:
+        """Kafka's ``getOffsetTruncationState`` with the local epoch checkpoint."""
+        leo = self.local.end_offset(tp)
+        if leader_end_offset < 0:
+            return min(self.local.high_watermark(tp), leo)  # the leader knows no such epoch
+        if leader_epoch < 0:
+            return min(leader_end_offset, leo)
+        offset, epoch = self.local.end_offset_for_epoch(tp, leader_epoch)
+        if offset < 0:
+            return min(leader_end_offset, leo)
+        if epoch != leader_epoch:
+            # We never had the leader's epoch: cut back to the end of our last epoch before it
+            # and ask again with that epoch (the next answer may diverge further).
+            return min(offset, leo)
+        return min(leader_end_offset, offset, leo)
+
+
+class ReplicaFetchers:
+    """Which fetcher follows which partition, from the metadata image (Kafka's
+    ``ReplicaFetcherManager``). Becoming leader removes a partition from every fetcher
+    before anything else (seed 003: the new leader stops fetching from the old one)."""
+
+    def __init__(self, broker_id: int, local, *, num_fetchers: int = 1, **fetcher_options):
+        self.broker_id = broker_id
+        self.local = local
+        self.num_fetchers = max(1, num_fetchers)
+        self.fetcher_options = fetcher_options
+        self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        self.assigned: dict[tuple, tuple[int, int]] = {}  # tp -> fetcher key
+
+    def on_image(self, image) -> list[tuple]:
+        """Follow the image; returns the partitions that stopped being followed."""
+        wanted: dict[tuple, tuple] = {}
+        for topic in image.topics.by_id.values():
+            for pid, reg in topic.partitions.items():
+                if self.broker_id in reg.replicas and reg.leader != self.broker_id and reg.leader >= 0:
+                    wanted[(topic.name, pid)] = (topic.id, reg.leader, reg.leader_epoch)
+        stopped = []
+        for tp, key in list(self.assigned.items()):
+            w = wanted.get(tp)
+            if w is None or (w[1], fetcher_id(tp[0], tp[1], self.num_fetchers)) != key:
+                self.fetchers[key].remove(tp)
+                del self.assigned[tp]
+                if w is None:
+                    stopped.append(tp)
+        for tp, (topic_id, leader, epoch) in wanted.items():
+            key = (leader, fetcher_id(tp[0], tp[1], self.num_fetchers))
+            f = self.fetchers.get(key)
+            if f is None:
+                f = self.fetchers[key] = ReplicaFetcher(self.broker_id, leader, key[1], self.local,
+                                                        **self.fetcher_options)
+            f.add_or_update(tp, topic_id, epoch)
+            self.assigned[tp] = key
+        for key in [k for k, f in self.fetchers.items() if not f.partitions and f.in_flight is None]:
+            del self.fetchers[key]
+        return stopped
