@@ -1,8 +1,10 @@
-"""``kraft demo``: the README's run command. Starts a real 3-node quorum as separate
-``kraft server start`` processes on loopback in a temporary directory, writes records
-through the leader, shows ``describe --status``, kills the leader with SIGKILL, shows the
-new leader and that writes continue, then stops everything (SIGTERM) and prints where the
-files are. Exits non-zero if any step fails, so it doubles as a smoke test. A node that dies
+"""``kraft demo``: the README's run command. Starts a real 3-node cluster of combined
+(broker + controller) nodes as separate ``kraft server start`` processes on loopback in a
+temporary directory, writes records through the quorum leader, shows ``describe --status``,
+kills the leader with SIGKILL, shows the new leader and that writes continue; then a real
+Kafka client (confluent-kafka) creates a topic, produces and consumes through the brokers
+(``demo_clients.py``); then everything stops (SIGTERM) and it prints where the files are.
+``--clients`` keeps the cluster up and prints kcat / confluent-kafka lines to paste. Exits non-zero if any step fails, so it doubles as a smoke test. A node that dies
 on its own stops the demo at once with its exit code and the last lines of its log.
 """
 
@@ -19,7 +21,12 @@ from kraft.cli.metadata_quorum import _replica_list_text, _status
 from kraft.errors import KraftError
 from kraft.records import build_batch
 from kraft.client.quorum import QuorumClient, QuorumWriter
+from kraft.cli.demo_clients import client_lines, run_clients, wait_for_brokers
 from kraft.cli.local_cluster import LocalCluster
+
+
+# A shorter broker session than Kafka's 9 s, so the killed node's broker is back within the demo.
+DEMO_SETTINGS = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"}
 
 
 def _say(msg: str = "") -> None:
@@ -81,6 +88,12 @@ async def _scenario(cluster: LocalCluster) -> None:
             raise KraftError(f"nodes did not catch up: {lagging} (high watermark {d.high_watermark})")
     finally:
         await client.close()
+    bootstrap = cluster.broker_bootstrap
+    secs = await wait_for_brokers({i: cluster.broker_address(i) for i in cluster.broker_ids})
+    _say(f"\n  all {len(cluster.broker_ids)} brokers serve ({secs:.1f} s later: node {old}'s new process registers "
+         f"once its old session expired, broker.session.timeout.ms={DEMO_SETTINGS['broker.session.timeout.ms']}); "
+         f"bootstrap.servers={bootstrap}")
+    await asyncio.to_thread(run_clients, bootstrap, _say)
 
 
 class NodeDied(KraftError):
@@ -113,14 +126,22 @@ async def watch(cluster: LocalCluster, scenario, interval_s: float = 0.1):
 
 def _run(args) -> int:
     directory = args.dir or tempfile.mkdtemp(prefix="kraft-demo-")
-    _say(f"kraft demo: a 3-node KRaft quorum on 127.0.0.1 in {directory}")
-    cluster = LocalCluster(directory, 3, log_level="WARNING").create()
+    _say(f"kraft demo: a 3-node KRaft cluster (broker + controller in each node) on 127.0.0.1 in {directory}")
+    cluster = LocalCluster(directory, 3, log_level="WARNING", combined=True, overrides=DEMO_SETTINGS).create()
     _say(f"  cluster id {cluster.cluster_id}; controllers on ports "
-         + ", ".join(f"{i}:{p}" for i, p in cluster.ports.items()))
+         + ", ".join(f"{i}:{p}" for i, p in cluster.ports.items())
+         + "; brokers on " + ", ".join(f"{i}:{p}" for i, p in cluster.broker_ports.items()))
     cluster.start()
     code = 0
     try:
         asyncio.run(watch(cluster, _scenario(cluster)))
+        if getattr(args, "clients", False):
+            _say("\n  the cluster keeps running; paste these in another terminal (Ctrl-C here stops it):")
+            for line in client_lines(cluster.broker_bootstrap):
+                _say(f"    {line}")
+            asyncio.run(watch(cluster, asyncio.Event().wait()))
+    except KeyboardInterrupt:
+        _say("\n  interrupted")
     except (KraftError, OSError) as exc:
         _say(f"\ndemo failed: {exc}")
         code = 1
@@ -131,17 +152,21 @@ def _run(args) -> int:
     if code == 0 and any(c != 0 for c in codes.values()):
         code = 1
     if args.keep or code:
-        _say(f"  files kept in {directory} (server-N.properties, node-N/__cluster_metadata-0/, node-N.log);"
-             f" try: kraft dump-log {os.path.join(directory, 'node-1', '__cluster_metadata-0')}")
+        _say(f"  files kept in {directory} (server-N.properties, node-N/__cluster_metadata-0/, node-N/logs/demo-P/, "
+             f"node-N.log); try: kraft dump-log --cluster-metadata-decoder "
+             f"{os.path.join(directory, 'node-1', '__cluster_metadata-0')}")
     else:
         shutil.rmtree(directory, ignore_errors=True)
     return code
 
 
 def register(sub) -> None:
-    p = sub.add_parser("demo", help="run a 3-node quorum, write, kill the leader, keep writing")
+    p = sub.add_parser("demo", help="run a 3-node cluster, kill the quorum leader, keep writing, then "
+                                    "create a topic, produce and consume with confluent-kafka")
     p.add_argument("--dir", help="directory to use (default: a new temporary one)")
     p.add_argument("--keep", action="store_true", help="keep the directory afterwards (always kept on failure)")
+    p.add_argument("--clients", action="store_true",
+                   help="afterwards keep the cluster running and print kcat / confluent-kafka lines to paste")
     p.set_defaults(func=_run)
 
 

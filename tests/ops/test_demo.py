@@ -69,6 +69,9 @@ def test_demo_runs_from_the_directory_that_holds_the_clone(beside_the_clone):
     p = _run_like_an_editable_install(beside_the_clone, "demo")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "new leader: node" in p.stdout and "exit codes {1: 0, 2: 0, 3: 0}" in p.stdout
+    # the client half: a real Kafka client created, produced and read back through the brokers
+    assert "created topic 'demo'" in p.stdout and "3000 records acknowledged" in p.stdout
+    assert "read all 3000 back" in p.stdout and "each of 10 keys in order" in p.stdout
     assert "Traceback" not in p.stderr and "never retrieved" not in p.stderr
 
 
