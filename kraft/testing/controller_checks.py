@@ -1,0 +1,244 @@
+"""Safety invariants of the controller simulation (issue 11, item 6), checked while it runs and
+at the end of each seed.
+
+- Committed images agree: the (image, open transaction) a node's controller holds after each
+  commit, keyed by offset, equals what every other node held at that offset (the active
+  controller adopts the images it computed; standbys replay; a node that loaded a snapshot
+  starts from it), and a snapshot read back equals the committed image at its offset; at the
+  end, every node's latest snapshot plus its log suffix, replayed from scratch, equals the
+  leader's image (``ControllerChecks.check_replay``).
+- Leadership in every committed image: a leader is in its ISR, the ISR within the replicas,
+  and the leader a registered, unfenced broker (``check_leadership``).
+- Committed batches agree: each committed batch (base, end, epoch) is the same on every node.
+- Nothing uncommitted is answered: an answer that acknowledges anything (an error code 0
+  somewhere in it) is released only once the records of its request (and everything proposed
+  before) are committed in the epoch that proposed them; at once only when nothing is
+  uncommitted (``check_answer``). Answers carrying only errors are exempt: a handler's raised
+  error is answered at once, as Kafka does, and writes nothing.
+- The admins' acknowledged history holds in the final image (``TopicLedger``).
+
+This module only observes; it must not change what it checks.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from kraft.errors import ErrorCode
+from kraft.metadata.configs import TOPIC
+from kraft.metadata.snapshot_image import load_image
+from kraft.raft.listener import read_snapshot
+from kraft.records import iter_batches
+from kraft.testing.invariants import InvariantViolation
+
+
+def error_codes(response) -> set:
+    """Every ``error_code`` in a response, nested lists of structs included."""
+    out: set = set()
+    _collect(response, out)
+    return out
+
+
+def _collect(obj, out: set) -> None:
+    for f in type(obj).FIELDS:
+        v = getattr(obj, f.name, None)
+        if f.name == "error_code":
+            out.add(v)
+        elif isinstance(v, list):
+            for x in v:
+                if hasattr(type(x), "FIELDS"):
+                    _collect(x, out)
+
+
+def acknowledges(response) -> bool:
+    return response is not None and 0 in error_codes(response)
+
+
+def check_leadership(image, where: str) -> None:
+    brokers = image.cluster.brokers
+    for topic in image.topics.by_id.values():
+        for pid, p in topic.partitions.items():
+            if not set(p.isr) <= set(p.replicas):
+                raise InvariantViolation(f"{where}: {topic.name}-{pid} ISR {p.isr} not within replicas {p.replicas}")
+            if p.leader == -1:
+                continue
+            if p.leader not in p.isr:
+                raise InvariantViolation(f"{where}: {topic.name}-{pid} led by {p.leader} outside its ISR {p.isr}")
+            b = brokers.get(p.leader)
+            if b is None or b.fenced:
+                state = "unregistered" if b is None else "fenced"
+                raise InvariantViolation(f"{where}: {topic.name}-{pid} led by {state} broker {p.leader}")
+
+
+def image_difference(a, b) -> str:
+    """Where two images differ first (for the failure message)."""
+    for name in a._fields:
+        pa, pb = getattr(a, name), getattr(b, name)
+        if pa != pb:
+            for field in getattr(pa, "_fields", ()):
+                fa, fb = getattr(pa, field), getattr(pb, field)
+                if fa != fb and isinstance(fa, dict):
+                    keys = sorted((set(fa) ^ set(fb)) | {k for k in fa.keys() & fb.keys() if fa[k] != fb[k]}, key=repr)
+                    k = keys[0]
+                    return f"{name}.{field}[{k!r}]: {fa.get(k)!r} != {fb.get(k)!r}"
+            return f"{name}: {pa!r} != {pb!r}"
+    return "open transactions differ"
+
+
+class ControllerChecks:
+    """Cluster-wide record of what was committed and answered."""
+
+    def __init__(self):
+        self.images: dict[int, tuple] = {}  # offset -> (image, open transaction, node) as first seen
+        self._checked = None  # (topics, cluster) parts last checked for leadership
+        self.batch_bases: list[int] = []
+        self.batches: dict[int, tuple[int, int]] = {}  # base offset -> (next offset, epoch)
+        self.answers_checked = 0
+        self.snapshots_checked = 0
+        self.replays_checked = 0
+
+    # --- during the run -------------------------------------------------------------------
+    def committed_batch(self, node_id: int, base: int, next_offset: int, epoch: int) -> None:
+        seen = self.batches.get(base)
+        if seen is None:
+            self.batches[base] = (next_offset, epoch)
+            bisect.insort(self.batch_bases, base)
+        elif seen != (next_offset, epoch):
+            raise InvariantViolation(f"node {node_id} committed batch {base}..{next_offset - 1} in epoch {epoch}; "
+                                     f"another node committed {base}..{seen[0] - 1} in epoch {seen[1]}")
+
+    def epoch_at(self, offset: int) -> int | None:
+        """The epoch of the committed batch holding ``offset``, if any node committed it."""
+        i = bisect.bisect_right(self.batch_bases, offset) - 1
+        if i < 0:
+            return None
+        base = self.batch_bases[i]
+        end, epoch = self.batches[base]
+        return epoch if offset < end else None
+
+    def committed_image(self, node_id: int, offset: int, image, open_txn) -> None:
+        seen = self.images.get(offset)
+        if seen is None:
+            parts = (image.topics, image.cluster)
+            if self._checked is None or self._checked[0] is not parts[0] or self._checked[1] is not parts[1]:
+                check_leadership(image, f"node {node_id} committed image at offset {offset}")
+                self._checked = parts
+            self.images[offset] = (image, open_txn, node_id)
+        elif seen[0] is not image and (seen[0] != image or seen[1] != open_txn):
+            raise InvariantViolation(f"node {node_id}: committed image at offset {offset} differs from node "
+                                     f"{seen[2]}'s: {image_difference(image, seen[0])}")
+
+    def check_answer(self, node_id: int, controller, response, wait_offset, epoch) -> None:
+        """``wait_offset`` None: answered within the request's own handling."""
+        if not acknowledges(response):
+            return
+        self.answers_checked += 1
+        if wait_offset is None:
+            if controller.uncommitted_offsets:
+                raise InvariantViolation(f"node {node_id} answered {type(response).__name__} at once while "
+                                         f"{controller.uncommitted_offsets} offsets were uncommitted")
+            return
+        if wait_offset >= controller.next_offset:
+            raise InvariantViolation(f"node {node_id} answered {type(response).__name__} waiting on offset "
+                                     f"{wait_offset} before it committed (applied up to {controller.next_offset})")
+        committed_epoch = self.epoch_at(wait_offset)
+        if committed_epoch != epoch:
+            raise InvariantViolation(f"node {node_id} answered {type(response).__name__} for offset {wait_offset} "
+                                     f"proposed in epoch {epoch}, but epoch {committed_epoch} committed there")
+
+    def snapshot_written(self, node_id: int, log, snapshot_id) -> None:
+        view = read_snapshot(log, snapshot_id)
+        loaded = load_image(view.data_batches(), pause_gc=False)
+        self._compare(f"node {node_id}'s snapshot {snapshot_id}", snapshot_id.offset, loaded.image)
+        self.snapshots_checked += 1
+
+    # --- at the end ---------------------------------------------------------------------------
+    def check_replay(self, node) -> None:
+        """The node's latest snapshot plus its log suffix up to its high watermark, replayed into
+        a fresh image, equals the committed image at that offset."""
+        log, hw = node.log, node.core.high_watermark
+        sid = log.latest_snapshot_id()
+        snap = [] if sid is None else read_snapshot(log, sid).data_batches()
+        start = 0 if sid is None else sid.offset
+        suffix = []
+        if hw > start:
+            suffix = [b for b in iter_batches(log.read(start, 1 << 30)) if b.next_offset <= hw]
+        loaded = load_image(snap, suffix, start_offset=start, pause_gc=False)
+        end = suffix[-1].next_offset if suffix else start
+        self._compare(f"node {node.id}: snapshot {sid} + log {start}..{end}", end, loaded.image)
+        self.replays_checked += 1
+
+    def _compare(self, what: str, offset: int, image) -> None:
+        seen = self.images.get(offset)
+        if seen is None:
+            return  # no controller applied exactly this offset (it sits inside a commit range)
+        if seen[0] != image:
+            raise InvariantViolation(f"{what} replays to an image that differs from node {seen[2]}'s committed "
+                                     f"image at offset {offset}: {image_difference(image, seen[0])}")
+
+
+UNKNOWN = object()
+CONFIG_KEYS = ("retention.ms", "max.message.bytes")
+
+
+class TopicLedger:
+    """What admins were told, per topic, in order. Each topic has one owner that works on it
+    one operation at a time (retrying until a definite answer or giving up), so the final
+    state follows from the answers: ``ok`` (acknowledged), ``error`` (definite, nothing
+    written: only when no earlier attempt of the operation was indeterminate), ``unknown``."""
+
+    def __init__(self):
+        self.events: dict[str, list] = {}
+        self.acknowledged_creates = 0
+
+    def record(self, topic: str, kind: str, outcome: str, data=None) -> None:
+        self.events.setdefault(topic, []).append((kind, outcome, data))
+        if kind == "create" and outcome == "ok":
+            self.acknowledged_creates += 1
+
+    def expected(self, topic: str):
+        """(state, partitions at least, configs) with state 'present' / 'absent' / UNKNOWN."""
+        state, parts, cfg = "absent", 0, {}
+        for kind, outcome, data in self.events.get(topic, ()):
+            if outcome == "error":
+                continue
+            if kind == "create":
+                if outcome == "ok":
+                    state, parts, cfg = "present", data, {k: None for k in CONFIG_KEYS}
+                else:
+                    state = UNKNOWN
+            elif kind == "delete":
+                state = "absent" if outcome == "ok" else UNKNOWN
+            elif kind == "partitions" and state == "present" and outcome == "ok":
+                parts = max(parts, data)
+            elif kind == "config" and state == "present":
+                key, value = data
+                cfg[key] = value if outcome == "ok" else UNKNOWN
+        return state, parts, cfg
+
+    def check(self, image) -> None:
+        by_name = image.topics.by_name
+        for topic in sorted(self.events):
+            state, parts, cfg = self.expected(topic)
+            history = self.events[topic]
+            if state == "present":
+                t = by_name.get(topic)
+                if t is None:
+                    raise InvariantViolation(f"acknowledged topic {topic} lost: {history}")
+                if len(t.partitions) < parts:
+                    raise InvariantViolation(f"topic {topic} has {len(t.partitions)} partitions, "
+                                             f"{parts} acknowledged: {history}")
+                have = image.configs.resources.get((TOPIC, topic), {})
+                for key, value in cfg.items():
+                    if value is not UNKNOWN and have.get(key) != value:
+                        raise InvariantViolation(f"topic {topic}: config {key}={have.get(key)!r}, "
+                                                 f"acknowledged {value!r}: {history}")
+            elif state == "absent" and topic in by_name:
+                raise InvariantViolation(f"topic {topic} present after an acknowledged delete: {history}")
+        for kind, name in image.configs.resources:
+            if kind == TOPIC and name and name not in by_name:
+                raise InvariantViolation(f"configs of deleted topic {name} left in the image")
+
+
+def not_controller_only(response) -> bool:
+    return error_codes(response) == {int(ErrorCode.NOT_CONTROLLER)}
