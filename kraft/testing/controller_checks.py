@@ -96,6 +96,10 @@ class ControllerChecks:
         self.answers_checked = 0
         self.snapshots_checked = 0
         self.replays_checked = 0
+        # coverage: what the run went through
+        self.activations = 0  # a controller became active (the first one, then each failover)
+        self.snapshots_loaded = 0
+        self.fenced_by_expiry = 0  # brokers fenced by an expired lease (proposed)
 
     # --- during the run -------------------------------------------------------------------
     def committed_batch(self, node_id: int, base: int, next_offset: int, epoch: int) -> None:

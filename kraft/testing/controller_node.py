@@ -50,10 +50,14 @@ class ControllerListener:
         ctl = self.controller
         ctl.handle_load_snapshot(reader)
         self.last_epoch = reader.snapshot_id.epoch
+        self.checks.snapshots_loaded += 1
         self.checks.committed_image(self.node_id, ctl.next_offset, ctl.image, ctl.open_transaction)
 
     def handle_leader_change(self, leader_and_epoch) -> None:
+        was_active = self.controller.active
         self.controller.handle_leader_change(leader_and_epoch)
+        if self.controller.active and not was_active:
+            self.checks.activations += 1
 
 
 class _Token:
@@ -85,7 +89,7 @@ class ControllerSimNode(SimNode):
         if not self.alive or self.incarnation != incarnation:
             return
         now = self.sim.now
-        self.controller.tick(now)
+        self.sim.checks.fenced_by_expiry += self.controller.tick(now)
         self.drain(now)
         self.sim.schedule(now + TICK_INTERVAL_MS, self._controller_tick, incarnation)
 
