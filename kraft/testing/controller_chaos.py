@@ -26,7 +26,7 @@ from kraft.raft import RaftConfig
 from kraft.testing.chaos import ChaosFailure
 from kraft.testing.cluster import SimCluster
 from kraft.testing.controller_checks import ControllerChecks, TopicLedger
-from kraft.testing.controller_clients import (ADMIN_ID_BASE, BROKER_ID_BASE, ClientLinks, SimAdmin, SimBroker,
+from kraft.testing.controller_clients import (ADMIN_ID_BASE, BROKER_ID_BASE, ClientLinks, SimAdmin, SimBroker, SimClient,
                                               unregister_request)
 from kraft.testing.controller_node import ControllerSimNode
 from kraft.testing.network import NetworkFaults
@@ -112,6 +112,8 @@ def build(seed: int) -> tuple[ControllerCluster, random.Random]:
     cluster = ControllerCluster(seed, voters, settings=settings, config=config, faults=faults,
                                 snapshot_interval=rng.choice([0, 0, 15, 40, 150]), max_flush_ms=rng.choice([0, 2, 10]))
     timeout = rng.choice([1_000, 2_000])
+    cluster.operator = SimClient(ADMIN_ID_BASE + 500, cluster, random.Random(seed * 17 + 1), timeout)
+    cluster.add_client(cluster.operator)
     for i in range(rng.randint(3, 5)):
         b = SimBroker(BROKER_ID_BASE + i, cluster, random.Random(seed * 101 + i), timeout,
                       settings["broker.heartbeat.interval.ms"], rack=rng.choice([None, f"r{i % 2}"]))
@@ -189,11 +191,9 @@ class _ControllerChaos:
             c.schedule(c.now + rng.randint(0, session * 2), b.start)
         elif what == "shutdown":
             b.controlled_shutdown()
-        elif what == "unregister" and b.state == "down" and c.admins:
+        elif what == "unregister" and b.state == "down" and not c.operator.busy:
             # An operator removes a broker that is gone (it registers afresh when it returns).
-            admin = c.admins[0]
-            if not admin.busy:
-                admin.call(unregister_request(b.id), lambda response: admin._next())
+            c.operator.call(unregister_request(b.id), lambda response: None)
 
     @staticmethod
     def _unpause(b: SimBroker) -> None:
@@ -253,9 +253,8 @@ class _ControllerChaos:
         c.add_client(probe)
         probe.running = True
         while True:
-            answers = len(c.ledger.events.get("liveness", ()))
             probe._operate()
-            if not c.run_until(deadline, lambda: len(c.ledger.events.get("liveness", ())) > answers):
+            if not c.run_until(deadline, lambda: not probe.in_operation):
                 raise AssertionError(f"a new CreateTopics was not acknowledged: {c.ledger.events.get('liveness')}")
             if c.ledger.events["liveness"][-1][1] == "ok":
                 break
@@ -264,7 +263,7 @@ class _ControllerChaos:
 
         def caught_up():
             active = c.active_controller()
-            if active is None or any(a.busy for a in c.admins):
+            if active is None or any(a.in_operation for a in c.admins):
                 return False
             hw = active.core.high_watermark
             return all(n.controller.next_offset == hw for n in c.nodes.values())

@@ -195,8 +195,15 @@ class TopicLedger:
         self.events: dict[str, list] = {}
         self.acknowledged_creates = 0
 
-    def record(self, topic: str, kind: str, outcome: str, data=None) -> None:
-        self.events.setdefault(topic, []).append((kind, outcome, data))
+    def begin(self, topic: str, kind: str, data=None) -> int:
+        """An operation starts: ``unknown`` until settled (it may still take effect)."""
+        events = self.events.setdefault(topic, [])
+        events.append((kind, "unknown", data))
+        return len(events) - 1
+
+    def settle(self, topic: str, index: int, outcome: str) -> None:
+        kind, _, data = self.events[topic][index]
+        self.events[topic][index] = (kind, outcome, data)
         if kind == "create" and outcome == "ok":
             self.acknowledged_creates += 1
 
@@ -238,7 +245,7 @@ class TopicLedger:
                         raise InvariantViolation(f"topic {topic}: config {key}={have.get(key)!r}, "
                                                  f"acknowledged {value!r}: {history}")
             elif state == "absent" and topic in by_name:
-                raise InvariantViolation(f"topic {topic} present after an acknowledged delete: {history}")
+                raise InvariantViolation(f"topic {topic} present, but never acknowledged or deleted since: {history}")
         for kind, name in image.configs.resources:
             if kind == TOPIC and name and name not in by_name:
                 raise InvariantViolation(f"configs of deleted topic {name} left in the image")

@@ -217,6 +217,7 @@ class SimAdmin(SimClient):
         self.believed: dict[str, int] = {}  # topic -> partitions, for topics thought to exist
         self.running = False
         self.operations = 0
+        self.in_operation = False  # from the first attempt until the outcome is settled
 
     def start(self) -> None:
         self.running = True
@@ -229,7 +230,7 @@ class SimAdmin(SimClient):
         c.schedule(c.now + self.rng.randint(20, 400), self._operate)
 
     def _operate(self) -> None:
-        if not self.running or self.busy:
+        if not self.running or self.in_operation:
             return
         rng = self.rng
         topic = rng.choice(self.topics)
@@ -262,7 +263,8 @@ class SimAdmin(SimClient):
             self._run("config", topic, req, (key, value))
 
     def _run(self, kind: str, topic: str, request, data) -> None:
-        state = {"attempts": 0, "indeterminate": False}
+        state = {"attempts": 0, "indeterminate": False, "entry": self.ledger.begin(topic, kind, data)}
+        self.in_operation = True
 
         def answered(response):
             code = None if response is None else _item_code(response)
@@ -272,12 +274,13 @@ class SimAdmin(SimClient):
                     c = self.cluster
                     c.schedule(c.now + self.rng.randint(10, 200), attempt)
                     return
-                self._settle(kind, topic, "unknown", data)
+                self._settle(kind, topic, state["entry"], "unknown", data)
                 return
             if code == 0:
-                self._settle(kind, topic, "ok", data)
+                self._settle(kind, topic, state["entry"], "ok", data)
             else:
-                self._settle(kind, topic, "unknown" if state["indeterminate"] else "error", data, code)
+                self._settle(kind, topic, state["entry"], "unknown" if state["indeterminate"] else "error", data,
+                             code)
 
         def attempt():
             state["attempts"] += 1
@@ -285,8 +288,9 @@ class SimAdmin(SimClient):
 
         attempt()
 
-    def _settle(self, kind: str, topic: str, outcome: str, data, code=None) -> None:
-        self.ledger.record(topic, kind, outcome, data)
+    def _settle(self, kind: str, topic: str, entry: int, outcome: str, data, code=None) -> None:
+        self.in_operation = False
+        self.ledger.settle(topic, entry, outcome)
         if kind == "create":
             if outcome == "ok" or code == ErrorCode.TOPIC_ALREADY_EXISTS:
                 self.believed[topic] = data
