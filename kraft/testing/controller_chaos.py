@@ -104,6 +104,7 @@ def build(seed: int) -> tuple[ControllerCluster, random.Random]:
         "broker.heartbeat.interval.ms": session // rng.choice([4, 6]),
         "default.replication.factor": rng.choice([1, 3]),
         "num.partitions": rng.choice([1, 2]),
+        "unclean.leader.election.enable": rng.choice(["false", "false", "false", "true"]),
     }
     config = RaftConfig(cluster_id="sim", append_linger_ms=rng.choice([0, 5, 25]),
                         fetch_snapshot_max_bytes=rng.choice([256, 4096, 1 << 20]),
@@ -114,7 +115,7 @@ def build(seed: int) -> tuple[ControllerCluster, random.Random]:
     timeout = rng.choice([1_000, 2_000])
     cluster.operator = SimClient(ADMIN_ID_BASE + 500, cluster, random.Random(seed * 17 + 1), timeout)
     cluster.add_client(cluster.operator)
-    for i in range(rng.randint(3, 5)):
+    for i in range(rng.randint(3, 6)):
         b = SimBroker(BROKER_ID_BASE + i, cluster, random.Random(seed * 101 + i), timeout,
                       settings["broker.heartbeat.interval.ms"], rack=rng.choice([None, f"r{i % 2}"]))
         cluster.brokers.append(b)
@@ -124,7 +125,7 @@ def build(seed: int) -> tuple[ControllerCluster, random.Random]:
     for a in range(rng.randint(1, 3)):
         aid = ADMIN_ID_BASE + a
         admin = SimAdmin(aid, cluster, random.Random(seed * 211 + a), timeout,
-                         [f"t{a}-{k}" for k in range(rng.randint(2, 4))], ledger)
+                         [f"t{a}-{k}" for k in range(rng.randint(2, 6))], ledger)
         cluster.admins.append(admin)
         cluster.add_client(admin)
     return cluster, random.Random(seed * 7 + 3)
@@ -144,6 +145,11 @@ class _ControllerChaos:
             return
         self.faults += 1
         ids = sorted(c.nodes)
+        alive = c.alive_nodes()
+        if alive:  # (a) during the run: one snapshot (or the log) of one node, replayed
+            node = rng.choice(alive)
+            snapshots = node.log.snapshot_ids()
+            c.checks.check_replay(node, rng.choice(snapshots) if snapshots else "all")
         kind = rng.choice(["crash", "crash_leader", "crash_leader", "partition", "partition", "heal", "wipe",
                            "broker", "broker", "broker"])
         if kind in ("crash", "crash_leader"):

@@ -91,6 +91,7 @@ class ControllerChecks:
     def __init__(self):
         self.images: dict[int, tuple] = {}  # offset -> (image, open transaction, node) as first seen
         self._checked = None  # (topics, cluster) parts last checked for leadership
+        self._checked_view = None
         self.batch_bases: list[int] = []
         self.batches: dict[int, tuple[int, int]] = {}  # base offset -> (next offset, epoch)
         self.answers_checked = 0
@@ -157,20 +158,35 @@ class ControllerChecks:
         self.snapshots_checked += 1
 
     # --- at the end ---------------------------------------------------------------------------
-    def check_replay(self, node) -> None:
-        """The node's latest snapshot plus its log suffix up to its high watermark, replayed into
-        a fresh image, equals the committed image at that offset."""
-        log, hw = node.log, node.core.high_watermark
-        sid = log.latest_snapshot_id()
-        snap = [] if sid is None else read_snapshot(log, sid).data_batches()
-        start = 0 if sid is None else sid.offset
-        suffix = []
-        if hw > start:
-            suffix = [b for b in iter_batches(log.read(start, 1 << 30)) if b.next_offset <= hw]
-        loaded = load_image(snap, suffix, start_offset=start, pause_gc=False)
-        end = suffix[-1].next_offset if suffix else start
-        self._compare(f"node {node.id}: snapshot {sid} + log {start}..{end}", end, loaded.image)
-        self.replays_checked += 1
+    def check_replay(self, node, snapshot_id="all") -> None:
+        """Replayed into a fresh image, a snapshot of the node (``snapshot_id``; "all": each one)
+        plus its log suffix up to what its controller applied equals the committed image at that
+        offset (the log alone when the node has no snapshot)."""
+        log, end = node.log, node.controller.next_offset
+        ids = [s for s in log.snapshot_ids() if s.offset <= end]
+        if snapshot_id != "all":
+            ids = [snapshot_id] if snapshot_id in ids else []
+        if not ids and log.start_offset() == 0:
+            ids = [None]
+        for sid in ids:
+            snap = [] if sid is None else read_snapshot(log, sid).data_batches()
+            start = 0 if sid is None else sid.offset
+            suffix = []
+            if end > start:
+                suffix = [b for b in iter_batches(log.read(start, 1 << 30)) if b.next_offset <= end]
+            loaded = load_image(snap, suffix, start_offset=start, pause_gc=False)
+            upto = suffix[-1].next_offset if suffix else start
+            self._compare(f"node {node.id}: snapshot {sid} + log {start}..{upto}", upto, loaded.image)
+            self.replays_checked += 1
+
+    def check_view(self, node_id: int, controller) -> None:
+        """The active controller's uncommitted view obeys the leadership rules too (each
+        proposal ends where a committed batch will end)."""
+        view = controller.view
+        parts = (view.topics, view.cluster)
+        if self._checked_view is None or self._checked_view[0] is not parts[0] or self._checked_view[1] is not parts[1]:
+            check_leadership(view, f"node {node_id} uncommitted view")
+            self._checked_view = parts
 
     def _compare(self, what: str, offset: int, image) -> None:
         seen = self.images.get(offset)

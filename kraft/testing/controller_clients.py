@@ -236,10 +236,18 @@ class SimAdmin(SimClient):
         topic = rng.choice(self.topics)
         self.operations += 1
         if topic not in self.believed:
-            n, rf = rng.randint(1, 3), rng.choice([1, 2, 2, 3])
+            n, rf = rng.choice([1, 1, 2, 3, 6]), rng.choice([1, 2, 2, 3])
             T = CreateTopicsRequest.Topic
-            req = CreateTopicsRequest(topics=[T(name=topic, num_partitions=n, replication_factor=rf,
-                                                assignments=[], configs=[])], timeout_ms=5000, validate_only=False)
+            if rng.random() < 0.2:  # a manual assignment, fenced or unknown brokers included
+                ids = [b.id for b in self.cluster.brokers] + [BROKER_ID_BASE + 99]
+                A = T.Assignment
+                assignments = [A(partition_index=i, broker_ids=rng.sample(ids, min(rf, len(ids))))
+                               for i in range(n)]
+                topic_spec = T(name=topic, num_partitions=-1, replication_factor=-1, assignments=assignments,
+                               configs=[])
+            else:
+                topic_spec = T(name=topic, num_partitions=n, replication_factor=rf, assignments=[], configs=[])
+            req = CreateTopicsRequest(topics=[topic_spec], timeout_ms=5000, validate_only=False)
             self._run("create", topic, req, n)
             return
         kind = rng.choice(["delete", "partitions", "config", "config"])

@@ -89,7 +89,10 @@ class ControllerSimNode(SimNode):
         if not self.alive or self.incarnation != incarnation:
             return
         now = self.sim.now
-        self.sim.checks.fenced_by_expiry += self.controller.tick(now)
+        fenced = self.controller.tick(now)
+        if fenced:
+            self.sim.checks.fenced_by_expiry += fenced
+            self.sim.checks.check_view(self.id, self.controller)
         self.drain(now)
         self.sim.schedule(now + TICK_INTERVAL_MS, self._controller_tick, incarnation)
 
@@ -110,6 +113,8 @@ class ControllerSimNode(SimNode):
         if not token.answered:
             token.wait = ctl.next_offset + ctl.uncommitted_offsets - 1
             token.epoch = ctl.epoch
+        if ctl.active:
+            self.sim.checks.check_view(self.id, ctl)
         self.drain(now)
 
     def _respond(self, token: _Token, response) -> None:
