@@ -106,6 +106,9 @@ class QuorumController:
         self.metadata_errors = 0
         self.fenced_by_expiry = 0
         self.codec = RecordCodecCache()
+        #: records per proposal; None: ``MAX_RECORDS_PER_PROPOSAL`` (the simulator sets a few, so
+        #: that ordinary requests span several batches and transactions)
+        self.max_records_per_proposal: int | None = None
 
     # --- views ----------------------------------------------------------------------------
     @property
@@ -312,11 +315,12 @@ class QuorumController:
         """Append ``records``; returns the offset of the first one. NotLeaderError (and the
         uncommitted view dropped) if this node cannot append."""
         values = self.codec.encode_all(records)
-        chunks = _chunks(values)
+        limit = self.max_records_per_proposal or MAX_RECORDS_PER_PROPOSAL
+        chunks = _chunks(values, limit)
         if atomic and len(chunks) > 1:
             records = [BeginTransactionRecord(), *records, EndTransactionRecord()]
             values = [encode_record(records[0]), *values, encode_record(records[-1])]
-            chunks = _chunks(values)
+            chunks = _chunks(values, limit)
         image, txn = self.view, self._view_txn
         at = 0
         first_offset = None
@@ -352,10 +356,10 @@ class _NoLeader:
         self.epoch = epoch
 
 
-def _chunks(values: list) -> list[list]:
+def _chunks(values: list, max_records: int) -> list[list]:
     out, cur, size = [], [], 0
     for v in values:
-        if cur and (len(cur) >= MAX_RECORDS_PER_PROPOSAL or size + len(v) > MAX_BYTES_PER_PROPOSAL):
+        if cur and (len(cur) >= max_records or size + len(v) > MAX_BYTES_PER_PROPOSAL):
             out.append(cur)
             cur, size = [], 0
         cur.append(v)

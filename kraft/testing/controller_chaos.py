@@ -16,6 +16,7 @@ No real time or I/O; deterministic per (seed, profile).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import sys
 import time
@@ -69,14 +70,16 @@ class ControllerChaosResult:
     snapshots_loaded: int
     fenced_by_expiry: int
     registrations: int
+    dropped_uncommitted: int
 
 
 class ControllerCluster(SimCluster):
     """A SimCluster of ``ControllerSimNode``s plus clients (``brokers``, ``admins``)."""
 
-    def __init__(self, seed: int, voters: int, *, settings: dict, **kw):
+    def __init__(self, seed: int, voters: int, *, settings: dict, max_records_per_proposal: int | None = None, **kw):
         self.checks = ControllerChecks()
         self.controller_settings = settings
+        self.max_records_per_proposal = max_records_per_proposal
         super().__init__(seed, voters, 0, node_class=ControllerSimNode, **kw)
         self.links = ClientLinks(self, random.Random(seed * 13 + 5))
         self.brokers: list[SimBroker] = []
@@ -106,11 +109,18 @@ def build(seed: int) -> tuple[ControllerCluster, random.Random]:
         "num.partitions": rng.choice([1, 2]),
         "unclean.leader.election.enable": rng.choice(["false", "false", "false", "true"]),
     }
+    # Small proposals and batches in some seeds (production: 10,000 records each): requests then
+    # span batches, atomic ones become metadata transactions (Begin/End), and a failover can
+    # leave one open for the next controller to abort.
+    max_records = rng.choice([None, None, 2, 3, 5])
     config = RaftConfig(cluster_id="sim", append_linger_ms=rng.choice([0, 5, 25]),
                         fetch_snapshot_max_bytes=rng.choice([256, 4096, 1 << 20]),
                         fetch_max_bytes=rng.choice([1024, 1 << 20]))
+    if max_records:
+        config = dataclasses.replace(config, max_records_per_batch=max_records)
     faults = NetworkFaults.random(rng)
-    cluster = ControllerCluster(seed, voters, settings=settings, config=config, faults=faults,
+    cluster = ControllerCluster(seed, voters, settings=settings, max_records_per_proposal=max_records,
+                                config=config, faults=faults,
                                 snapshot_interval=rng.choice([0, 0, 15, 40, 150]), max_flush_ms=rng.choice([0, 2, 10]))
     timeout = rng.choice([1_000, 2_000])
     cluster.operator = SimClient(ADMIN_ID_BASE + 500, cluster, random.Random(seed * 17 + 1), timeout)
@@ -292,7 +302,7 @@ class _ControllerChaos:
             c.seed, len(c.voter_ids), len(c.brokers), len(c.admins), c.events, active.core.high_watermark,
             self.faults, c.now, c.ledger.acknowledged_creates, checks.answers_checked, checks.snapshots_checked,
             len(image.topics.by_id), image.topics.partition_count, checks.activations, checks.snapshots_loaded,
-            checks.fenced_by_expiry, sum(b.registrations for b in c.brokers))
+            checks.fenced_by_expiry, sum(b.registrations for b in c.brokers), checks.dropped_uncommitted)
 
 
 def run_controller_chaos(seed: int, profile: str = "ci") -> ControllerChaosResult:
@@ -320,7 +330,8 @@ def main(argv=None) -> int:
                   f"committed={r.committed} faults={r.faults} acked_creates={r.acknowledged_creates} "
                   f"answers_checked={r.answers_checked} snapshots={r.snapshots_checked} topics={r.topics} "
                   f"partitions={r.partitions} activations={r.activations} snapshot_loads={r.snapshots_loaded} "
-                  f"lease_fences={r.fenced_by_expiry} registrations={r.registrations} simulated={r.simulated_ms}ms "
+                  f"lease_fences={r.fenced_by_expiry} registrations={r.registrations} "
+                  f"dropped_uncommitted={r.dropped_uncommitted} simulated={r.simulated_ms}ms "
                   f"({time.perf_counter() - started:.2f}s)")
         except ChaosFailure as exc:
             failures += 1

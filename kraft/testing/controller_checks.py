@@ -101,6 +101,7 @@ class ControllerChecks:
         self.activations = 0  # a controller became active (the first one, then each failover)
         self.snapshots_loaded = 0
         self.fenced_by_expiry = 0  # brokers fenced by an expired lease (proposed)
+        self.dropped_uncommitted = 0  # offsets an active controller proposed and dropped with its leadership
 
     # --- during the run -------------------------------------------------------------------
     def committed_batch(self, node_id: int, base: int, next_offset: int, epoch: int) -> None:

@@ -37,14 +37,15 @@ class ControllerListener:
         return self.controller.next_offset
 
     def handle_commit(self, batches) -> None:
-        # Batches first: answers released inside handle_commit are checked against them.
+        # One batch at a time (a grouping the cursor may choose too), so that the image at every
+        # batch boundary is seen and checked; the batch first, so that answers released inside
+        # handle_commit are checked against it.
+        ctl = self.controller
         for b in batches:
             self.checks.committed_batch(self.node_id, b.base_offset, b.next_offset, b.partition_leader_epoch)
-        if batches:
-            self.last_epoch = batches[-1].partition_leader_epoch
-        ctl = self.controller
-        ctl.handle_commit(batches)
-        self.checks.committed_image(self.node_id, ctl.next_offset, ctl.image, ctl.open_transaction)
+            self.last_epoch = b.partition_leader_epoch
+            ctl.handle_commit([b])
+            self.checks.committed_image(self.node_id, ctl.next_offset, ctl.image, ctl.open_transaction)
 
     def handle_load_snapshot(self, reader) -> None:
         ctl = self.controller
@@ -55,6 +56,8 @@ class ControllerListener:
 
     def handle_leader_change(self, leader_and_epoch) -> None:
         was_active = self.controller.active
+        if was_active:
+            self.checks.dropped_uncommitted += self.controller.uncommitted_offsets
         self.controller.handle_leader_change(leader_and_epoch)
         if self.controller.active and not was_active:
             self.checks.activations += 1
@@ -79,6 +82,7 @@ class ControllerSimNode(SimNode):
     def new_listener(self):
         ctl = QuorumController(self.id, cluster_id=CLUSTER_ID, settings=self.sim.controller_settings,
                                append=self._append, respond=self._respond)
+        ctl.max_records_per_proposal = self.sim.max_records_per_proposal
         return ControllerListener(self.id, ctl, self.sim.checks)
 
     def start(self, now: int) -> None:
@@ -127,7 +131,12 @@ class ControllerSimNode(SimNode):
         self.sim.links.send(self.id, dst, ("cresp", incarnation, cid, response, hint))
 
     def _append(self, values) -> int:
-        return self.core.propose(values, self.sim.now)
+        # As the server's RaftDriver.propose: the effects run right after each proposal (with no
+        # linger, each proposal is then its own batch).
+        now = self.sim.now
+        last = self.core.propose(values, now)
+        self.drain(now)
+        return last
 
     # --- snapshots of the committed image ---------------------------------------------------
     def maybe_snapshot(self, now: int) -> None:
