@@ -30,6 +30,7 @@ from kraft.testing.controller_checks import ControllerChecks, TopicLedger
 from kraft.testing.controller_clients import (ADMIN_ID_BASE, BROKER_ID_BASE, ClientLinks, SimAdmin, SimBroker, SimClient,
                                               unregister_request)
 from kraft.testing.controller_node import ControllerSimNode
+from kraft.testing.invariants import InvariantViolation
 from kraft.testing.network import NetworkFaults
 
 
@@ -228,6 +229,8 @@ class _ControllerChaos:
         healed_at = c.now
         try:
             self.wait_whole(healed_at + p.liveness_timeout_ms)
+        except InvariantViolation:
+            raise
         except AssertionError as exc:
             raise AssertionError(f"liveness after healing at {healed_at} ms: {exc}\n{c.describe()}") from None
         return self.final_checks()
