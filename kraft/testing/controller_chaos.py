@@ -19,7 +19,6 @@ import argparse
 import dataclasses
 import random
 import sys
-import time
 import traceback
 from dataclasses import dataclass
 
@@ -326,7 +325,6 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     failures = 0
     for seed in range(args.seed, args.seed + args.count):
-        started = time.perf_counter()
         try:
             r = run_controller_chaos(seed, args.profile)
             print(f"seed {seed}: ok voters={r.voters} brokers={r.brokers} admins={r.admins} events={r.events} "
@@ -334,8 +332,7 @@ def main(argv=None) -> int:
                   f"answers_checked={r.answers_checked} snapshots={r.snapshots_checked} topics={r.topics} "
                   f"partitions={r.partitions} activations={r.activations} snapshot_loads={r.snapshots_loaded} "
                   f"lease_fences={r.fenced_by_expiry} registrations={r.registrations} "
-                  f"dropped_uncommitted={r.dropped_uncommitted} simulated={r.simulated_ms}ms "
-                  f"({time.perf_counter() - started:.2f}s)")
+                  f"dropped_uncommitted={r.dropped_uncommitted} simulated={r.simulated_ms}ms")
         except ChaosFailure as exc:
             failures += 1
             print(exc, file=sys.stderr)
