@@ -1,6 +1,6 @@
 """Soak the quorum controller in the simulator: many seeds x long runs (the "soak" profile:
 60 simulated seconds of faults each, with brokers and admins), optionally on several
-processes. Separate from CI (which runs 500 "ci" seeds in tests/sim/test_controller_chaos.py).
+processes. Separate from CI (which runs 1,000 "ci" seeds in tests/sim/test_controller_chaos.py).
 
     python tools/controller_soak.py --seeds 10000 --first 100000 --jobs 2
     python tools/controller_soak.py --minutes 30            # run new seeds until time is up

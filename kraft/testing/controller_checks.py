@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import bisect
 
-from kraft.errors import ErrorCode
 from kraft.metadata.configs import TOPIC
 from kraft.metadata.snapshot_image import load_image
 from kraft.raft.listener import read_snapshot
@@ -266,7 +265,3 @@ class TopicLedger:
         for kind, name in image.configs.resources:
             if kind == TOPIC and name and name not in by_name:
                 raise InvariantViolation(f"configs of deleted topic {name} left in the image")
-
-
-def not_controller_only(response) -> bool:
-    return error_codes(response) == {int(ErrorCode.NOT_CONTROLLER)}

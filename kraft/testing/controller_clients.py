@@ -21,7 +21,7 @@ from kraft.protocol.messages.configs import OP_DELETE, OP_SET, IncrementalAlterC
 from kraft.protocol.messages.create_partitions import CreatePartitionsRequest
 from kraft.protocol.messages.create_topics import CreateTopicsRequest
 from kraft.protocol.messages.delete_topics import DeleteTopicsRequest
-from kraft.testing.controller_checks import CONFIG_KEYS
+from kraft.testing.controller_checks import CONFIG_KEYS, error_codes
 from kraft.testing.controller_node import CLUSTER_ID
 
 NOT_CONTROLLER = int(ErrorCode.NOT_CONTROLLER)
@@ -77,7 +77,7 @@ class SimClient:
             return  # the answer to a request given up on
         callback = self._inflight[1]
         self._inflight = None
-        if NOT_CONTROLLER in _codes(response):
+        if NOT_CONTROLLER in error_codes(response):
             self.retarget(hint)
         callback(response)
 
@@ -101,17 +101,6 @@ class SimClient:
         """A restart: answers to the previous life are ignored."""
         self.incarnation += 1
         self._inflight = None
-
-
-def _codes(response) -> set:
-    out = set()
-    for name in ("error_code",):
-        if hasattr(response, name):
-            out.add(getattr(response, name))
-    for name in ("topics", "responses", "results"):
-        for item in getattr(response, name, None) or ():
-            out.add(getattr(item, "error_code", 0))
-    return out
 
 
 class SimBroker(SimClient):

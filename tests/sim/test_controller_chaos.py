@@ -1,4 +1,4 @@
-"""The quorum controller under the simulator over many random seeds (CI: 500 seeds x 12
+"""The quorum controller under the simulator over many random seeds (CI: 1,000 seeds x 12
 simulated seconds of faults each, then healing, liveness and the end-of-run checks), beside the
 Raft seeds of test_chaos.py. Each seed runs a QuorumController on every voter, simulated brokers
 (register, heartbeat, pause, crash, controlled shutdown) and admins (create/delete topics, add
@@ -12,7 +12,7 @@ import pytest
 from kraft.testing.chaos import ChaosFailure
 from kraft.testing.controller_chaos import run_controller_chaos
 
-SEEDS = int(os.environ.get("KRAFT_CONTROLLER_SIM_SEEDS", "500"))
+SEEDS = int(os.environ.get("KRAFT_CONTROLLER_SIM_SEEDS", "1000"))
 CHUNK = 50
 
 
