@@ -26,8 +26,8 @@ from kraft.raft import RaftConfig
 from kraft.testing.chaos import ChaosFailure
 from kraft.testing.cluster import SimCluster
 from kraft.testing.controller_checks import ControllerChecks, TopicLedger
-from kraft.testing.controller_clients import (ADMIN_ID_BASE, BROKER_ID_BASE, ClientLinks, SimAdmin, SimBroker, SimClient,
-                                              unregister_request)
+from kraft.testing.controller_clients import (ADMIN_ID_BASE, BROKER_ID_BASE, ClientLinks, SimAdmin, SimBroker,
+                                              SimClient, unregister_request)
 from kraft.testing.controller_node import ControllerSimNode
 from kraft.testing.invariants import InvariantViolation
 from kraft.testing.network import NetworkFaults
