@@ -71,6 +71,8 @@ class ControllerChaosResult:
     fenced_by_expiry: int
     registrations: int
     dropped_uncommitted: int
+    mid_transaction_crashes: int
+    inherited_transactions: int
 
 
 class ControllerCluster(SimCluster):
@@ -80,6 +82,8 @@ class ControllerCluster(SimCluster):
         self.checks = ControllerChecks()
         self.controller_settings = settings
         self.max_records_per_proposal = max_records_per_proposal
+        #: called with the node id when an active controller committed part of a transaction
+        self.on_open_transaction = None
         super().__init__(seed, voters, 0, node_class=ControllerSimNode, **kw)
         self.links = ClientLinks(self, random.Random(seed * 13 + 5))
         self.brokers: list[SimBroker] = []
@@ -115,7 +119,7 @@ def build(seed: int) -> tuple[ControllerCluster, random.Random]:
     max_records = rng.choice([None, None, 2, 3, 5])
     config = RaftConfig(cluster_id="sim", append_linger_ms=rng.choice([0, 5, 25]),
                         fetch_snapshot_max_bytes=rng.choice([256, 4096, 1 << 20]),
-                        fetch_max_bytes=rng.choice([1024, 1 << 20]))
+                        fetch_max_bytes=rng.choice([200, 1024, 1 << 20]))
     if max_records:
         config = dataclasses.replace(config, max_records_per_batch=max_records)
     faults = NetworkFaults.random(rng)
@@ -148,6 +152,24 @@ class _ControllerChaos:
         self.faults = 0
         self.wiped = False
         self.fault_end = profile.duration_ms
+        self.cluster.on_open_transaction = self.mid_transaction
+        self.mid_transaction_crashes = 0
+
+    def mid_transaction(self, node_id: int) -> None:
+        """Sometimes crash an active controller whose committed log has a transaction open: the
+        next one must abort it (its records never show) and carry on."""
+        c = self.cluster
+        if c.now < self.fault_end and self.rng.random() < 0.6:
+            c.schedule(c.now, self._crash_in_transaction, node_id)
+
+    def _crash_in_transaction(self, node_id: int) -> None:
+        c = self.cluster
+        node = c.nodes[node_id]
+        if not node.alive or not node.controller.open_transaction:
+            return  # it committed the rest meanwhile
+        self.mid_transaction_crashes += 1
+        c.crash(node_id)
+        c.schedule(c.now + self.rng.randint(0, 3_000), c.restart, node_id)
 
     def fault(self) -> None:
         c, rng = self.cluster, self.rng
@@ -304,7 +326,8 @@ class _ControllerChaos:
             c.seed, len(c.voter_ids), len(c.brokers), len(c.admins), c.events, active.core.high_watermark,
             self.faults, c.now, c.ledger.acknowledged_creates, checks.answers_checked, checks.snapshots_checked,
             len(image.topics.by_id), image.topics.partition_count, checks.activations, checks.snapshots_loaded,
-            checks.fenced_by_expiry, sum(b.registrations for b in c.brokers), checks.dropped_uncommitted)
+            checks.fenced_by_expiry, sum(b.registrations for b in c.brokers), checks.dropped_uncommitted,
+            self.mid_transaction_crashes, checks.inherited_transactions)
 
 
 def run_controller_chaos(seed: int, profile: str = "ci") -> ControllerChaosResult:
@@ -332,7 +355,8 @@ def main(argv=None) -> int:
                   f"answers_checked={r.answers_checked} snapshots={r.snapshots_checked} topics={r.topics} "
                   f"partitions={r.partitions} activations={r.activations} snapshot_loads={r.snapshots_loaded} "
                   f"lease_fences={r.fenced_by_expiry} registrations={r.registrations} "
-                  f"dropped_uncommitted={r.dropped_uncommitted} simulated={r.simulated_ms}ms")
+                  f"dropped_uncommitted={r.dropped_uncommitted} mid_txn_crashes={r.mid_transaction_crashes} "
+                  f"inherited_txns={r.inherited_transactions} simulated={r.simulated_ms}ms")
         except ChaosFailure as exc:
             failures += 1
             print(exc, file=sys.stderr)

@@ -100,6 +100,7 @@ class ControllerChecks:
         self.activations = 0  # a controller became active (the first one, then each failover)
         self.snapshots_loaded = 0
         self.fenced_by_expiry = 0  # brokers fenced by an expired lease (proposed)
+        self.inherited_transactions = 0  # a new active controller found a transaction open (it aborts it)
         self.dropped_uncommitted = 0  # offsets an active controller proposed and dropped with its leadership
 
     # --- during the run -------------------------------------------------------------------

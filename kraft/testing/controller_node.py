@@ -26,10 +26,11 @@ CLUSTER_ID = "sim"
 class ControllerListener:
     """The node's RaftListener: feeds the controller and reports what it committed."""
 
-    def __init__(self, node_id: int, controller: QuorumController, checks):
+    def __init__(self, node_id: int, controller: QuorumController, sim):
         self.node_id = node_id
         self.controller = controller
-        self.checks = checks
+        self.sim = sim
+        self.checks = sim.checks
         self.last_epoch = 0
 
     @property
@@ -46,6 +47,8 @@ class ControllerListener:
             self.last_epoch = b.partition_leader_epoch
             ctl.handle_commit([b])
             self.checks.committed_image(self.node_id, ctl.next_offset, ctl.image, ctl.open_transaction)
+            if ctl.active and ctl.open_transaction and self.sim.on_open_transaction is not None:
+                self.sim.on_open_transaction(self.node_id)  # a moment worth a fault
 
     def handle_load_snapshot(self, reader) -> None:
         ctl = self.controller
@@ -61,6 +64,8 @@ class ControllerListener:
         self.controller.handle_leader_change(leader_and_epoch)
         if self.controller.active and not was_active:
             self.checks.activations += 1
+            if self.controller.open_transaction:  # the previous controller died inside one
+                self.checks.inherited_transactions += 1
 
 
 class _Token:
@@ -83,7 +88,7 @@ class ControllerSimNode(SimNode):
         ctl = QuorumController(self.id, cluster_id=CLUSTER_ID, settings=self.sim.controller_settings,
                                append=self._append, respond=self._respond)
         ctl.max_records_per_proposal = self.sim.max_records_per_proposal
-        return ControllerListener(self.id, ctl, self.sim.checks)
+        return ControllerListener(self.id, ctl, self.sim)
 
     def start(self, now: int) -> None:
         super().start(now)

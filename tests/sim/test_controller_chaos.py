@@ -45,11 +45,11 @@ def test_failure_message_carries_the_replay_command(monkeypatch):
 
 
 def test_the_seeds_go_through_what_the_invariants_are_about():
-    """Coverage, so that passing seeds mean something: across a few seeds there are controller
+    """Coverage, so that passing seeds mean something: across 40 seeds there are controller
     failovers, snapshots loaded, brokers fenced by expired leases and registering again with a
     new incarnation, acknowledged topics, answers checked against commits, and active controllers
-    losing leadership with proposals not yet committed."""
-    results = [run_controller_chaos(seed, "ci") for seed in range(20)]
+    losing leadership with proposals not yet committed or inside a metadata transaction."""
+    results = [run_controller_chaos(seed, "ci") for seed in range(40)]
     assert sum(r.activations > 1 for r in results) >= 10  # failovers
     assert sum(r.snapshots_loaded for r in results) > 0
     assert sum(r.fenced_by_expiry for r in results) > 0
@@ -57,3 +57,4 @@ def test_the_seeds_go_through_what_the_invariants_are_about():
     assert sum(r.acknowledged_creates for r in results) > 50
     assert sum(r.answers_checked for r in results) > 500
     assert sum(r.dropped_uncommitted > 0 for r in results) >= 2  # leadership lost with records in flight
+    assert sum(r.inherited_transactions for r in results) > 0  # a controller died inside a transaction
