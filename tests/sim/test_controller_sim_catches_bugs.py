@@ -123,3 +123,17 @@ def test_a_standby_that_replays_differently_is_caught(monkeypatch, seeds):
     monkeypatch.setattr(quorum_controller.QuorumController, "_apply_foreign", standby_apply)
     failure = first_failure(seeds)
     assert failure is not None and "differs" in failure
+
+
+def test_not_aborting_a_transaction_the_previous_controller_left_open_is_caught(monkeypatch):
+    """A new active controller must first abort a metadata transaction its predecessor died
+    inside (seeds crash active controllers mid-transaction): without it, later acknowledged
+    records are swallowed by the open transaction, or the next one cannot begin."""
+    def start_leases_without_abort(self, now_ms):
+        if not self._leases_started:
+            self._leases_started = True
+            self.leases.reset(self.view.cluster.brokers, now_ms)
+
+    monkeypatch.setattr(quorum_controller.QuorumController, "_start_leases", start_leases_without_abort)
+    failure = first_failure(range(60), profile="ci")
+    assert failure is not None and ("lost" in failure or "inside an open transaction" in failure)
