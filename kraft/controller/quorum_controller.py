@@ -317,7 +317,8 @@ class QuorumController:
         values = self.codec.encode_all(records)
         limit = self.max_records_per_proposal or MAX_RECORDS_PER_PROPOSAL
         chunks = _chunks(values, limit)
-        if atomic and len(chunks) > 1:
+        wrapped = atomic and len(chunks) > 1
+        if wrapped:
             records = [BeginTransactionRecord(), *records, EndTransactionRecord()]
             values = [encode_record(records[0]), *values, encode_record(records[-1])]
             chunks = _chunks(values, limit)
@@ -342,7 +343,9 @@ class QuorumController:
         except NotLeaderError:
             self.handle_leader_change(_NoLeader(self.epoch))
             raise
-        return first_offset
+        # The caller's first record, not the BeginTransactionRecord before it (a broker is
+        # unfenced once it has read its RegisterBrokerRecord, which comes after the Begin).
+        return first_offset + 1 if wrapped else first_offset
 
     def answer_error(self, token, api_key, request, version, code, message=None) -> None:
         make = ERROR_RESPONSES.get(api_key)

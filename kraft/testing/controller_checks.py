@@ -8,8 +8,11 @@ at the end of each seed.
   end, every node's latest snapshot plus its log suffix, replayed from scratch, equals the
   leader's image (``ControllerChecks.check_replay``).
 - Leadership in every committed image: a leader is in its ISR, the ISR within the replicas,
-  and the leader a registered, unfenced broker (``check_leadership``).
-- Committed batches agree: each committed batch (base, end, epoch) is the same on every node.
+  and the leader a registered, unfenced broker (``check_leadership``); and in the active
+  controller's view after each request. A broker is unfenced only once the metadata offset it
+  reported reached its registration record (``check_unfence``).
+- Committed batches agree: each committed batch (base, end, epoch) is the same on every node,
+  and every record of the log decodes and replays (``metadata_errors`` stays 0).
 - Nothing uncommitted is answered: an answer that acknowledges anything (an error code 0
   somewhere in it) is released only once the records of its request (and everything proposed
   before) are committed in the epoch that proposed them; at once only when nothing is
@@ -24,7 +27,9 @@ from __future__ import annotations
 
 import bisect
 
+from kraft.metadata import decode_record
 from kraft.metadata.configs import TOPIC
+from kraft.metadata.records import RegisterBrokerRecord
 from kraft.metadata.snapshot_image import load_image
 from kraft.raft.listener import read_snapshot
 from kraft.records import iter_batches
@@ -93,7 +98,9 @@ class ControllerChecks:
         self._checked_view = None
         self.batch_bases: list[int] = []
         self.batches: dict[int, tuple[int, int]] = {}  # base offset -> (next offset, epoch)
+        self.registrations: dict[tuple[int, int], int] = {}  # (broker, epoch) -> offset of its RegisterBrokerRecord
         self.answers_checked = 0
+        self.unfences_checked = 0
         self.snapshots_checked = 0
         self.replays_checked = 0
         # coverage: what the run went through
@@ -104,11 +111,17 @@ class ControllerChecks:
         self.dropped_uncommitted = 0  # offsets an active controller proposed and dropped with its leadership
 
     # --- during the run -------------------------------------------------------------------
-    def committed_batch(self, node_id: int, base: int, next_offset: int, epoch: int) -> None:
+    def committed_batch(self, node_id: int, batch) -> None:
+        base, next_offset, epoch = batch.base_offset, batch.next_offset, batch.partition_leader_epoch
         seen = self.batches.get(base)
         if seen is None:
             self.batches[base] = (next_offset, epoch)
             bisect.insort(self.batch_bases, base)
+            if not batch.is_control:
+                for i, value in enumerate(batch.values()):
+                    record = decode_record(value).record
+                    if type(record) is RegisterBrokerRecord:
+                        self.registrations[(record.broker_id, record.broker_epoch)] = base + i
         elif seen != (next_offset, epoch):
             raise InvariantViolation(f"node {node_id} committed batch {base}..{next_offset - 1} in epoch {epoch}; "
                                      f"another node committed {base}..{seen[0] - 1} in epoch {seen[1]}")
@@ -133,6 +146,23 @@ class ControllerChecks:
         elif seen[0] is not image and (seen[0] != image or seen[1] != open_txn):
             raise InvariantViolation(f"node {node_id}: committed image at offset {offset} differs from node "
                                      f"{seen[2]}'s: {image_difference(image, seen[0])}")
+
+    def check_unfence(self, node_id: int, broker_id: int, epoch: int, reported_offset: int) -> None:
+        """A broker is unfenced only once it reported having read its own registration record."""
+        registered = self.registrations.get((broker_id, epoch))
+        if registered is None:
+            return  # (its registration was committed while no controller watched batch by batch)
+        self.unfences_checked += 1
+        if reported_offset < registered:
+            raise InvariantViolation(f"node {node_id} unfenced broker {broker_id} (epoch {epoch}) at metadata offset "
+                                     f"{reported_offset}, before its registration record at {registered}")
+
+    @staticmethod
+    def no_metadata_errors(node_id: int, controller) -> None:
+        """Only controllers write the log here: every record must decode and fit the image."""
+        if controller.metadata_errors:
+            raise InvariantViolation(f"node {node_id}: {controller.metadata_errors} committed or proposed records "
+                                     f"did not decode or replay")
 
     def check_answer(self, node_id: int, controller, response, wait_offset, epoch) -> None:
         """``wait_offset`` None: answered within the request's own handling."""

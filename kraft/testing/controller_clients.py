@@ -162,15 +162,14 @@ class SimBroker(SimClient):
             self.registrations += 1
 
     def _metadata_offset(self) -> int:
-        """What the broker's metadata replay reached: the furthest committed offset among the
-        nodes it can reach (sometimes the previous value: brokers lag)."""
+        """The last metadata offset the broker's replay reached (Kafka's currentMetadataOffset):
+        as far as one node it can reach applied, picked at random (a broker follows the log
+        from any voter, so it lags), never going back."""
         c = self.cluster
-        if self.reported_offset >= 0 and self.rng.random() < 0.3:
-            return self.reported_offset
+        reachable = [n for n in c.alive_nodes() if c.network.can_reach(n.id, self.id)]
         best = self.reported_offset
-        for n in c.alive_nodes():
-            if c.network.can_reach(n.id, self.id):
-                best = max(best, n.controller.next_offset)
+        if reachable:
+            best = max(best, self.rng.choice(reachable).controller.next_offset - 1)
         self.reported_offset = best
         return best
 

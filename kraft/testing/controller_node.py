@@ -43,10 +43,11 @@ class ControllerListener:
         # handle_commit are checked against it.
         ctl = self.controller
         for b in batches:
-            self.checks.committed_batch(self.node_id, b.base_offset, b.next_offset, b.partition_leader_epoch)
+            self.checks.committed_batch(self.node_id, b)
             self.last_epoch = b.partition_leader_epoch
             ctl.handle_commit([b])
             self.checks.committed_image(self.node_id, ctl.next_offset, ctl.image, ctl.open_transaction)
+            self.checks.no_metadata_errors(self.node_id, ctl)
             if ctl.active and ctl.open_transaction and self.sim.on_open_transaction is not None:
                 self.sim.on_open_transaction(self.node_id)  # a moment worth a fault
 
@@ -56,6 +57,7 @@ class ControllerListener:
         self.last_epoch = reader.snapshot_id.epoch
         self.checks.snapshots_loaded += 1
         self.checks.committed_image(self.node_id, ctl.next_offset, ctl.image, ctl.open_transaction)
+        self.checks.no_metadata_errors(self.node_id, ctl)
 
     def handle_leader_change(self, leader_and_epoch) -> None:
         was_active = self.controller.active
@@ -118,7 +120,12 @@ class ControllerSimNode(SimNode):
                                                                  self.core.leader_id))
             return
         token = _Token(src, incarnation, cid)
+        before = ctl.view.cluster.brokers.get(request.broker_id) if api_key == 63 else None
         submit_write(ctl, self.core, api_key, request, version, now, token)
+        if before is not None and before.fenced:
+            after = ctl.view.cluster.brokers.get(request.broker_id)
+            if after is not None and not after.fenced:
+                self.sim.checks.check_unfence(self.id, before.id, before.epoch, request.current_metadata_offset)
         if not token.answered:
             token.wait = ctl.next_offset + ctl.uncommitted_offsets - 1
             token.epoch = ctl.epoch
