@@ -51,7 +51,7 @@ class SimCluster:
         self.voter_set = VoterSet([ReplicaKey(i, dirs[i]) for i in self.voter_ids])
         self.nodes: dict[int, SimNode] = {
             i: node_class(i, self.voter_set, self.config, self, directory_id=dirs[i],
-                       history=self.history, snapshot_interval=snapshot_interval)
+                          history=self.history, snapshot_interval=snapshot_interval)
             for i in self.voter_ids + self.observer_ids}
         self.wiped_durable: dict[ReplicaKey, int] = {}  # a wiped voter's data, for the majority check
         self.events = 0
