@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import bisect
 
-from kraft.metadata import decode_record
+from kraft.metadata import EMPTY_IMAGE, decode_record
 from kraft.metadata.configs import TOPIC
 from kraft.metadata.records import RegisterBrokerRecord
 from kraft.metadata.snapshot_image import load_image
@@ -93,7 +93,8 @@ class ControllerChecks:
     """Cluster-wide record of what was committed and answered."""
 
     def __init__(self):
-        self.images: dict[int, tuple] = {}  # offset -> (image, open transaction, node) as first seen
+        # offset -> (image, open transaction, node) as first seen; before any record: the empty image
+        self.images: dict[int, tuple] = {0: (EMPTY_IMAGE, False, None)}
         self._checked = None  # (topics, cluster) parts last checked for leadership
         self._checked_view = None
         self.batch_bases: list[int] = []
@@ -221,8 +222,8 @@ class ControllerChecks:
 
     def _compare(self, what: str, offset: int, image) -> None:
         seen = self.images.get(offset)
-        if seen is None:
-            return  # no controller applied exactly this offset (it sits inside a commit range)
+        if seen is None:  # replays end where a controller stopped, so one applied exactly this offset
+            raise InvariantViolation(f"{what}: no controller's committed image at offset {offset} to compare")
         if seen[0] != image:
             raise InvariantViolation(f"{what} replays to an image that differs from node {seen[2]}'s committed "
                                      f"image at offset {offset}: {image_difference(image, seen[0])}")
