@@ -43,12 +43,15 @@ def _without(image, brokers: set):
 
 def fence_records(image, broker_ids, settings) -> list:
     """Fence ``broker_ids`` (registered, unfenced) and move every partition off them, in one
-    pass over the partitions however many brokers go at once."""
+    pass over the partitions however many brokers go at once. The partition changes come first
+    and the FenceBrokerRecords last (Kafka's order in ``handleBrokerFenced``): the unit is not
+    atomic, so past one batch (10,000 records) it commits in parts, and no committed part may
+    show a fenced broker leading a partition."""
     gone = set(broker_ids)
     brokers = image.cluster.brokers
-    records = [FenceBrokerRecord(id=b, epoch=brokers[b].epoch) for b in sorted(gone)]
-    records += elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(image, settings),
-                          min_isr=elr_min_isr(image, settings))
+    records = elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(image, settings),
+                         min_isr=elr_min_isr(image, settings))
+    records += [FenceBrokerRecord(id=b, epoch=brokers[b].epoch) for b in sorted(gone)]
     return records
 
 

@@ -40,7 +40,7 @@ from kraft.controller.result import ControllerContext
 from kraft.errors import ErrorCode, KraftError, MetadataParseError, NotLeaderError
 from kraft.controller.record_cache import RecordCodecCache
 from kraft.metadata import EMPTY_IMAGE, encode_record
-from kraft.metadata.replay import decode_values, image_from_snapshot, replay_records  # noqa: F401 (replay_records: re-exported)
+from kraft.metadata.replay import image_from_snapshot, replay_records  # noqa: F401 (replay_records: re-exported)
 from kraft.metadata.records import (AbortTransactionRecord, BeginTransactionRecord, EndTransactionRecord,
                                     RegisterBrokerRecord)
 
@@ -100,6 +100,9 @@ class QuorumController:
         self._foreign_counts: list = []  # (append ms, counts) while an observer is set
         self._next_rebalance_ms = None
         self.rebalances = 0
+        #: records per proposal; None: ``MAX_RECORDS_PER_PROPOSAL`` (the simulator sets a few, so
+        #: that ordinary requests span several batches and transactions)
+        self.max_records_per_proposal: int | None = None
 
     # --- views ----------------------------------------------------------------------------
     @property
@@ -333,11 +336,13 @@ class QuorumController:
         """Append ``records``; returns the offset of the first one. NotLeaderError (and the
         uncommitted view dropped) if this node cannot append."""
         values = self.codec.encode_all(records)
-        chunks = _chunks(values)
-        if atomic and len(chunks) > 1:
+        limit = self.max_records_per_proposal or MAX_RECORDS_PER_PROPOSAL
+        chunks = _chunks(values, limit)
+        wrapped = atomic and len(chunks) > 1
+        if wrapped:
             records = [BeginTransactionRecord(), *records, EndTransactionRecord()]
             values = [encode_record(records[0]), *values, encode_record(records[-1])]
-            chunks = _chunks(values)
+            chunks = _chunks(values, limit)
         image, txn = self.view, self._view_txn
         at = 0
         first_offset = None
@@ -359,7 +364,9 @@ class QuorumController:
         except NotLeaderError:
             self.handle_leader_change(_NoLeader(self.epoch))
             raise
-        return first_offset
+        # The caller's first record, not the BeginTransactionRecord before it (a broker is
+        # unfenced once it has read its RegisterBrokerRecord, which comes after the Begin).
+        return first_offset + 1 if wrapped else first_offset
 
     def answer_error(self, token, api_key, request, version, code, message=None) -> None:
         make = ERROR_RESPONSES.get(api_key)
@@ -378,10 +385,10 @@ def _count_types(records) -> dict:
     return {t.__name__: n for t, n in collections.Counter(map(type, records)).items()}
 
 
-def _chunks(values: list) -> list[list]:
+def _chunks(values: list, max_records: int) -> list[list]:
     out, cur, size = [], [], 0
     for v in values:
-        if cur and (len(cur) >= MAX_RECORDS_PER_PROPOSAL or size + len(v) > MAX_BYTES_PER_PROPOSAL):
+        if cur and (len(cur) >= max_records or size + len(v) > MAX_BYTES_PER_PROPOSAL):
             out.append(cur)
             cur, size = [], 0
         cur.append(v)

@@ -9,14 +9,13 @@ controller, and the controller's gauges.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import hashlib
 import logging
 import time
 
 from kraft.controller.handlers import HANDLERS, READ_ONLY
 from kraft.controller.quorum_controller import QuorumController
-from kraft.errors import ErrorCode
+from kraft.controller.request_runner import read_only_response, submit_write
 from kraft.server.metrics import MS_BUCKETS, Gauge, Histogram, HistogramFamily
 from kraft.server.raft_driver import wall_ms
 
@@ -104,9 +103,7 @@ class ControllerRequests:
         api_key = request.API_KEY
         ctl = self.controller
         if api_key in READ_ONLY:  # from the committed image, on any controller
-            ctx = dataclasses.replace(ctl.context(version, wall_ms()), image=ctl.image,
-                                      settings={**ctl.settings, "active.controller.id": self.driver.core.leader_id})
-            return HANDLERS[api_key](ctx, request).response
+            return read_only_response(ctl, api_key, request, version, wall_ms(), self.driver.core.leader_id)
         fut = self.driver.loop.create_future()
         self._queue.append((api_key, request, version, fut, time.perf_counter()))
         if not self._scheduled:
@@ -126,16 +123,12 @@ class ControllerRequests:
                 continue
             started = time.perf_counter()
             self.queue_time.observe((started - queued) * 1000.0)
-            if ctl.active and not (core.is_leader() and core.epoch == ctl.epoch):
-                # The core moved on and the listener has not heard yet: not ours to answer.
-                ctl.answer_error(fut, api_key, request, version, ErrorCode.NOT_CONTROLLER)
-            else:
-                try:
-                    ctl.submit(api_key, request, version, wall_ms(), fut)
-                except Exception as e:  # a handler bug: that request fails, the queue goes on
-                    log.exception("controller request %s failed", type(request).__name__)
-                    if not fut.done():
-                        fut.set_exception(e)
+            try:
+                submit_write(ctl, core, api_key, request, version, wall_ms(), fut)
+            except Exception as e:  # a handler bug: that request fails, the queue goes on
+                log.exception("controller request %s failed", type(request).__name__)
+                if not fut.done():
+                    fut.set_exception(e)
             now = time.perf_counter()
             self.processing_time.observe((now - started) * 1000.0)
             if now >= end:

@@ -4,7 +4,10 @@
 duplicates, reordering, partitions) on a virtual clock, with in-memory disks that lose
 unflushed data on crash, and checks safety invariants after every event.
 ``kraft.testing.chaos`` runs randomised fault schedules per seed and prints a one-line
-replay command for any failure. No real sockets, time or threads.
+replay command for any failure. ``kraft.testing.controller_chaos`` is the controller mode: a
+``QuorumController`` on every voter (``controller_node``), simulated brokers and admins
+(``controller_clients``) and the controller invariants (``controller_checks``). No real
+sockets, time or threads.
 """
 
 from kraft.testing.cluster import SimCluster

@@ -31,7 +31,7 @@ OBSERVER_ID_BASE = 100
 class SimCluster:
     def __init__(self, seed: int, voters: int = 3, observers: int = 0, *, config: RaftConfig | None = None,
                  faults: NetworkFaults | None = None, snapshot_interval: int = 0, max_flush_ms: int = 3,
-                 check_invariants: bool = True, wire_codec: bool = False):
+                 check_invariants: bool = True, wire_codec: bool = False, node_class=SimNode):
         self.seed = seed
         # True: every message crosses the network as bytes, encoded and decoded with the real
         # codec at its newest version (records arrive as views into the received buffer), as
@@ -50,12 +50,14 @@ class SimCluster:
         dirs = {i: self._new_directory_id() for i in self.voter_ids + self.observer_ids}
         self.voter_set = VoterSet([ReplicaKey(i, dirs[i]) for i in self.voter_ids])
         self.nodes: dict[int, SimNode] = {
-            i: SimNode(i, self.voter_set, self.config, self, directory_id=dirs[i],
-                       history=self.history, snapshot_interval=snapshot_interval)
+            i: node_class(i, self.voter_set, self.config, self, directory_id=dirs[i],
+                          history=self.history, snapshot_interval=snapshot_interval)
             for i in self.voter_ids + self.observer_ids}
         self.wiped_durable: dict[ReplicaKey, int] = {}  # a wiped voter's data, for the majority check
         self.events = 0
         self._next_value = 0
+        # Other network endpoints by id (simulated clients): ``alive`` and ``deliver(src, payload, now)``.
+        self.endpoints: dict = {}
 
     def _new_directory_id(self) -> bytes:
         return self.rng.getrandbits(128).to_bytes(16, "big")
@@ -84,7 +86,7 @@ class SimCluster:
         now = self.queue.now
         if kind == "deliver":
             _, src, dst, payload = event
-            node = self.nodes[dst]
+            node = self.nodes.get(dst) or self.endpoints[dst]
             if node.alive and self.network.can_reach(src, dst):
                 node.deliver(src, payload, now)
             elif not node.alive and payload[0] == "req" and self.network.can_reach(dst, src):

@@ -71,7 +71,7 @@ class SimNode:
     def start(self, now: int) -> None:
         self.incarnation += 1
         rng = random.Random(self.sim.seed * 7919 + self.id * 104729 + self.incarnation)
-        self.state_machine = SimStateMachine(self.id, self.history)
+        self.state_machine = self.new_listener()
         self.cursor = ListenerCursor(self.state_machine, self.log, self.id)
         self.core = RaftCore(self.id, self.log, self.config, self.voters, rng,
                              directory_id=self.directory_id, election_state=self.store, now_ms=now)
@@ -80,6 +80,10 @@ class SimNode:
         self.flush_done_at = now
         self.last_snapshot_offset = self.log.start_offset()
         self.drain(now)
+
+    def new_listener(self):
+        """The Raft listener of a new incarnation (the controller simulation runs its own)."""
+        return SimStateMachine(self.id, self.history)
 
     def crash(self) -> None:
         """kill -9: the core and everything in memory vanish, so does unflushed data."""
