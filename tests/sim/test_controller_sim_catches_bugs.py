@@ -71,10 +71,11 @@ def test_fencing_without_moving_leadership_is_caught(monkeypatch):
 def test_electing_a_live_replica_outside_the_isr_is_caught(monkeypatch):
     """(b) no leader outside its ISR: an election that takes any live replica (an unclean
     election that forgets to reset the ISR)."""
-    def elect_any_live(part, acceptable, target_isr, election=partition_change.ONLINE):
+    def elect_any_live(part, acceptable, target_isr, election=partition_change.ONLINE, *, replicas=None,
+                       target_elr=()):
         if part.leader != NO_LEADER and part.leader in target_isr and acceptable(part.leader):
             return part.leader, False
-        for r in part.replicas:
+        for r in (replicas if replicas is not None else part.replicas):
             if acceptable(r):
                 return r, False
         return NO_LEADER, False
