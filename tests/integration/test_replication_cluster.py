@@ -1,0 +1,96 @@
+"""Partition replication between real ``kraft server start`` processes: 3 combined nodes, an
+RF-3 topic, confluent-kafka producing with acks=all. Followers fetch from the leader and hold
+the same batches byte for byte, the high watermark advances (so acks=all completes and a
+consumer reads everything), and after SIGKILL of a partition's leader the controller fences it
+on lease expiry and elects a new leader from the ISR that still serves every acknowledged
+record, at the offset it was acknowledged at, and takes new acks=all writes."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import pytest
+
+from kraft.cli.local_cluster import LocalCluster, wait_for
+
+from .test_broker_cluster import QUIET, SETTINGS, all_see_all, consume, create, partition, produce
+
+ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+TOPIC = "replicated"
+PARTITIONS = 3
+REPLICATION = {**SETTINGS, "replica.fetch.backoff.ms": "100", "replica.fetch.wait.max.ms": "200",
+               "replica.lag.time.max.ms": "10000"}
+
+
+def segment_bytes(cluster, node: int, topic: str, p: int) -> bytes:
+    """The partition's record batches as this broker holds them on disk (every .log, in order)."""
+    files = sorted(glob.glob(os.path.join(cluster.partition_dir(node), f"{topic}-{p}", "*.log")))
+    out = b""
+    for name in files:
+        with open(name, "rb") as f:
+            out += f.read()
+    return out
+
+
+def admin_for(cluster, nodes) -> AdminClient:
+    return AdminClient({"bootstrap.servers": ",".join(f"127.0.0.1:{cluster.broker_ports[i]}" for i in nodes),
+                        **QUIET})
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    c = LocalCluster(str(tmp_path), 3, combined=True, overrides=REPLICATION).create()
+    c.start()
+    try:
+        assert wait_for(lambda: all_see_all(c), 60, 0.2), f"brokers did not all register; {c.unexpected_exits()}"
+        yield c
+    finally:
+        c.close()
+
+
+def test_rf3_replicates_acks_all_and_survives_leader_kill(cluster):
+    admin = admin_for(cluster, cluster.broker_ids)
+    create(admin, NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"}))
+    assert wait_for(lambda: all(partition(admin, TOPIC, p) for p in range(PARTITIONS)), 20)
+    values = [b"a-%04d" % i for i in range(600)]
+    acked = produce(cluster.broker_bootstrap, TOPIC, values, acks="all", key_of=lambda v: v[-2:])
+    assert len(acked) == len(values) and len({p for p, *_ in acked}) == PARTITIONS
+    got = consume(cluster.broker_bootstrap, TOPIC, range(PARTITIONS), len(acked))
+    assert sorted(got) == sorted(acked)
+
+    # Every replica holds the leader's batches byte for byte (followers append as fetched).
+    md = admin.list_topics(TOPIC, timeout=5).topics[TOPIC]
+    for p, meta in md.partitions.items():
+        assert sorted(meta.replicas) == [1, 2, 3] and sorted(meta.isrs) == [1, 2, 3], (p, meta.isrs)
+        leader_bytes = segment_bytes(cluster, meta.leader, TOPIC, p)
+        assert leader_bytes
+        for node in meta.replicas:
+            assert wait_for(lambda: segment_bytes(cluster, node, TOPIC, p) == leader_bytes, 20), (p, node)
+
+    # SIGKILL partition 0's leader: the controller fences it when its session ends and picks
+    # a new leader from the ISR; nothing acknowledged is lost and nothing moves.
+    victim = md.partitions[0].leader
+    survivors = [i for i in cluster.broker_ids if i != victim]
+    cluster.kill(victim)
+    admin = admin_for(cluster, survivors)
+
+    def moved():
+        try:
+            m = admin.list_topics(TOPIC, timeout=2).topics[TOPIC].partitions
+        except ck.KafkaException:
+            return False
+        return all(m[p].leader in survivors and victim not in m[p].isrs for p in range(PARTITIONS))
+    assert wait_for(moved, 30, 0.2), "no new leaders from the ISR after the kill"
+    bootstrap = ",".join(f"127.0.0.1:{cluster.broker_ports[i]}" for i in survivors)
+    after = consume(bootstrap, TOPIC, range(PARTITIONS), len(acked))
+    assert sorted(after) == sorted(acked)
+    # acks=all with the shrunken ISR (2 >= min.insync.replicas) is accepted and replicated.
+    more = produce(bootstrap, TOPIC, [b"b-%04d" % i for i in range(60)], acks="all", key_of=lambda v: v[-2:])
+    everything = consume(bootstrap, TOPIC, range(PARTITIONS), len(acked) + len(more))
+    assert sorted(everything) == sorted(acked + more)
+    assert set(cluster.unexpected_exits()) <= {victim}
