@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import os
+import signal
 
 import pytest
 
@@ -42,12 +43,21 @@ def admin_for(cluster, nodes) -> AdminClient:
                         **QUIET})
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    c = LocalCluster(str(tmp_path), 3, combined=True, overrides=REPLICATION).create()
+def start(tmp_path, overrides) -> LocalCluster:
+    c = LocalCluster(str(tmp_path), 3, combined=True, overrides=overrides).create()
     c.start()
     try:
         assert wait_for(lambda: all_see_all(c), 60, 0.2), f"brokers did not all register; {c.unexpected_exits()}"
+    except BaseException:
+        c.close()
+        raise
+    return c
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    c = start(tmp_path, REPLICATION)
+    try:
         yield c
     finally:
         c.close()
@@ -94,3 +104,43 @@ def test_rf3_replicates_acks_all_and_survives_leader_kill(cluster):
     everything = consume(bootstrap, TOPIC, range(PARTITIONS), len(acked) + len(more))
     assert sorted(everything) == sorted(acked + more)
     assert set(cluster.unexpected_exits()) <= {victim}
+
+
+def isr(admin, topic: str, p: int):
+    try:
+        return sorted(admin.list_topics(topic, timeout=2).topics[topic].partitions[p].isrs)
+    except (ck.KafkaException, KeyError):
+        return None
+
+
+def test_a_stalled_follower_leaves_the_isr_through_alter_partition_and_rejoins(tmp_path):
+    """The leader, not the controller, shrinks the ISR: the follower is paused for longer than
+    ``replica.lag.time.max.ms`` but well within its broker session (so it is never fenced);
+    acks=all waits for the shrink and then completes without it; once it runs again it catches
+    up and the leader proposes it back."""
+    c = start(tmp_path, {**REPLICATION, "replica.lag.time.max.ms": "1000", "broker.session.timeout.ms": "30000"})
+    try:
+        admin = admin_for(c, c.broker_ids)
+        create(admin, NewTopic(TOPIC, 1, 3))
+        assert wait_for(lambda: isr(admin, TOPIC, 0) == [1, 2, 3], 20)
+        produce(c.broker_bootstrap, TOPIC, [b"first-%d" % i for i in range(20)], acks="all")
+        leader = admin.list_topics(TOPIC, timeout=5).topics[TOPIC].partitions[0].leader
+        follower = next(i for i in c.broker_ids if i != leader)
+        others = [i for i in c.broker_ids if i != follower]
+        admin = admin_for(c, others)
+        bootstrap = ",".join(f"127.0.0.1:{c.broker_ports[i]}" for i in others)
+        os.kill(c.procs[follower].pid, signal.SIGSTOP)
+        try:
+            # A follower at the leader's end stays in sync however long it is silent (Kafka's
+            # rule): writes make it lag; acks=all completes once the leader has shrunk the ISR.
+            acked = produce(bootstrap, TOPIC, [b"while-out-%d" % i for i in range(20)], acks="all")
+            assert wait_for(lambda: isr(admin, TOPIC, 0) == others, 20), isr(admin, TOPIC, 0)
+        finally:
+            os.kill(c.procs[follower].pid, signal.SIGCONT)
+        assert wait_for(lambda: isr(admin, TOPIC, 0) == [1, 2, 3], 30), isr(admin, TOPIC, 0)
+        leader_bytes = segment_bytes(c, leader, TOPIC, 0)
+        assert segment_bytes(c, follower, TOPIC, 0) == leader_bytes  # back in the ISR: it has everything
+        assert len(acked) == 20
+        assert c.unexpected_exits() == {}
+    finally:
+        c.close()
