@@ -14,10 +14,12 @@ import signal
 import pytest
 
 from kraft.cli.local_cluster import LocalCluster, wait_for
+from kraft.records import iter_batches
 
 from .test_broker_cluster import QUIET, SETTINGS, all_see_all, consume, create, partition, produce
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
+from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -36,6 +38,24 @@ def segment_bytes(cluster, node: int, topic: str, p: int) -> bytes:
         with open(name, "rb") as f:
             out += f.read()
     return out
+
+
+def produce_idempotent(bootstrap: str, topic: str, values) -> list:
+    """confluent-kafka with ``enable.idempotence=true`` (InitProducerId, sequences, acks=all)."""
+    out, errors = [], []
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5, **QUIET})
+
+    def done(err, msg):
+        (errors if err is not None else out).append(err or (msg.partition(), msg.offset(), msg.key(), msg.value()))
+    for v in values:
+        producer.produce(topic, value=v, key=v[-2:], on_delivery=done)
+    assert producer.flush(30) == 0, "idempotent produce did not finish"
+    assert not errors, errors[:3]
+    return out
+
+
+def producer_ids(data: bytes) -> set:
+    return {b.producer_id for b in iter_batches(data) if b.producer_id >= 0}
 
 
 def admin_for(cluster, nodes) -> AdminClient:
@@ -70,6 +90,7 @@ def test_rf3_replicates_acks_all_and_survives_leader_kill(cluster):
     values = [b"a-%04d" % i for i in range(600)]
     acked = produce(cluster.broker_bootstrap, TOPIC, values, acks="all", key_of=lambda v: v[-2:])
     assert len(acked) == len(values) and len({p for p, *_ in acked}) == PARTITIONS
+    acked += produce_idempotent(cluster.broker_bootstrap, TOPIC, [b"i-%04d" % i for i in range(300)])
     got = consume(cluster.broker_bootstrap, TOPIC, range(PARTITIONS), len(acked))
     assert sorted(got) == sorted(acked)
 
@@ -78,7 +99,9 @@ def test_rf3_replicates_acks_all_and_survives_leader_kill(cluster):
     for p, meta in md.partitions.items():
         assert sorted(meta.replicas) == [1, 2, 3] and sorted(meta.isrs) == [1, 2, 3], (p, meta.isrs)
         leader_bytes = segment_bytes(cluster, meta.leader, TOPIC, p)
-        assert leader_bytes
+        # The idempotent producer's id came from a controller block (AllocateProducerIds
+        # hands out 0, 1000, ...; the controller-less fallback is the wall clock << 20).
+        assert producer_ids(leader_bytes) and max(producer_ids(leader_bytes)) < 1_000_000, producer_ids(leader_bytes)
         for node in meta.replicas:
             assert wait_for(lambda: segment_bytes(cluster, node, TOPIC, p) == leader_bytes, 20), (p, node)
 
@@ -101,6 +124,7 @@ def test_rf3_replicates_acks_all_and_survives_leader_kill(cluster):
     assert sorted(after) == sorted(acked)
     # acks=all with the shrunken ISR (2 >= min.insync.replicas) is accepted and replicated.
     more = produce(bootstrap, TOPIC, [b"b-%04d" % i for i in range(60)], acks="all", key_of=lambda v: v[-2:])
+    more += produce_idempotent(bootstrap, TOPIC, [b"j-%04d" % i for i in range(60)])
     everything = consume(bootstrap, TOPIC, range(PARTITIONS), len(acked) + len(more))
     assert sorted(everything) == sorted(acked + more)
     assert set(cluster.unexpected_exits()) <= {victim}
