@@ -11,7 +11,8 @@ The metadata image is injected (``publish(image)``): by ``broker_role.py`` in a 
 (images replayed from the metadata log; registration and heartbeats there too), or by a test
 or this module's ``main`` with a static image (``registration_record()`` gives what such an
 image holds for this broker). Each new image creates or deletes local partition logs
-(``image_publisher``) and re-checks parked fetches.
+(``image_publisher``), re-checks parked fetches and is handed to the ``ReplicationDriver``
+(replica fetchers, ISR shrink, AlterPartition once ``broker_role`` attaches a controller).
 
 ``python -m kraft.server.broker_node`` runs one broker with a static image (benchmarks and
 process-level tests): ``--topic NAME:PARTITIONS`` as often as needed.
