@@ -179,6 +179,8 @@ class ReplicationDriver:
             t = self.tasks.get(key)
             if t is None or t.task.done():
                 if f.partitions:
+                    if t is not None:  # it ran out of partitions earlier: its connection goes too
+                        asyncio.get_running_loop().create_task(t.close())
                     self.tasks[key] = _FetcherTask(self, key)
             else:
                 t.wake.set()
