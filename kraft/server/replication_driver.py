@@ -31,6 +31,9 @@ log = logging.getLogger("kraft.broker.replication")
 #: v2: topic ids and ``new_isr``; v3 (broker epochs of ISR members) needs the followers' epochs,
 #: which the fetchers do not send yet (``replica_epoch=-1``).
 ALTER_PARTITION_VERSION = 2
+#: Kafka's ``replica.socket.timeout.ms`` default: a Fetch or AlterPartition not answered by then
+#: is failed (a Fetch may also wait ``replica.fetch.wait.max.ms`` at the leader first).
+REQUEST_TIMEOUT_MS = 30_000
 #: how long an idle fetcher task sleeps at most before looking at its partitions again
 IDLE_WAIT_S = 1.0
 
@@ -134,7 +137,7 @@ class ReplicationDriver:
         self.handlers = handlers
         self.listener = inter_broker_listener(cfg)
         v = cfg.values
-        self.request_timeout_ms = cfg.int("controller.quorum.request.timeout.ms") + 30_000
+        self.request_timeout_ms = REQUEST_TIMEOUT_MS
         self.fetch_options = dict(backoff_ms=v["replica.fetch.backoff.ms"], max_wait_ms=v["replica.fetch.wait.max.ms"],
                                   min_bytes=v["replica.fetch.min.bytes"],
                                   max_bytes=v["replica.fetch.response.max.bytes"],
