@@ -183,6 +183,13 @@ INT_SETTINGS: dict[str, tuple[int, int]] = {
     "default.replication.factor": (1, 1),
     "min.insync.replicas": (1, 1),
     "replica.lag.time.max.ms": (30000, 1),
+    # the follower side of partition replication (Kafka's ReplicationConfigs defaults)
+    "num.replica.fetchers": (1, 1),
+    "replica.fetch.backoff.ms": (1000, 0),
+    "replica.fetch.wait.max.ms": (500, 0),
+    "replica.fetch.min.bytes": (1, 1),
+    "replica.fetch.max.bytes": (1048576, 0),
+    "replica.fetch.response.max.bytes": (10485760, 0),
     "kraft.metrics.port": (-1, -1),
 }
 STR_SETTINGS: dict[str, str] = {

@@ -139,8 +139,11 @@ class ReplicaFetcher:
                 last_fetched_epoch=-1 if latest is None else latest, log_start_offset=local.start_offset(p.tp),
                 partition_max_bytes=self.partition_max_bytes))
         self.in_flight = {p.tp: p.leader_epoch for p in ready}
-        return F(replica_id=self.broker_id, replica_state=F.ReplicaState(replica_id=self.broker_id, replica_epoch=-1),
-                 max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes, max_bytes=self.max_bytes, isolation_level=0,
+        # The replica is named by ``replica_id`` up to v14 and by ``replica_state`` from v15
+        # (the codec refuses a field its version cannot carry).
+        who = (dict(replica_state=F.ReplicaState(replica_id=self.broker_id, replica_epoch=-1)) if self.version >= 15
+               else dict(replica_id=self.broker_id))
+        return F(**who, max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes, max_bytes=self.max_bytes, isolation_level=0,
                  session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
                  topics=[F.Topic(topic=name, topic_id=tid, partitions=ps) for (name, tid), ps in by_topic.items()])
 

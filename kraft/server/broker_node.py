@@ -11,7 +11,8 @@ The metadata image is injected (``publish(image)``): by ``broker_role.py`` in a 
 (images replayed from the metadata log; registration and heartbeats there too), or by a test
 or this module's ``main`` with a static image (``registration_record()`` gives what such an
 image holds for this broker). Each new image creates or deletes local partition logs
-(``image_publisher``) and re-checks parked fetches.
+(``image_publisher``), re-checks parked fetches and is handed to the ``ReplicationDriver``
+(replica fetchers, ISR shrink, AlterPartition once ``broker_role`` attaches a controller).
 
 ``python -m kraft.server.broker_node`` runs one broker with a static image (benchmarks and
 process-level tests): ``--topic NAME:PARTITIONS`` as often as needed.
@@ -38,6 +39,7 @@ from kraft.log.dir_lock import lock_directories
 from kraft.metadata import MetadataDelta, PartitionRecord, RegisterBrokerRecord, TopicRecord
 from kraft.metadata.image import EMPTY_IMAGE, MetadataImage
 from kraft.server.network import KafkaServer, connection_limits
+from kraft.server.replication_driver import ReplicationDriver
 
 log = logging.getLogger("kraft.broker")
 
@@ -47,8 +49,11 @@ def _wall_ms() -> int:
 
 
 class BrokerNode:
-    def __init__(self, cfg: NodeConfig, *, cluster_id: str | None = None, lock: bool = True, serve=None):
+    def __init__(self, cfg: NodeConfig, *, cluster_id: str | None = None, lock: bool = True, serve=None,
+                 fetch_producer_id_block=None):
         self.cfg = cfg
+        #: () -> (start, length) or an awaitable of it: producer id blocks (None: a local source)
+        self.fetch_producer_id_block = fetch_producer_id_block
         #: handlers -> what the listeners call (e.g. forwarding admin writes to the controller)
         self.serve = serve
         self.lock = lock  # False when the node assembling this broker already holds the locks
@@ -56,6 +61,7 @@ class BrokerNode:
         self.logs: PartitionLogs | None = None
         self.state: BrokerState | None = None
         self.handlers: BrokerHandlers | None = None
+        self.replication: ReplicationDriver | None = None
         self.servers: dict[str, KafkaServer] = {}
         self._locks = None
         self._timers: list[asyncio.TimerHandle] = []
@@ -84,7 +90,9 @@ class BrokerNode:
         limits = BrokerLimits(message_max_bytes=v["message.max.bytes"],
                               timestamp_type=v["log.message.timestamp.type"])
         self.state = BrokerState(cfg.node_id, self.logs, cluster_id=self.cluster_id, limits=limits)
-        self.handlers = BrokerHandlers(self.state)
+        self.handlers = BrokerHandlers(self.state, fetch_producer_id_block=self.fetch_producer_id_block)
+        self.replication = ReplicationDriver(cfg, self.state, self.handlers)
+        self.replication.start()
         controller_names = set(cfg.controller_listener_names)
         for ep in cfg.listeners:
             if ep.name in controller_names:
@@ -119,6 +127,7 @@ class BrokerNode:
         previous = self.state.image
         changes = publish_image(self.logs, previous, image, self.cfg.node_id)
         self.state.image = image
+        self.replication.on_image(image)
         for plog in self.logs:
             self.handlers.fetch.wake(plog)
         return changes
@@ -149,6 +158,8 @@ class BrokerNode:
         for server in self.servers.values():
             await server.close()
         self.servers.clear()
+        if self.replication is not None:
+            await self.replication.close()
         if self.handlers is not None:
             self.handlers.close()
         if self.logs is not None:

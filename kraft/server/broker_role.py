@@ -23,6 +23,8 @@ from kraft.broker.lifecycle import BrokerLifecycle
 from kraft.broker.metadata_follower import MetadataFollower, SharedImageFollower
 from kraft.client.controller_client import ControllerClient
 from kraft.config import NodeConfig
+from kraft.errors import ErrorCode, KraftError
+from kraft.protocol import AllocateProducerIdsRequest
 from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties
 from kraft.server.broker_admin import AutoCreate, BrokerAdminHandlers
 from kraft.server.controller_requests import controller_settings
@@ -67,7 +69,7 @@ class BrokerRole:
         self.forwarding_client = ControllerClient(controller_addresses(cfg), client_id=f"kraft-broker-{cfg.node_id}",
                                                   request_timeout_ms=FORWARD_TIMEOUT_MS)
         self.node = BrokerNode(cfg, cluster_id=cluster_id, lock=False,
-                               serve=self._admin_handlers)
+                               serve=self._admin_handlers, fetch_producer_id_block=self._allocate_producer_ids)
         #: the Raft listener the node's driver must feed (after the controller, if any)
         self.follower = (SharedImageFollower(image_source, self._on_image) if image_source is not None
                          else MetadataFollower(self._on_image))
@@ -92,6 +94,7 @@ class BrokerRole:
             session_timeout_ms=cfg.int("broker.session.timeout.ms"),
             heartbeat_interval_ms=cfg.int("broker.heartbeat.interval.ms"))
         self.node.state.is_serving = lambda: lc.serving(wall_ms())
+        self.node.replication.attach_controller(self.forwarding_client, lambda: lc.broker_epoch)
         self._started = True
         self._on_image(self.follower.image, self.follower.last_applied_offset)
         addresses = controller_addresses(cfg)
@@ -104,6 +107,16 @@ class BrokerRole:
         self.driver.start()
         log.info("broker %d: registering with the controller quorum at %s (incarnation %s, rack %s)", cfg.node_id,
                  ",".join(f"{h}:{p}" for h, p in addresses), lc.incarnation_id, rack)
+
+    async def _allocate_producer_ids(self):
+        """The next producer id block from the active controller (AllocateProducerIds)."""
+        epoch = self.lifecycle.broker_epoch if self.lifecycle is not None else -1
+        resp = await self.forwarding_client.call(
+            AllocateProducerIdsRequest(broker_id=self.cfg.node_id, broker_epoch=epoch), version=0,
+            deadline_s=FORWARD_TIMEOUT_MS / 1000)
+        if resp.error_code != 0:
+            raise KraftError(f"AllocateProducerIds answered {ErrorCode(resp.error_code).name}")
+        return resp.producer_id_start, resp.producer_id_len
 
     def _on_image(self, image, offset: int) -> None:
         if not self._started:

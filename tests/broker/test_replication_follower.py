@@ -21,7 +21,7 @@ from kraft.log.config import LogConfig
 from kraft.metadata import MetadataDelta, PartitionRecord, TopicRecord
 from kraft.metadata.image import EMPTY_IMAGE
 from kraft.metadata.records import PartitionChangeRecord
-from kraft.protocol import EncodedParts, FetchResponse
+from kraft.protocol import EncodedParts, FetchResponse, encode_request
 from kraft.records import build_batch, iter_batches
 
 E = ErrorCode
@@ -76,9 +76,17 @@ def test_the_fetch_names_offset_last_epoch_leader_epoch_and_replica_and_one_is_i
     req = f.poll(0)
     (t,) = req.topics
     (p,) = t.partitions
-    assert (req.replica_id, req.replica_state.replica_id) == (2, 2)
+    assert req.replica_id == 2
     assert (t.topic_id, p.fetch_offset, p.last_fetched_epoch, p.current_leader_epoch) == (TID, 30, 4, 5)
     assert f.poll(1) is None
+    encode_request(req, f.version, 1, "t")  # sendable as built (the codec refuses fields a version lacks)
+
+
+def test_from_fetch_v15_the_replica_is_named_by_replica_state():
+    f = fetcher(FakeLocal(end=30, epochs=[(3, 0), (4, 20)]), version=15)
+    req = f.poll(0)
+    assert req.replica_state.replica_id == 2
+    encode_request(req, 15, 1, "t")
 
 
 def test_data_becomes_an_append_then_the_leaders_hw():

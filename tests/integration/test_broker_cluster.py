@@ -1,8 +1,8 @@
 """Brokers in real ``kraft server start`` processes, registered with the controller quorum:
 3 combined nodes (``broker,controller``) and broker-only observers, with confluent-kafka
 (librdkafka) as the client. Admin writes go through a broker (forwarded to the active
-controller); produce and consume RF 1 and RF 3 (followers do not replicate yet, so RF 3 is
-served by its leader alone); a paused broker is fenced and then rejects produce; a second
+controller); produce and consume RF 1 and RF 3 (replication itself: test_replication_cluster.py);
+a paused broker is fenced and then rejects produce; a second
 process with a taken node id is refused and never serves; SIGTERM is a controlled shutdown;
 a restarted broker re-registers and keeps every acknowledged record; deleting a topic removes
 its files from every broker."""
@@ -216,8 +216,7 @@ def test_produce_and_consume_rf1_and_rf3(combined):
     assert sorted(got) == sorted(acked)
     for key in {k for *_, k, _ in acked}:  # per-key order as produced
         assert [v for *_, k, v in sorted(got) if k == key] == [v for v in values if b"k%d" % (int(v[2:]) % 7) == key]
-    # RF 3: the leader alone serves it; acks=1 needs only the leader (acks=all would wait for
-    # followers, which replicate in the next issue).
+    # RF 3 with acks=1: only the leader need have it (acks=all: test_replication_cluster.py).
     acked3 = produce(combined.broker_bootstrap, "three", [b"x%d" % i for i in range(20)], acks=1)
     assert [o for _, o, *_ in acked3] == list(range(20))
     p = partition(admin, "three", 0)
