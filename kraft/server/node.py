@@ -24,7 +24,7 @@ from kraft.errors import ConfigError, FatalLogError, StorageError
 from kraft.log import LogConfig
 from kraft.log.dir_lock import lock_directories
 from kraft.log.retention import CLEAN_INTERVAL_MS, MetadataRetention
-from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties, QuorumStateFile
+from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties, QuorumStateFile, uuid_text_to_bytes
 from kraft.raft import RaftConfig, RaftCore
 from kraft.controller.quorum_controller import QuorumController
 from kraft.server.controller_handlers import ControllerHandlers
@@ -179,7 +179,8 @@ class KraftNode:
                           "again from the leader", cfg.node_id, dropped, election.epoch)
         voters = [v.node_id for v in cfg.voters]
         core = RaftCore(cfg.node_id, self.log, raft_config(cfg, meta.cluster_id), voters, random.Random(),
-                        election_state=election, now_ms=wall_ms())
+                        election_state=election, now_ms=wall_ms(),
+                        directory_id=uuid_text_to_bytes(meta.directory_id))
         peers = {v.node_id: (v.host, v.port) for v in cfg.voters}
         self.listener = CommittedRecordsListener()
         self.controller = QuorumController(cfg.node_id, cluster_id=meta.cluster_id, settings=controller_settings(cfg))

@@ -22,7 +22,7 @@ import logging
 import time
 
 from kraft.errors import ErrorCode, NetworkError, NotLeaderError, PeerGoneError
-from kraft.log.state_files import QuorumStateData
+from kraft.log.state_files import QuorumStateData, uuid_bytes_to_text, uuid_text_to_bytes
 from kraft.raft import (Append, Commit, ElectionState, Flush, InboundRequest, InboundResponse, LeaderChange,
                         ListenerCursor, LoadSnapshot, PersistElection, RequestFailed, Respond, Send)
 from kraft.raft.voters import ReplicaKey
@@ -42,11 +42,19 @@ def wall_ms() -> int:
 def election_from_file(data: QuorumStateData | None) -> ElectionState | None:
     if data is None or data.leader_epoch < 0:
         return None
-    voted = ReplicaKey(data.voted_id, None) if data.voted_id >= 0 else None
+    voted_dir = uuid_text_to_bytes(data.voted_directory_id) if data.data_version >= 1 else None
+    voted = ReplicaKey(data.voted_id, voted_dir) if data.voted_id >= 0 else None
     return ElectionState(data.leader_epoch, data.leader_id, voted)
 
 
-def election_to_file(state: ElectionState, cluster_id: str, voters) -> QuorumStateData:
+def election_to_file(state: ElectionState, cluster_id: str, voters, kraft_version: int = 0) -> QuorumStateData:
+    """Kafka writes quorum-state version 0 under kraft.version 0 (static voters) and version
+    1, with the voted replica's directory id, under kraft.version 1 (KIP-853)."""
+    voted = state.voted_key
+    if kraft_version >= 1:
+        return QuorumStateData(leader_id=state.leader_id, leader_epoch=state.epoch,
+                               voted_id=voted.id if voted is not None else -1, data_version=1,
+                               voted_directory_id=uuid_bytes_to_text(voted.directory_id if voted else None))
     return QuorumStateData(leader_id=state.leader_id, leader_epoch=state.epoch,
                            voted_id=state.voted_key.id if state.voted_key is not None else -1,
                            data_version=0, cluster_id=cluster_id, current_voters=tuple(sorted(voters)))
