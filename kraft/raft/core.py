@@ -57,7 +57,8 @@ from kraft.raft.requests import Outbox, RequestTracker
 from kraft.raft.roles import CandidateState, FollowerState, ProspectiveState, UnattachedState
 from kraft.raft.snapshot import SnapshotWriter
 from kraft.raft.transitions import Transitions
-from kraft.raft.voters import ReplicaKey, VoterSet, VoterSetHistory
+from kraft.raft.control_state import ControlState, membership_control_batch
+from kraft.raft.voters import ReplicaKey, VoterSet
 from kraft.types import OffsetAndEpoch
 
 
@@ -80,12 +81,16 @@ class RaftCore:
         self._effects: list = []
         emit = self._effects.append
         self._now = now_ms
-        self.voter_history = VoterSetHistory(voters if isinstance(voters, VoterSet) else VoterSet(voters))
+        # The voter set: the bootstrap set, overridden by the Voters records of the snapshot
+        # and log (KIP-853); kraft.version 0 (static quorum) while the log has none.
+        self.control = ControlState(voters if isinstance(voters, VoterSet) else VoterSet(voters))
+        self.control.load(log)
+        self.voter_history = self.control.voters
         self.quorum = QuorumState(self.local, self.voter_history, config, rng, emit)
         self.requests = RequestTracker(config.request_timeout_ms, config.retry_backoff_ms,
                                        int(rng.random() * (1 << 30)))
         outbox = Outbox(self.requests, emit)
-        self.local_log = LocalLog(log, self.voter_history, emit)
+        self.local_log = LocalLog(log, self.control, emit)
         self.leader_replication = LeaderReplication(node_id, self.quorum, self.local_log, config, emit)
         self.transitions = Transitions(node_id, self.quorum, self.local_log, self.requests,
                                        self.leader_replication, emit)
@@ -147,6 +152,16 @@ class RaftCore:
     @property
     def last_storage_read_error(self) -> tuple | None:
         return self.leader_replication.last_storage_read_error
+
+    @property
+    def kraft_version(self) -> int:
+        """0: static voters (``controller.quorum.voters``); 1: voters in the log (KIP-853)."""
+        return self.control.kraft_version
+
+    @property
+    def voters(self) -> VoterSet:
+        """The voter set in force (the latest one in the log, committed or not)."""
+        return self.voter_history.last()
 
     def leader_and_epoch(self) -> LeaderAndEpoch:
         return self.quorum.leader_and_epoch()
@@ -244,7 +259,12 @@ class RaftCore:
         raw = log.create_snapshot(snapshot_id)
         if raw is None:
             return None
-        return SnapshotWriter(raw, last_contained_log_timestamp, now_ms, self._on_snapshot_frozen)
+        at = snapshot_id.offset - 1
+        membership = None
+        if self.control.kraft_version_at(at) >= 1:
+            membership = membership_control_batch(self.voter_history.at(at), self.control.kraft_version_at(at),
+                                                  1, snapshot_id.epoch, now_ms)
+        return SnapshotWriter(raw, last_contained_log_timestamp, now_ms, self._on_snapshot_frozen, membership)
 
     def _on_snapshot_frozen(self, snapshot_id: OffsetAndEpoch) -> None:
         if snapshot_id.offset <= self.local_log.high_watermark:
@@ -312,7 +332,7 @@ class RaftCore:
             elif t is ProspectiveState:
                 deadline = e.poll_prospective(s, now)
             elif t is UnattachedState:
-                if s.election_deadline is None:  # observer
+                if not self.quorum.is_voter():  # an observer (also a voter just removed)
                     deadline = f.poll_observer(now)
                 else:
                     deadline = e.poll_unattached_voter(s, now)
@@ -322,12 +342,24 @@ class RaftCore:
                 break
         self._deadline = max(deadline, now)
 
+    def sync_leader_voters(self, s: LeaderState, now: int) -> None:
+        """Count majorities over the voter set the log now holds (a Voters record appended)."""
+        voters = self.voter_history.last()
+        if s.voters is not voters and s.update_voters(voters, self.local_log.flushed, now):
+            self.leader_replication.on_high_watermark(s, now)
+
+    def _removed_leader_done(self, s: LeaderState) -> bool:
+        """A leader that removed itself leads until the removal is committed, then resigns."""
+        return (not self.quorum.is_voter() and s.high_watermark > self.voter_history.last_offset())
+
     def _poll_leader(self, s: LeaderState, now: int) -> int:
-        if s.resign_requested or s.check_quorum_expired(now):
+        self.sync_leader_voters(s, now)
+        if s.resign_requested or s.check_quorum_expired(now) or self._removed_leader_done(s):
             self.transitions.become_resigned(now)
             return now
         r = self.leader_replication
         deadline = r.drain_if_due(s, now)
+        self.sync_leader_voters(s, now)
         deadline = min(deadline, self.elections.send_begin_epoch(s, now))
         deadline = min(deadline, r.answer_parked(s, now))
         if s.check_quorum_deadline is not None:

@@ -71,6 +71,8 @@ class Elections:
         return min(s.election_deadline, self._solicit_votes(s, True, now))
 
     def poll_unattached_voter(self, s: UnattachedState, now: int) -> int:
+        if s.election_deadline is None:  # an observer that a Voters record made a voter
+            s.arm_election_timer(self.quorum.random_election_timeout(now))
         if now >= s.election_deadline:
             self.transitions.become_prospective(now)
             return now

@@ -168,7 +168,8 @@ class RaftDriver:
             # Fetch is answered while an fsync runs).
             self.log.request_flush()
         elif isinstance(e, PersistElection):
-            self.state_file.write(election_to_file(e.state, self.cluster_id, self.voters))
+            self.state_file.write(election_to_file(e.state, self.cluster_id, self.voters,
+                                                   getattr(self.core, "kraft_version", 0)))
         elif isinstance(e, Commit):
             self.cursor.execute(e)
             self.commits.committed(e.up_to)
