@@ -67,7 +67,11 @@ def free_ports(n: int) -> list[int]:
 
 class LocalCluster:
     def __init__(self, directory: str, size: int = 3, *, overrides: dict | None = None,
-                 metrics: bool = False, log_level: str = "INFO"):
+                 metrics: bool = False, log_level: str = "INFO", dynamic: bool = False):
+        """``dynamic``: a KIP-853 quorum — nodes know ``controller.quorum.bootstrap.servers``
+        instead of the voters; node 1 is formatted ``--standalone``, the others
+        ``--no-initial-controllers`` (observers until added)."""
+        self.dynamic = dynamic
         self.directory = directory
         self.size = size
         self.ids = list(range(1, size + 1))
@@ -104,7 +108,8 @@ class LocalCluster:
             props = {
                 "process.roles": "controller",
                 "node.id": str(i),
-                "controller.quorum.voters": voters,
+                **({"controller.quorum.bootstrap.servers": self.bootstrap} if self.dynamic
+                   else {"controller.quorum.voters": voters}),
                 "listeners": f"CONTROLLER://127.0.0.1:{self.ports[i]}",
                 "controller.listener.names": "CONTROLLER",
                 "log.dirs": self.data_dir(i),
@@ -117,7 +122,10 @@ class LocalCluster:
     def format(self, node_id: int | None = None) -> None:
         for i in ([node_id] if node_id is not None else self.ids):
             cfg = NodeConfig.from_properties(load_properties(self.config_path(i)))
-            format_storage(cfg, self.cluster_id, ignore_formatted=True)
+            dynamic = {}
+            if self.dynamic:
+                dynamic = {"standalone": True} if i == self.ids[0] else {"no_initial_controllers": True}
+            format_storage(cfg, self.cluster_id, ignore_formatted=True, **dynamic)
 
     def create(self) -> "LocalCluster":
         self.write_configs()
@@ -195,6 +203,12 @@ class LocalCluster:
                 p.kill()
                 codes[i] = p.wait()
         return codes
+
+    def directory_id(self, node_id: int) -> str:
+        """The ``directory.id`` of a node's metadata log directory (its replica key half)."""
+        from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties
+
+        return MetaProperties.read(os.path.join(self.data_dir(node_id), META_PROPERTIES_FILE)).directory_id
 
     def wipe(self, node_id: int) -> None:
         """Delete a stopped node's data and format it again (a replaced disk)."""

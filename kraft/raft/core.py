@@ -68,11 +68,14 @@ class RaftCore:
     ``voters``: the bootstrap voter set (ids or ``ReplicaKey``s). ``rng``: any object with
     ``random() -> float in [0, 1)``. ``election_state``: what quorum-state held at start
     (None for a new node). ``directory_id``: this replica's log directory id, if known.
+    ``bootstrap_ids``: where an observer looks for the leader (``controller.quorum.bootstrap.
+    servers``, named by ids the driver maps to addresses; Kafka uses -2, -3, ...); default:
+    the voters.
     """
 
     def __init__(self, node_id: int, log, config: RaftConfig, voters, rng, *,
                  directory_id: bytes | None = None, election_state: ElectionState | None = None,
-                 now_ms: int = 0):
+                 now_ms: int = 0, bootstrap_ids=()):
         self.node_id = node_id
         self.local = ReplicaKey(node_id, directory_id)
         self.log = log
@@ -97,7 +100,8 @@ class RaftCore:
         self.elections = Elections(self.local, self.quorum, self.local_log, self.voter_history, outbox,
                                    self.transitions, config, rng)
         self.follower_replication = FollowerReplication(self.local, self.quorum, self.local_log,
-                                                        self.voter_history, outbox, self.transitions, config)
+                                                        self.voter_history, outbox, self.transitions, config,
+                                                        tuple(bootstrap_ids))
         self._deadline = now_ms
         self.quorum.initialize(election_state, OffsetAndEpoch(log.end_offset(), log.last_fetched_epoch()), now_ms)
         self.local_log.request_flush()

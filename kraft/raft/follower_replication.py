@@ -28,7 +28,7 @@ DISCOVERY_INTERVAL_MS = 100
 class FollowerReplication:
     def __init__(self, local: ReplicaKey, quorum: QuorumState, local_log: LocalLog,
                  voter_history: VoterSetHistory, outbox: Outbox, transitions: Transitions,
-                 config: RaftConfig):
+                 config: RaftConfig, bootstrap_ids: tuple = ()):
         self.local = local
         self.node_id = local.id
         self.quorum = quorum
@@ -37,6 +37,7 @@ class FollowerReplication:
         self.outbox = outbox
         self.transitions = transitions
         self.config = config
+        self.bootstrap_ids = bootstrap_ids
         self._bootstrap_cursor = 0
         self._discovery_due = 0
 
@@ -59,10 +60,10 @@ class FollowerReplication:
         return min(self.fetch_from_any_voter(now), now + self.config.fetch_timeout_ms)
 
     def fetch_from_any_voter(self, now: int) -> int:
-        """Leader discovery for observers: one Fetch at a time, round robin over the voters,
-        at most every DISCOVERY_INTERVAL_MS (a voter that is not the leader answers with
-        what it knows of the leader)."""
-        ids = sorted(self.voter_history.last().ids - {self.node_id})
+        """Leader discovery for observers: one Fetch at a time, round robin over the bootstrap
+        servers (default: the voters), at most every DISCOVERY_INTERVAL_MS (a node that is
+        not the leader answers with what it knows of the leader)."""
+        ids = sorted(set(self.bootstrap_ids or self.voter_history.last().ids) - {self.node_id})
         if not ids or not self.local_log.position_durable():
             return NO_DEADLINE
         if now < self._discovery_due:

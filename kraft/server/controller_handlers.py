@@ -54,6 +54,13 @@ class ControllerHandlers:
                                      max_batch_records=MAX_RECORDS_PER_BATCH,
                                      max_decompressed_bytes=max_decompressed_bytes)
 
+    def set_endpoints(self, endpoints) -> None:
+        """The voters changed (KIP-853 dynamic quorum): answers name the new controllers."""
+        self.endpoints = list(endpoints)
+        self.fitter = ResponseFitter(self.endpoints, self.listener_name)
+        self.produce.endpoints = self.endpoints
+        self.produce._endpoint_cache = None
+
     def close(self) -> None:
         self.produce.close()
 

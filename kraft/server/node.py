@@ -87,9 +87,14 @@ def check_supported(cfg: NodeConfig) -> None:
     if cfg.is_broker:
         raise ConfigError(f"process.roles={roles}: this build runs controller-only nodes "
                           "(process.roles=controller); the broker role is not built yet")
-    if not cfg.voters:
-        raise ConfigError("controller.quorum.voters: a static voter set is required "
-                          "(bootstrap-server discovery of a dynamic quorum is not built yet)")
+    if not cfg.voters and not cfg.bootstrap_servers:
+        raise ConfigError("controller.quorum.voters or controller.quorum.bootstrap.servers: one is required")
+
+
+def voter_endpoints(voters, driver) -> list:
+    """(node id, host, port) of each voter's controller listener, as a dynamic quorum's
+    Voters record gives them."""
+    return [(k.id, *driver.address_of(k.id)) for k in voters.keys() if driver.address_of(k.id)]
 
 
 async def _listen(what: str, setting: str, host: str, port: int, start) -> None:
@@ -177,27 +182,32 @@ class KraftNode:
                 log.error("node %d: the metadata log held %d offsets of a leader epoch above %d, the highest "
                           "this node ever knew (damage to a batch header): truncated them; they are fetched "
                           "again from the leader", cfg.node_id, dropped, election.epoch)
-        voters = [v.node_id for v in cfg.voters]
+        voters = [v.node_id for v in cfg.voters]  # empty for a dynamic quorum (voters in the log)
+        # KIP-853: bootstrap servers get Kafka's ids -2, -3, ... (observers find the leader there).
+        bootstrap = {-2 - i: hp for i, hp in enumerate(cfg.bootstrap_servers)}
         core = RaftCore(cfg.node_id, self.log, raft_config(cfg, meta.cluster_id), voters, random.Random(),
                         election_state=election, now_ms=wall_ms(),
-                        directory_id=uuid_text_to_bytes(meta.directory_id))
-        peers = {v.node_id: (v.host, v.port) for v in cfg.voters}
+                        directory_id=uuid_text_to_bytes(meta.directory_id), bootstrap_ids=tuple(bootstrap))
+        peers = {v.node_id: (v.host, v.port) for v in cfg.voters} | bootstrap
         self.listener = CommittedRecordsListener()
         self.controller = QuorumController(cfg.node_id, cluster_id=meta.cluster_id, settings=controller_settings(cfg))
         self.driver = RaftDriver(core, self.log, state_file, ListenerFanOut(self.listener, self.controller),
                                  peers=peers,
                                  cluster_id=meta.cluster_id, voters=voters, metrics=self.metrics,
                                  request_timeout_ms=cfg.int("controller.quorum.request.timeout.ms"),
-                                 retry_backoff_ms=cfg.int("controller.quorum.retry.backoff.ms"))
+                                 retry_backoff_ms=cfg.int("controller.quorum.retry.backoff.ms"),
+                                 listener_name=cfg.controller_listener.name)
         flush_cb["fn"] = self.driver.on_flushed_threadsafe
         self.snapshots = MetadataSnapshots(core, self.listener, self.controller,
                                            config=ScheduleConfig.from_config(cfg), node_id=cfg.node_id, voters=voters)
         self.driver.snapshot_policy = self.snapshots
-        endpoints = [(v.node_id, v.host, v.port) for v in cfg.voters]
+        endpoints = [(v.node_id, v.host, v.port) for v in cfg.voters] or voter_endpoints(core.voters, self.driver)
         ctl = cfg.controller_listener
         self.controller_requests = ControllerRequests(self.driver, self.controller, endpoints)
         handlers = ControllerHandlers(self.driver, endpoints, listener_name=ctl.name, metrics=self.metrics,
                                       controller_requests=self.controller_requests)
+        if not cfg.voters:
+            self.driver.on_voters_changed = lambda vs: handlers.set_endpoints(voter_endpoints(vs, self.driver))
         self.server = KafkaServer(handlers, ctl.host, ctl.port, listener_name=ctl.name,
                                   max_frame_bytes=cfg.int("socket.request.max.bytes"), **connection_limits(cfg))
         await _listen(f"the {ctl.name} listener", "listeners", ctl.host, ctl.port, self.server.start)

@@ -63,7 +63,7 @@ def election_to_file(state: ElectionState, cluster_id: str, voters, kraft_versio
 class RaftDriver:
     def __init__(self, core, log_, state_file, listener, *, peers: dict, cluster_id: str, voters,
                  metrics=None, client_factory=NodeClient, request_timeout_ms: int = 2000,
-                 retry_backoff_ms: int = 20):
+                 retry_backoff_ms: int = 20, listener_name: str = "CONTROLLER", on_voters_changed=None):
         self.core = core
         self.log = log_
         self.state_file = state_file
@@ -73,10 +73,17 @@ class RaftDriver:
         self.voters = tuple(voters)
         self.metrics = metrics
         self.loop = asyncio.get_event_loop()
-        self._clients = {nid: client_factory(h, p, client_id=f"kraft-raft-{core.node_id}",
-                                              request_timeout_ms=request_timeout_ms,
-                                              retry_backoff_ms=retry_backoff_ms)
-                         for nid, (h, p) in self.peers.items() if nid != core.node_id}
+        self._new_client = lambda h, p: client_factory(h, p, client_id=f"kraft-raft-{core.node_id}",
+                                                        request_timeout_ms=request_timeout_ms,
+                                                        retry_backoff_ms=retry_backoff_ms)
+        self._clients = {nid: self._new_client(h, p) for nid, (h, p) in self.peers.items() if nid != core.node_id}
+        self._client_addresses = {nid: a for nid, a in self.peers.items() if nid != core.node_id}
+        # KIP-853: addresses of nodes not in the configuration — from the Voters records in
+        # the log (``listener_name``'s endpoint) or the NodeEndpoints of answers.
+        self.listener_name = listener_name
+        self._learned: dict[int, tuple] = {}
+        self.on_voters_changed = on_voters_changed
+        self._known_voters = getattr(core, "voters", None)
         self._handles = itertools.count(1)
         self._pending: dict[int, asyncio.Future] = {}
         self._timer: asyncio.TimerHandle | None = None
@@ -154,6 +161,11 @@ class RaftDriver:
                 break
         self._arm(ready.next_deadline_ms)
         self._observe()
+        voters = getattr(core, "voters", None)
+        if voters is not self._known_voters:
+            self._known_voters = voters
+            if self.on_voters_changed is not None:
+                self.on_voters_changed(voters)
 
     def _execute(self, e) -> None:
         if isinstance(e, Send):
@@ -183,8 +195,39 @@ class RaftDriver:
         else:  # an effect this driver does not know is a bug, not something to skip
             raise TypeError(f"unknown effect {e!r}")
 
+    def address_of(self, node_id: int):
+        """(host, port) of a node: its Voters-record endpoint first (addresses may change
+        across restarts; the log has the latest), then the configuration, then answers."""
+        voters = getattr(self.core, "voters", None)
+        if voters is not None:
+            for ep in voters.endpoints(node_id):
+                if ep.name == self.listener_name:
+                    return ep.host, ep.port
+        return self.peers.get(node_id) or self._learned.get(node_id)
+
+    def _client_for(self, node_id: int):
+        address = self.address_of(node_id)
+        client = self._clients.get(node_id)
+        if client is not None and self._client_addresses.get(node_id) == address:
+            return client
+        if client is not None:  # the node moved: drop the old connection
+            task = self.loop.create_task(client.close())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            del self._clients[node_id]
+        if address is None or node_id == self.core.node_id:
+            return None
+        client = self._clients[node_id] = self._new_client(*address)
+        self._client_addresses[node_id] = address
+        return client
+
+    def _learn_endpoints(self, resp) -> None:
+        for ep in getattr(resp, "node_endpoints", None) or ():
+            if ep.node_id >= 0 and ep.node_id != self.core.node_id:
+                self._learned[ep.node_id] = (ep.host, ep.port)
+
     def _send(self, e: Send) -> None:
-        client = self._clients.get(e.destination)
+        client = self._client_for(e.destination)
         if client is None:
             self.loop.call_soon(self._step_failed, e.destination, e.correlation_id)
             return
@@ -211,6 +254,7 @@ class RaftDriver:
                           "%r does not match the quorum's (was this node formatted for another cluster?)%s",
                           self.core.node_id, e.destination, type(request).__name__, self.cluster_id,
                           held_note(held))
+        self._learn_endpoints(resp)
         self.core.step(InboundResponse(e.destination, e.correlation_id, resp), wall_ms())
         self._drain()
 
