@@ -41,8 +41,9 @@ Kafka's protocol objects, built and read in ``rpcs``; ``envelopes`` say who sent
 from __future__ import annotations
 
 from kraft.errors import NotLeaderError
-from kraft.protocol import (BeginQuorumEpochRequest, DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest,
-                            FetchSnapshotRequest, VoteRequest)
+from kraft.protocol import (AddRaftVoterRequest, BeginQuorumEpochRequest, DescribeQuorumRequest,
+                            EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest, RemoveRaftVoterRequest,
+                            UpdateRaftVoterRequest, VoteRequest)
 from kraft.raft.config import RaftConfig
 from kraft.raft.effects import Ready, Respond
 from kraft.raft.election import ElectionState, LeaderAndEpoch
@@ -51,6 +52,7 @@ from kraft.raft.follower_replication import FollowerReplication
 from kraft.raft.leader import LeaderState
 from kraft.raft.leader_replication import LeaderReplication
 from kraft.raft.local_log import LocalLog
+from kraft.raft.membership import Membership
 from kraft.raft.envelopes import InboundRequest, InboundResponse, RequestFailed
 from kraft.raft.quorum_state import QuorumState
 from kraft.raft.requests import Outbox, RequestTracker
@@ -102,6 +104,9 @@ class RaftCore:
         self.follower_replication = FollowerReplication(self.local, self.quorum, self.local_log,
                                                         self.voter_history, outbox, self.transitions, config,
                                                         tuple(bootstrap_ids))
+        self.membership = Membership(self.local, self.quorum, self.local_log, config, emit,
+                                     self.leader_replication.drain, self.sync_leader_voters)
+        self.leader_replication.on_commit = self.membership.on_high_watermark
         self._deadline = now_ms
         self.quorum.initialize(election_state, OffsetAndEpoch(log.end_offset(), log.last_fetched_epoch()), now_ms)
         self.local_log.request_flush()
@@ -286,8 +291,16 @@ class RaftCore:
         if t is FetchRequest:
             self.leader_replication.handle_fetch_request(message, now)
             return
+        if t is AddRaftVoterRequest:
+            self.membership.handle_add(message.handle, body, now)
+            return
+        if t is RemoveRaftVoterRequest:
+            self.membership.handle_remove(message.handle, body, now)
+            return
         e = self.elections
-        if t is VoteRequest:
+        if t is UpdateRaftVoterRequest:
+            response = self.membership.handle_update(body, now)
+        elif t is VoteRequest:
             response = e.handle_vote_request(message.source, body, now)
         elif t is BeginQuorumEpochRequest:
             response = e.handle_begin_quorum_epoch_request(message.source, body, now)
@@ -324,6 +337,7 @@ class RaftCore:
     # ================================================================ polling
     def _poll(self, now: int) -> None:
         e, f = self.elections, self.follower_replication
+        self.membership.expire(now)  # a change pending when leadership ended is answered
         for _ in range(8):  # transitions made here may enable the next role's work at once
             s = self.quorum.state
             t = type(s)
@@ -368,4 +382,4 @@ class RaftCore:
         deadline = min(deadline, r.answer_parked(s, now))
         if s.check_quorum_deadline is not None:
             deadline = min(deadline, s.check_quorum_deadline)
-        return deadline
+        return min(deadline, self.membership.expire(now))

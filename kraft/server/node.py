@@ -51,6 +51,7 @@ def raft_config(cfg: NodeConfig, cluster_id: str) -> RaftConfig:
         append_linger_ms=cfg.int("controller.quorum.append.linger.ms"),
         fetch_max_wait_ms=min(500, cfg.int("controller.quorum.request.timeout.ms") // 2),
         cluster_id=cluster_id,
+        controller_listener_name=cfg.controller_listener_names[0],
     )
 
 

@@ -73,7 +73,7 @@ class ResponseFitter:
                     for p in topic.partitions:
                         for r in p.current_voters + p.observers:
                             r.replica_directory_id = ZERO_UUID
-        elif version >= 1:
+        elif version >= 1 and t in self._node_endpoints:
             resp.node_endpoints = self._node_endpoints[t]
         return resp
 
