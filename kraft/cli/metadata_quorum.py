@@ -194,7 +194,7 @@ def register(sub) -> None:
                    help="the new controller's server.properties (node.id, listeners, metadata log dir)")
     a.set_defaults(func=_add_controller)
     r = ss.add_parser("remove-controller", help="remove a voter (RemoveRaftVoter)")
-    r.add_argument("--controller-id", type=int, required=True, metavar="N")
+    r.add_argument("--controller-id", type=int, required=True, metavar="N", help="the voter's node id")
     r.add_argument("--controller-directory-id", required=True, metavar="DIRECTORY_ID",
                    help="the voter's metadata directory id (describe --status shows it)")
     r.set_defaults(func=_remove_controller)
