@@ -104,6 +104,7 @@ class RaftCore:
         self.follower_replication = FollowerReplication(self.local, self.quorum, self.local_log,
                                                         self.voter_history, outbox, self.transitions, config,
                                                         tuple(bootstrap_ids))
+        self.quorum.committed_offset = lambda: self.local_log.high_watermark
         self.membership = Membership(self.local, self.quorum, self.local_log, config, emit,
                                      self.leader_replication.drain, self.sync_leader_voters)
         self.leader_replication.on_commit = self.membership.on_high_watermark
@@ -350,7 +351,7 @@ class RaftCore:
             elif t is ProspectiveState:
                 deadline = e.poll_prospective(s, now)
             elif t is UnattachedState:
-                if not self.quorum.is_voter():  # an observer (also a voter just removed)
+                if not self.quorum.is_electable():  # an observer (also a voter whose removal committed)
                     deadline = f.poll_observer(now)
                 else:
                     deadline = e.poll_unattached_voter(s, now)

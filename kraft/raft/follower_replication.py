@@ -43,7 +43,7 @@ class FollowerReplication:
 
     # ------------------------------------------------------------ timers
     def poll_follower(self, s: FollowerState, now: int) -> int:
-        voter = self.quorum.is_voter()
+        voter = self.quorum.is_electable()
         if now >= s.fetch_deadline:
             if voter:
                 self.transitions.become_prospective(now)

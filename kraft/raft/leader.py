@@ -50,6 +50,8 @@ class LeaderState(EpochState):
         self.epoch_start_offset = epoch_start_offset
         self.granting_voters = tuple(sorted(granting_voters))
         self.progress = ProgressTracker(local, voters)
+        if voters.key(local.id) is None:  # elected while its own removal is uncommitted
+            self.progress.observers[local] = ReplicaProgress(local)
         self.high_watermark = -1
         self.check_quorum_timeout_ms = check_quorum_timeout_ms
         # A single voter is its own quorum and never resigns for lack of fetches.

@@ -45,11 +45,12 @@ class Transitions:
         self.quorum.transition_to_unattached(epoch, now)
         self._after_transition(old, now)
 
-    def vote_for(self, candidate: ReplicaKey, now: int) -> None:
-        """Cast this epoch's vote (an unattached or prospective voter that has not voted)."""
+    def vote_for(self, candidate: ReplicaKey, now: int, addressed: bool = False) -> None:
+        """Cast this epoch's vote (an unattached or prospective voter that has not voted;
+        ``addressed``: asked by its exact replica key, see ``Elections.handle_vote_request``)."""
         q = self.quorum
         old = q.state
-        q.transition_to_unattached_voted(old.epoch, candidate, now)
+        q.transition_to_unattached_voted(old.epoch, candidate, now, addressed)
         if old is not q.state and isinstance(old, ProspectiveState):
             self._after_transition(old, now)
 

@@ -106,6 +106,10 @@ class VoterSetHistory:
     def last(self) -> VoterSet:
         return self._sets[-1]
 
+    def previous(self) -> VoterSet | None:
+        """The set before the latest change (None if there was none since the bootstrap)."""
+        return self._sets[-2] if len(self._sets) > 1 else None
+
     def last_offset(self) -> int:
         """Offset of the record that set the current voters (-1: the bootstrap set)."""
         return self._offsets[-1]

@@ -3,7 +3,7 @@ snapshot it starts from, acting from the moment it is appended and reverted by t
 the static ``controller.quorum.voters`` path (kraft.version 0) is unchanged."""
 
 from kraft.errors import ErrorCode
-from kraft.protocol import FetchRequest
+from kraft.protocol import FetchRequest, VoteRequest
 from kraft.raft import ElectionState, OffsetAndEpoch, VoterSet, rpcs
 from kraft.raft.control_state import (ControlState, control_records, membership_control_batch,
                                       voters_record_of)
@@ -153,3 +153,37 @@ def test_snapshot_carries_the_voters_and_a_new_replica_learns_them_from_it():
     c = ControlState(VoterSet([]))
     c.load_snapshot(data, end)
     assert c.voters.last() == vset(1, 2, 3) and c.kraft_version == 1
+
+
+def test_a_removed_voter_campaigns_only_while_its_removal_may_be_uncommitted():
+    """Raft dissertation 4.2.2: until the removal commits, the removed voter may be needed to
+    elect the leader that commits it; afterwards it neither campaigns nor votes."""
+    log = InMemoryLog()
+    r = Replica(node_id=2, voters=vset(1, 2, 3), log=log, directory_id=D[2])
+    r.append_leader_batch([b"a"], epoch=1)
+    r = Replica(node_id=2, voters=vset(1, 2, 3), log=log, directory_id=D[2], election=ElectionState(2, 1))
+    r.request(1, rpcs.begin_quorum_epoch_request(1, 2))
+    f = r.sent(FetchRequest, 1)[-1]
+    r.respond(f, rpcs.fetch_response(NONE, 1, 2, 1, 0, records=membership_control_batch(vset(1, 3), 1, 1, 2, 0)))
+    assert not r.core.quorum.is_voter() and r.core.quorum.is_electable()  # uncommitted
+    r.flush_all()
+    f = r.sent(FetchRequest, 1)[-1]
+    r.respond(f, rpcs.fetch_response(NONE, 1, 2, 3, 0))  # the leader's HW passes the record
+    assert r.core.high_watermark == 3 and not r.core.quorum.is_electable()
+    r.advance(60_000)  # long past any fetch timeout: it stays an observer
+    assert r.core.role in ("follower", "unattached") and not r.sent(VoteRequest)
+    unaddressed = rpcs.vote_request(3, 3, 2, 3)
+    assert not r.request(3, unaddressed).vote_granted
+
+
+def test_a_voter_that_has_not_seen_its_own_addition_votes_when_asked_by_its_key():
+    """KIP-853's VoterId/VoterDirectoryId: the candidate names the voter it asks; a new
+    voter whose log lacks the record adding it answers on the logs alone (else a quorum whose
+    latest member is behind could never elect anyone)."""
+    r = Replica(node_id=4, voters=(), log=bootstrap_log(1, 2, 3), directory_id=D[4])
+    assert not r.core.quorum.is_electable()
+    asked = rpcs.vote_request(1, 1, 0, 5, False, D[1], 4, D[4])
+    assert r.request(1, asked).vote_granted
+    other = Replica(node_id=4, voters=(), log=bootstrap_log(1, 2, 3), directory_id=D[5])  # wiped: new disk
+    assert other.request(1, asked).error_code == ErrorCode.INVALID_VOTER_KEY
+    assert not other.request(1, rpcs.vote_request(1, 1, 0, 5)).vote_granted
