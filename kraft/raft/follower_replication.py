@@ -119,7 +119,12 @@ class FollowerReplication:
             return handled
         s = self.quorum.state
         asked = request.topics[0].partitions[0]
-        if not isinstance(s, FollowerState) or s.leader_id != source or asked.current_leader_epoch != s.epoch:
+        if not isinstance(s, FollowerState) or asked.current_leader_epoch != s.epoch:
+            return False
+        if s.leader_id != source and not (source < 0 and leader.leader_id == s.leader_id
+                                          and leader.leader_epoch == s.epoch):
+            # Only the leader's answers carry data. A bootstrap server (negative id) that
+            # answers as the leader of our epoch is the leader under another name.
             return False
         log = self.local_log.log
         d, sid = p.diverging_epoch, p.snapshot_id

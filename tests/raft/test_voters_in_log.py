@@ -187,3 +187,23 @@ def test_a_voter_that_has_not_seen_its_own_addition_votes_when_asked_by_its_key(
     other = Replica(node_id=4, voters=(), log=bootstrap_log(1, 2, 3), directory_id=D[5])  # wiped: new disk
     assert other.request(1, asked).error_code == ErrorCode.INVALID_VOTER_KEY
     assert not other.request(1, rpcs.vote_request(1, 1, 0, 5)).vote_granted
+
+
+def test_an_observer_takes_data_from_a_bootstrap_server_that_is_the_leader():
+    """Bootstrap servers have ids of their own (-2, -3, ...): when the one asked is the leader
+    of the observer's epoch, its answer is the leader's and the observer appends it."""
+    r = Replica(node_id=4, voters=(), directory_id=D[4], log=InMemoryLog())
+    r.core.follower_replication.bootstrap_ids = (-2,)
+    r.advance(200)
+    f = r.sent(FetchRequest, -2)[-1]
+    r.respond(f, rpcs.fetch_response(NONE, 1, 1, -1, 0))  # learns: leader 1, epoch 1
+    assert (r.core.role, r.core.leader_id) == ("follower", 1)
+    batch = build_batch([b"x"], partition_leader_epoch=1, timestamp=0)
+    r.advance(5_000)  # leader 1 unreachable by id: discovery through the bootstrap server again
+    f = r.sent(FetchRequest, -2)[-1]
+    r.respond(f, rpcs.fetch_response(NONE, 2, 1, 1, 0, records=batch))  # names another leader
+    assert r.log.end_offset() == 0
+    r.advance(200)
+    f = r.sent(FetchRequest, -2)[-1]
+    r.respond(f, rpcs.fetch_response(NONE, 1, 1, 1, 0, records=batch))
+    assert r.log.end_offset() == 1
