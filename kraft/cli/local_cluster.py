@@ -72,6 +72,7 @@ class LocalCluster:
         instead of the voters; node 1 is formatted ``--standalone``, the others
         ``--no-initial-controllers`` (observers until added)."""
         self.dynamic = dynamic
+        self._formatted: set[int] = set()
         self.directory = directory
         self.size = size
         self.ids = list(range(1, size + 1))
@@ -124,7 +125,11 @@ class LocalCluster:
             cfg = NodeConfig.from_properties(load_properties(self.config_path(i)))
             dynamic = {}
             if self.dynamic:
-                dynamic = {"standalone": True} if i == self.ids[0] else {"no_initial_controllers": True}
+                # Only node 1's first format names the initial voter; a wiped disk comes back
+                # as an observer (formatting --standalone again would start a second quorum).
+                first = i == self.ids[0] and i not in self._formatted
+                dynamic = {"standalone": True} if first else {"no_initial_controllers": True}
+            self._formatted.add(i)
             format_storage(cfg, self.cluster_id, ignore_formatted=True, **dynamic)
 
     def create(self) -> "LocalCluster":

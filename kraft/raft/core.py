@@ -72,12 +72,13 @@ class RaftCore:
     (None for a new node). ``directory_id``: this replica's log directory id, if known.
     ``bootstrap_ids``: where an observer looks for the leader (``controller.quorum.bootstrap.
     servers``, named by ids the driver maps to addresses; Kafka uses -2, -3, ...); default:
-    the voters.
+    the voters. ``local_endpoints``: this replica's advertised listeners (``Endpoint``s); a
+    voter of a dynamic quorum whose Voters-record entry differs sends UpdateRaftVoter.
     """
 
     def __init__(self, node_id: int, log, config: RaftConfig, voters, rng, *,
                  directory_id: bytes | None = None, election_state: ElectionState | None = None,
-                 now_ms: int = 0, bootstrap_ids=()):
+                 now_ms: int = 0, bootstrap_ids=(), local_endpoints=()):
         self.node_id = node_id
         self.local = ReplicaKey(node_id, directory_id)
         self.log = log
@@ -108,6 +109,8 @@ class RaftCore:
         self.membership = Membership(self.local, self.quorum, self.local_log, config, emit,
                                      self.leader_replication.drain, self.sync_leader_voters)
         self.leader_replication.on_commit = self.membership.on_high_watermark
+        self.follower_replication.control = self.control
+        self.follower_replication.local_endpoints = tuple(local_endpoints)
         self._deadline = now_ms
         self.quorum.initialize(election_state, OffsetAndEpoch(log.end_offset(), log.last_fetched_epoch()), now_ms)
         self.local_log.request_flush()
@@ -331,6 +334,11 @@ class RaftCore:
             ok = e.handle_end_quorum_epoch_response(message.source, message.body, now)
         elif t is FetchSnapshotRequest:
             ok = f.handle_fetch_snapshot_response(message.source, request, message.body, now)
+        elif t is UpdateRaftVoterRequest:
+            leader = message.body.current_leader
+            handled = self.transitions.common_response(message.body.error_code, leader.leader_id,
+                                                       leader.leader_epoch, now)
+            ok = handled if handled is not None else True
         else:
             ok = False
         self.requests.on_result(message.source, message.correlation_id, ok, now)

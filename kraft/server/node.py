@@ -20,6 +20,7 @@ import os
 import random
 
 from kraft.config import NodeConfig
+from kraft.types import Endpoint
 from kraft.errors import ConfigError, FatalLogError, StorageError
 from kraft.log import LogConfig
 from kraft.log.dir_lock import lock_directories
@@ -90,6 +91,17 @@ def check_supported(cfg: NodeConfig) -> None:
                           "(process.roles=controller); the broker role is not built yet")
     if not cfg.voters and not cfg.bootstrap_servers:
         raise ConfigError("controller.quorum.voters or controller.quorum.bootstrap.servers: one is required")
+
+
+def advertised_controller_endpoints(cfg: NodeConfig) -> tuple:
+    """This node's controller listeners as the Voters record holds them (KIP-853)."""
+    out = []
+    for name in cfg.controller_listener_names:
+        for e in (*cfg.advertised_listeners, *cfg.listeners):
+            if e.name == name:
+                out.append(Endpoint(name, e.host or "localhost", e.port))
+                break
+    return tuple(out)
 
 
 def voter_endpoints(voters, driver) -> list:
@@ -188,7 +200,8 @@ class KraftNode:
         bootstrap = {-2 - i: hp for i, hp in enumerate(cfg.bootstrap_servers)}
         core = RaftCore(cfg.node_id, self.log, raft_config(cfg, meta.cluster_id), voters, random.Random(),
                         election_state=election, now_ms=wall_ms(),
-                        directory_id=uuid_text_to_bytes(meta.directory_id), bootstrap_ids=tuple(bootstrap))
+                        directory_id=uuid_text_to_bytes(meta.directory_id), bootstrap_ids=tuple(bootstrap),
+                        local_endpoints=advertised_controller_endpoints(cfg))
         peers = {v.node_id: (v.host, v.port) for v in cfg.voters} | bootstrap
         self.listener = CommittedRecordsListener()
         self.controller = QuorumController(cfg.node_id, cluster_id=meta.cluster_id, settings=controller_settings(cfg))

@@ -18,11 +18,12 @@ from __future__ import annotations
 from kraft.errors import ErrorCode
 from kraft.protocol import (METADATA_TOPIC_ID, ZERO_UUID, BeginQuorumEpochRequest, BeginQuorumEpochResponse,
                             DescribeQuorumResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
-                            FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse, VoteRequest, VoteResponse)
+                            FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse, UpdateRaftVoterRequest, VoteRequest,
+                            VoteResponse)
 from kraft.raft.rpcs import TOPIC
 
 SEND_VERSIONS = {VoteRequest: 2, BeginQuorumEpochRequest: 1, EndQuorumEpochRequest: 1, FetchRequest: 17,
-                 FetchSnapshotRequest: 1}
+                 FetchSnapshotRequest: 1, UpdateRaftVoterRequest: 0}
 
 
 def upgrade_request(wire, version: int) -> None:

@@ -122,3 +122,36 @@ def assert_one_leader_per_epoch(cluster, nodes):
                         if isinstance(m, LeaderChangeMessage):
                             assert leaders.setdefault(b.partition_leader_epoch, m.leader_id) == m.leader_id
     assert leaders
+
+
+def test_a_voter_restarted_on_another_port_updates_its_endpoint(cluster):
+    """UpdateRaftVoter: the Voters record follows the voter's new listener, so the quorum's
+    answers (DescribeQuorum nodes) and the leader's connections use the new address."""
+    from kraft.cli.local_cluster import free_ports
+    from kraft.client.quorum import QuorumClient
+    from kraft.client.voter_changes import add_voter
+    from kraft.log.state_files import uuid_text_to_bytes
+
+    cluster.start(1)
+    cluster.start(2)
+    wait_for(caught_up_observer(cluster, 2), 30)
+
+    async def add():
+        client = QuorumClient([cluster.address(1)])
+        try:
+            await add_voter(client, 2, uuid_text_to_bytes(cluster.directory_id(2)),
+                            [("CONTROLLER", "127.0.0.1", cluster.ports[2])], deadline_s=30)
+        finally:
+            await client.close()
+    run(add())
+    cluster.stop(2)
+    cluster.ports[2] = free_ports(1)[0]
+    cluster.write_configs()
+    cluster.start(2)
+
+    def moved():
+        d = run(describe(cluster, 5))
+        return d if d.nodes.get(2) == ("127.0.0.1", cluster.ports[2]) else None
+    wait_for(moved, 30)
+    acked = run(write_batches(cluster, 3, tag="moved"))  # two voters: node 2 must take part
+    assert acked

@@ -162,3 +162,28 @@ def test_update_voter_replaces_its_endpoints():
     assert send(r, req).error_code == ErrorCode.VOTER_NOT_FOUND
     req.current_leader_epoch = r.core.epoch + 1
     assert send(r, req).error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+def test_a_voter_on_a_new_address_asks_the_leader_to_update_its_endpoints():
+    """Seed 000's "permanence of the advertised listener": a voter restarted elsewhere sends
+    UpdateRaftVoter (in place of one Fetch) until the Voters record has its new listeners."""
+    from kraft.protocol import FetchRequest
+    from kraft.raft import ElectionState, RaftCore
+
+    log = bootstrap_log(1, 2)
+    r = Replica(node_id=2, voters=(), log=log, directory_id=D[2], election=ElectionState(1, 1))
+    moved = (Endpoint("CONTROLLER", "h", 7777),)
+    r.core = RaftCore(2, log, r.core.config, (), __import__("random").Random(0), directory_id=D[2],
+                      election_state=ElectionState(1, 1), local_endpoints=moved)
+    r.collect()
+    f = r.sent(FetchRequest, 1)[-1]
+    r.respond(f, rpcs.fetch_response(NONE, 1, 1, 0, 0))
+    r.advance(1)
+    sent = [s.request for s in r.take() if hasattr(s, "request")]
+    updates = [q for q in sent if isinstance(q, UpdateRaftVoterRequest)]
+    assert updates and updates[0].voter_id == 2 and [(x.host, x.port) for x in updates[0].listeners] == [("h", 7777)]
+    # The leader applies it like any voter change.
+    leader = standalone_leader(1, 2)
+    updates[0].current_leader_epoch = leader.core.epoch
+    assert send(leader, updates[0]).error_code == NONE
+    assert leader.core.voters.endpoints(2) == moved
