@@ -70,7 +70,13 @@ class LocalCluster:
     then ``brokers`` broker-only nodes (ids size+1..). Brokers listen on PLAINTEXT."""
 
     def __init__(self, directory: str, size: int = 3, *, overrides: dict | None = None,
-                 metrics: bool = False, log_level: str = "INFO", combined: bool = False, brokers: int = 0):
+                 metrics: bool = False, log_level: str = "INFO", combined: bool = False, brokers: int = 0,
+                 dynamic: bool = False):
+        """``dynamic``: a KIP-853 quorum — nodes know ``controller.quorum.bootstrap.servers``
+        instead of the voters; node 1 is formatted ``--standalone``, the others
+        ``--no-initial-controllers`` (observers until added)."""
+        self.dynamic = dynamic
+        self._formatted: set[int] = set()
         self.directory = directory
         self.size = size
         self.controller_ids = list(range(1, size + 1))
@@ -133,7 +139,8 @@ class LocalCluster:
         for i in self.ids:
             props = {
                 "node.id": str(i),
-                "controller.quorum.voters": voters,
+                **({"controller.quorum.bootstrap.servers": self.bootstrap} if self.dynamic
+                   else {"controller.quorum.voters": voters}),
                 "controller.listener.names": "CONTROLLER",
                 **self._role_props(i),
                 **({"kraft.metrics.port": str(self.metrics_ports[i])} if self.metrics_ports else {}),
@@ -145,7 +152,14 @@ class LocalCluster:
     def format(self, node_id: int | None = None) -> None:
         for i in ([node_id] if node_id is not None else self.ids):
             cfg = NodeConfig.from_properties(load_properties(self.config_path(i)))
-            format_storage(cfg, self.cluster_id, ignore_formatted=True)
+            dynamic = {}
+            if self.dynamic:
+                # Only node 1's first format names the initial voter; a wiped disk comes back
+                # as an observer (formatting --standalone again would start a second quorum).
+                first = i == self.ids[0] and i not in self._formatted
+                dynamic = {"standalone": True} if first else {"no_initial_controllers": True}
+            self._formatted.add(i)
+            format_storage(cfg, self.cluster_id, ignore_formatted=True, **dynamic)
 
     def create(self) -> "LocalCluster":
         self.write_configs()
@@ -230,6 +244,12 @@ class LocalCluster:
                 p.kill()
                 codes[i] = p.wait()
         return codes
+
+    def directory_id(self, node_id: int) -> str:
+        """The ``directory.id`` of a node's metadata log directory (its replica key half)."""
+        from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties
+
+        return MetaProperties.read(os.path.join(self.data_dir(node_id), META_PROPERTIES_FILE)).directory_id
 
     def wipe(self, node_id: int) -> None:
         """Delete a stopped node's data and format it again (a replaced disk)."""

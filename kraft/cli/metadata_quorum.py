@@ -1,4 +1,6 @@
 """``kraft metadata-quorum --bootstrap-controller HOST:PORT describe --status|--replication``,
+``add-controller --command-config FILE`` and ``remove-controller --controller-id N
+--controller-directory-id D`` (KIP-853 voter changes, sent to the leader),
 with the output layout of Kafka's ``kafka-metadata-quorum.sh`` (MetadataQuorumCommand, 3.9+:
 voters as ``{"id": N, "directoryId": "...", "endpoints": ["NAME://host:port"]}``, directoryId
 left out when it is zero, and a DirectoryId column in ``--replication``); ``--json`` for machines."""
@@ -114,6 +116,64 @@ def _run(args) -> int:
     return 0
 
 
+def _add_controller(args) -> int:
+    """Kafka's ``add-controller``: the new controller's own server.properties says who it is
+    (node.id, the metadata directory's directory.id, its advertised controller listeners)."""
+    import os
+
+    from kraft.client.voter_changes import add_voter
+    from kraft.config import NodeConfig
+    from kraft.errors import KraftError
+    from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties, uuid_text_to_bytes
+
+    cfg = NodeConfig.from_file(args.command_config)
+    if not cfg.is_controller:
+        raise KraftError(f"{args.command_config}: process.roles must contain controller")
+    meta = MetaProperties.read(os.path.join(cfg.metadata_log_dir, META_PROPERTIES_FILE))
+    if meta is None or not meta.directory_id:
+        raise KraftError(f"{cfg.metadata_log_dir} is not formatted (no directory.id): run `kraft storage format "
+                         "--no-initial-controllers` for this controller first")
+    listeners = []
+    for name in cfg.controller_listener_names:
+        for e in (*cfg.advertised_listeners, *cfg.listeners):
+            if e.name == name:
+                listeners.append((name, e.host or "localhost", e.port))
+                break
+    client = QuorumClient([parse_address(s) for s in args.bootstrap_controller.split(",")])
+
+    async def go():
+        try:
+            await add_voter(client, cfg.node_id, uuid_text_to_bytes(meta.directory_id), listeners,
+                            deadline_s=args.timeout)
+        finally:
+            await client.close()
+    asyncio.run(go())
+    endpoints = ", ".join(f"{n}://{h}:{p}" for n, h, p in listeners)
+    print(f"Added controller {cfg.node_id} with directory id {meta.directory_id} and endpoints: {endpoints}")
+    return 0
+
+
+def _remove_controller(args) -> int:
+    from kraft.client.voter_changes import remove_voter
+    from kraft.errors import KraftError
+    from kraft.log.state_files import uuid_text_to_bytes
+
+    try:
+        directory = uuid_text_to_bytes(args.controller_directory_id)
+    except Exception as exc:
+        raise KraftError(f"--controller-directory-id: not a Kafka uuid: {args.controller_directory_id!r}") from exc
+    client = QuorumClient([parse_address(s) for s in args.bootstrap_controller.split(",")])
+
+    async def go():
+        try:
+            await remove_voter(client, args.controller_id, directory or bytes(16), deadline_s=args.timeout)
+        finally:
+            await client.close()
+    asyncio.run(go())
+    print(f"Removed KRaft controller {args.controller_id} with directory id {args.controller_directory_id}")
+    return 0
+
+
 def register(sub) -> None:
     p = sub.add_parser("metadata-quorum", help="describe the metadata quorum (DescribeQuorum)")
     p.add_argument("--bootstrap-controller", "--bootstrap-server", dest="bootstrap_controller", required=True,
@@ -129,3 +189,12 @@ def register(sub) -> None:
                    help="with --replication: timestamps as 'N ms ago'")
     d.add_argument("--json", action="store_true", help="print JSON instead of Kafka's text layout")
     d.set_defaults(func=_run)
+    a = ss.add_parser("add-controller", help="add a caught-up observer controller as a voter (AddRaftVoter)")
+    a.add_argument("--command-config", "-C", required=True, metavar="FILE",
+                   help="the new controller's server.properties (node.id, listeners, metadata log dir)")
+    a.set_defaults(func=_add_controller)
+    r = ss.add_parser("remove-controller", help="remove a voter (RemoveRaftVoter)")
+    r.add_argument("--controller-id", type=int, required=True, metavar="N", help="the voter's node id")
+    r.add_argument("--controller-directory-id", required=True, metavar="DIRECTORY_ID",
+                   help="the voter's metadata directory id (describe --status shows it)")
+    r.set_defaults(func=_remove_controller)

@@ -28,7 +28,9 @@ def _random_uuid_cmd(args) -> int:
 def _format_cmd(args) -> int:
     cfg = load_runnable_config(args.config, args.override)
     features = finalized_features(args.release_version, parse_features(args.feature))
-    written = format_storage(cfg, args.cluster_id, ignore_formatted=args.ignore_formatted, features=features)
+    written = format_storage(cfg, args.cluster_id, ignore_formatted=args.ignore_formatted, features=features,
+                             standalone=args.standalone, initial_controllers=args.initial_controllers,
+                             no_initial_controllers=args.no_initial_controllers)
     mv = metadata_version_name(features[METADATA_VERSION])
     for d in written:
         kind = "metadata" if d == cfg.metadata_log_dir else "data"
@@ -106,6 +108,16 @@ def register(sub) -> None:
                         f"number (default: {DEFAULT_RELEASE})")
     f.add_argument("-f", "--feature", action="append", metavar="NAME=LEVEL",
                    help="a feature level to write into bootstrap.checkpoint (repeatable)")
+    q = f.add_mutually_exclusive_group()
+    q.add_argument("-s", "--standalone", action="store_true",
+                   help="dynamic quorum (controller.quorum.bootstrap.servers): this controller is the only "
+                        "initial voter")
+    q.add_argument("-I", "--initial-controllers", metavar="ID@HOST:PORT:DIRID,...",
+                   help="dynamic quorum: the initial voters with their metadata directory ids "
+                        "(this node's directory gets its own DIRID)")
+    q.add_argument("-N", "--no-initial-controllers", action="store_true",
+                   help="dynamic quorum: join an existing quorum as an observer (add it with "
+                        "`kraft metadata-quorum add-controller`)")
     f.set_defaults(func=_format_cmd)
     i = ss.add_parser("info", help="show what the node's log directories hold; exit 1 if there is a problem")
     i.add_argument("-c", "--config", required=True, help="the node's server.properties")

@@ -20,7 +20,94 @@ from kraft.config import NodeConfig
 from kraft.errors import KraftError
 from kraft.log.bootstrap import DEFAULT_RELEASE, METADATA_VERSION, metadata_version_level, write_bootstrap_checkpoint
 from kraft.log.dir_lock import lock_directories
-from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties
+from kraft.log.replicated_log import METADATA_DIR
+from kraft.log.snapshot import SnapshotFileWriter
+from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties, uuid_text_to_bytes
+from kraft.records import Endpoint, Voter, VotersRecord
+from kraft.records.bootstrap_snapshot import bootstrap_snapshot_bytes
+from kraft.types import OffsetAndEpoch
+
+KRAFT_VERSION_MAX = 1
+
+
+class InitialVoter:
+    """One ``--initial-controllers`` entry: ``id@host:port:directory-id``."""
+
+    def __init__(self, node_id: int, host: str, port: int, directory_id: str):
+        self.node_id, self.host, self.port, self.directory_id = node_id, host, port, directory_id
+
+    def __repr__(self) -> str:
+        return f"{self.node_id}@{self.host}:{self.port}:{self.directory_id}"
+
+
+def parse_initial_controllers(text: str) -> list[InitialVoter]:
+    """Kafka's ``--initial-controllers`` syntax; KraftError naming the bad entry."""
+    out = []
+    for item in filter(None, (x.strip() for x in (text or "").split(","))):
+        m = re.fullmatch(r"(\d+)@(\[[^\]]+\]|[^:@\s]+):(\d+):([A-Za-z0-9_-]{22})", item)
+        if m is None:
+            raise KraftError(f"--initial-controllers: expected id@host:port:directory-id, got {item!r}")
+        port = int(m.group(3))
+        if not 0 < port <= 65535 or not valid_cluster_id(m.group(4)):
+            raise KraftError(f"--initial-controllers: bad port or directory id in {item!r}")
+        out.append(InitialVoter(int(m.group(1)), m.group(2).strip("[]"), port, m.group(4)))
+    if not out:
+        raise KraftError("--initial-controllers: no controllers given")
+    ids = [v.node_id for v in out]
+    if len(set(ids)) != len(ids):
+        raise KraftError("--initial-controllers: a node id appears twice")
+    return out
+
+
+def _advertised_controller(cfg: NodeConfig):
+    name = cfg.controller_listener_names[0]
+    for e in (*cfg.advertised_listeners, *cfg.listeners):
+        if e.name == name:
+            return name, e.host or "localhost", e.port
+    raise KraftError(f"listeners: no {name} listener to put in the voter set")
+
+
+def quorum_bootstrap(cfg: NodeConfig, *, standalone: bool = False, initial_controllers: str | None = None,
+                     no_initial_controllers: bool = False):
+    """(voters for the 0-0 bootstrap checkpoint or None, directory id for the metadata log
+    directory or None), following kafka-storage format's rules (KIP-853): with
+    ``controller.quorum.voters`` none of the three flags; without it a controller needs
+    exactly one of them."""
+    chosen = sum([bool(standalone), initial_controllers is not None, bool(no_initial_controllers)])
+    if chosen > 1:
+        raise KraftError("--standalone, --initial-controllers and --no-initial-controllers are exclusive")
+    if cfg.voters:
+        if chosen:
+            raise KraftError("controller.quorum.voters is set (a static quorum): --standalone, "
+                             "--initial-controllers and --no-initial-controllers are for a dynamic quorum "
+                             "(controller.quorum.bootstrap.servers)")
+        return None, None
+    if not cfg.is_controller:
+        return None, None
+    if not chosen:
+        raise KraftError("controller.quorum.voters is not set: a controller of a dynamic quorum needs one of "
+                         "--standalone, --initial-controllers or --no-initial-controllers")
+    if no_initial_controllers:
+        return None, None
+    if standalone:
+        name, host, port = _advertised_controller(cfg)
+        directory_id = random_uuid()
+        return [InitialVoter(cfg.node_id, host, port, directory_id)], directory_id
+    voters = parse_initial_controllers(initial_controllers)
+    mine = [v for v in voters if v.node_id == cfg.node_id]
+    return voters, (mine[0].directory_id if mine else None)
+
+
+def write_bootstrap_voters(directory: str, cfg: NodeConfig, voters: list[InitialVoter]) -> str:
+    """Kafka's ``00000000000000000000-0000000000.checkpoint`` with KRaftVersion 1 and the
+    Voters record, in the metadata log's partition directory; returns its path."""
+    name = cfg.controller_listener_names[0]
+    record = VotersRecord(tuple(Voter(v.node_id, uuid_text_to_bytes(v.directory_id) or bytes(16),
+                                      (Endpoint(name, v.host, v.port),), 0, KRAFT_VERSION_MAX)
+                                for v in sorted(voters, key=lambda v: v.node_id)))
+    w = SnapshotFileWriter(os.path.join(directory, METADATA_DIR), OffsetAndEpoch(0, 0), raw=True)
+    w.write_raw(bootstrap_snapshot_bytes(record))
+    return w.freeze()
 
 
 def random_uuid() -> str:
@@ -66,18 +153,23 @@ def finalized_features(release_version: str | None = None, features=None) -> dic
 
 
 def format_storage(cfg: NodeConfig, cluster_id: str, *, ignore_formatted: bool = False,
-                   features: dict[str, int] | None = None) -> list[str]:
+                   features: dict[str, int] | None = None, standalone: bool = False,
+                   initial_controllers: str | None = None, no_initial_controllers: bool = False) -> list[str]:
     """Format every directory; returns the directories written. ``features`` (default: the
-    default release's metadata.version) go to bootstrap.checkpoint. Raises KraftError."""
+    default release's metadata.version) go to bootstrap.checkpoint. A dynamic quorum
+    (KIP-853) takes one of ``standalone`` / ``initial_controllers`` / ``no_initial_controllers``
+    (see ``quorum_bootstrap``). Raises KraftError."""
     if not valid_cluster_id(cluster_id):
         raise KraftError(f"cluster id {cluster_id!r} is not a Kafka uuid (use `kraft storage random-uuid`)")
     features = features or finalized_features()
+    voters, metadata_dir_id = quorum_bootstrap(cfg, standalone=standalone, initial_controllers=initial_controllers,
+                                               no_initial_controllers=no_initial_controllers)
     dirs = list(dict.fromkeys([cfg.metadata_log_dir, *cfg.log_dirs]))
     with lock_directories(dirs, create=True):
-        return _format_locked(cfg, cluster_id, dirs, ignore_formatted, features)
+        return _format_locked(cfg, cluster_id, dirs, ignore_formatted, features, voters, metadata_dir_id)
 
 
-def _format_locked(cfg, cluster_id, dirs, ignore_formatted, features) -> list[str]:
+def _format_locked(cfg, cluster_id, dirs, ignore_formatted, features, voters=None, metadata_dir_id=None) -> list[str]:
     # Check every directory before writing any, so a refusal leaves nothing half-formatted.
     todo = []
     for d in dirs:
@@ -92,7 +184,11 @@ def _format_locked(cfg, cluster_id, dirs, ignore_formatted, features) -> list[st
             raise KraftError(f"log directory {d} is formatted for cluster {existing.cluster_id}, "
                              f"node {existing.node_id}")
     for d, path in todo:
+        directory_id = random_uuid()
         if d == cfg.metadata_log_dir:
             write_bootstrap_checkpoint(d, features)
-        MetaProperties(cluster_id, cfg.node_id, random_uuid()).write(path)
+            if voters is not None:
+                write_bootstrap_voters(d, cfg, voters)
+            directory_id = metadata_dir_id or directory_id
+        MetaProperties(cluster_id, cfg.node_id, directory_id).write(path)
     return [d for d, _ in todo]

@@ -39,6 +39,20 @@ def _check_uuid(text, what: str, path: str) -> str:
     return text
 
 
+def uuid_text_to_bytes(text: str | None) -> bytes | None:
+    """A Kafka uuid string as 16 bytes; None for None or the zero uuid (unknown)."""
+    if text is None or text == ZERO_UUID:
+        return None
+    return base64.urlsafe_b64decode(_check_uuid(text, "uuid", "-") + "==")
+
+
+def uuid_bytes_to_text(raw: bytes | None) -> str:
+    """16 bytes as a Kafka uuid string (the zero uuid for None)."""
+    if not raw:
+        return ZERO_UUID
+    return base64.urlsafe_b64encode(bytes(raw)).decode().rstrip("=")
+
+
 # --- quorum-state ---------------------------------------------------------------------------
 
 

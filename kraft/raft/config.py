@@ -36,6 +36,9 @@ class RaftConfig:
     # and a write costs one Fetch round trip per follower instead of two.
     hw_notify_delay_ms: int = 5
     cluster_id: str | None = None
+    # The listener voters are reached on (controller.listener.names' first): an added voter
+    # must have one (KIP-853).
+    controller_listener_name: str = "CONTROLLER"
 
     @property
     def check_quorum_timeout_ms(self) -> int:

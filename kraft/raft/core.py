@@ -41,8 +41,9 @@ Kafka's protocol objects, built and read in ``rpcs``; ``envelopes`` say who sent
 from __future__ import annotations
 
 from kraft.errors import NotLeaderError
-from kraft.protocol import (BeginQuorumEpochRequest, DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest,
-                            FetchSnapshotRequest, VoteRequest)
+from kraft.protocol import (AddRaftVoterRequest, BeginQuorumEpochRequest, DescribeQuorumRequest,
+                            EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest, RemoveRaftVoterRequest,
+                            UpdateRaftVoterRequest, VoteRequest)
 from kraft.raft.config import RaftConfig
 from kraft.raft.effects import Ready, Respond
 from kraft.raft.election import ElectionState, LeaderAndEpoch
@@ -51,13 +52,15 @@ from kraft.raft.follower_replication import FollowerReplication
 from kraft.raft.leader import LeaderState
 from kraft.raft.leader_replication import LeaderReplication
 from kraft.raft.local_log import LocalLog
+from kraft.raft.membership import Membership
 from kraft.raft.envelopes import InboundRequest, InboundResponse, RequestFailed
 from kraft.raft.quorum_state import QuorumState
 from kraft.raft.requests import Outbox, RequestTracker
 from kraft.raft.roles import CandidateState, FollowerState, ProspectiveState, UnattachedState
 from kraft.raft.snapshot import SnapshotWriter
 from kraft.raft.transitions import Transitions
-from kraft.raft.voters import ReplicaKey, VoterSet, VoterSetHistory
+from kraft.raft.control_state import ControlState, membership_control_batch
+from kraft.raft.voters import ReplicaKey, VoterSet
 from kraft.types import OffsetAndEpoch
 
 
@@ -67,11 +70,15 @@ class RaftCore:
     ``voters``: the bootstrap voter set (ids or ``ReplicaKey``s). ``rng``: any object with
     ``random() -> float in [0, 1)``. ``election_state``: what quorum-state held at start
     (None for a new node). ``directory_id``: this replica's log directory id, if known.
+    ``bootstrap_ids``: where an observer looks for the leader (``controller.quorum.bootstrap.
+    servers``, named by ids the driver maps to addresses; Kafka uses -2, -3, ...); default:
+    the voters. ``local_endpoints``: this replica's advertised listeners (``Endpoint``s); a
+    voter of a dynamic quorum whose Voters-record entry differs sends UpdateRaftVoter.
     """
 
     def __init__(self, node_id: int, log, config: RaftConfig, voters, rng, *,
                  directory_id: bytes | None = None, election_state: ElectionState | None = None,
-                 now_ms: int = 0):
+                 now_ms: int = 0, bootstrap_ids=(), local_endpoints=()):
         self.node_id = node_id
         self.local = ReplicaKey(node_id, directory_id)
         self.log = log
@@ -80,19 +87,30 @@ class RaftCore:
         self._effects: list = []
         emit = self._effects.append
         self._now = now_ms
-        self.voter_history = VoterSetHistory(voters if isinstance(voters, VoterSet) else VoterSet(voters))
+        # The voter set: the bootstrap set, overridden by the Voters records of the snapshot
+        # and log (KIP-853); kraft.version 0 (static quorum) while the log has none.
+        self.control = ControlState(voters if isinstance(voters, VoterSet) else VoterSet(voters))
+        self.control.load(log)
+        self.voter_history = self.control.voters
         self.quorum = QuorumState(self.local, self.voter_history, config, rng, emit)
         self.requests = RequestTracker(config.request_timeout_ms, config.retry_backoff_ms,
                                        int(rng.random() * (1 << 30)))
         outbox = Outbox(self.requests, emit)
-        self.local_log = LocalLog(log, self.voter_history, emit)
+        self.local_log = LocalLog(log, self.control, emit)
         self.leader_replication = LeaderReplication(node_id, self.quorum, self.local_log, config, emit)
         self.transitions = Transitions(node_id, self.quorum, self.local_log, self.requests,
                                        self.leader_replication, emit)
         self.elections = Elections(self.local, self.quorum, self.local_log, self.voter_history, outbox,
                                    self.transitions, config, rng)
         self.follower_replication = FollowerReplication(self.local, self.quorum, self.local_log,
-                                                        self.voter_history, outbox, self.transitions, config)
+                                                        self.voter_history, outbox, self.transitions, config,
+                                                        tuple(bootstrap_ids))
+        self.quorum.committed_offset = lambda: self.local_log.high_watermark
+        self.membership = Membership(self.local, self.quorum, self.local_log, config, emit,
+                                     self.leader_replication.drain, self.sync_leader_voters)
+        self.leader_replication.on_commit = self.membership.on_high_watermark
+        self.follower_replication.control = self.control
+        self.follower_replication.local_endpoints = tuple(local_endpoints)
         self._deadline = now_ms
         self.quorum.initialize(election_state, OffsetAndEpoch(log.end_offset(), log.last_fetched_epoch()), now_ms)
         self.local_log.request_flush()
@@ -147,6 +165,16 @@ class RaftCore:
     @property
     def last_storage_read_error(self) -> tuple | None:
         return self.leader_replication.last_storage_read_error
+
+    @property
+    def kraft_version(self) -> int:
+        """0: static voters (``controller.quorum.voters``); 1: voters in the log (KIP-853)."""
+        return self.control.kraft_version
+
+    @property
+    def voters(self) -> VoterSet:
+        """The voter set in force (the latest one in the log, committed or not)."""
+        return self.voter_history.last()
 
     def leader_and_epoch(self) -> LeaderAndEpoch:
         return self.quorum.leader_and_epoch()
@@ -244,7 +272,12 @@ class RaftCore:
         raw = log.create_snapshot(snapshot_id)
         if raw is None:
             return None
-        return SnapshotWriter(raw, last_contained_log_timestamp, now_ms, self._on_snapshot_frozen)
+        at = snapshot_id.offset - 1
+        membership = None
+        if self.control.kraft_version_at(at) >= 1:
+            membership = membership_control_batch(self.voter_history.at(at), self.control.kraft_version_at(at),
+                                                  1, snapshot_id.epoch, now_ms)
+        return SnapshotWriter(raw, last_contained_log_timestamp, now_ms, self._on_snapshot_frozen, membership)
 
     def _on_snapshot_frozen(self, snapshot_id: OffsetAndEpoch) -> None:
         if snapshot_id.offset <= self.local_log.high_watermark:
@@ -262,8 +295,16 @@ class RaftCore:
         if t is FetchRequest:
             self.leader_replication.handle_fetch_request(message, now)
             return
+        if t is AddRaftVoterRequest:
+            self.membership.handle_add(message.handle, body, now)
+            return
+        if t is RemoveRaftVoterRequest:
+            self.membership.handle_remove(message.handle, body, now)
+            return
         e = self.elections
-        if t is VoteRequest:
+        if t is UpdateRaftVoterRequest:
+            response = self.membership.handle_update(body, now)
+        elif t is VoteRequest:
             response = e.handle_vote_request(message.source, body, now)
         elif t is BeginQuorumEpochRequest:
             response = e.handle_begin_quorum_epoch_request(message.source, body, now)
@@ -293,6 +334,11 @@ class RaftCore:
             ok = e.handle_end_quorum_epoch_response(message.source, message.body, now)
         elif t is FetchSnapshotRequest:
             ok = f.handle_fetch_snapshot_response(message.source, request, message.body, now)
+        elif t is UpdateRaftVoterRequest:
+            leader = message.body.current_leader
+            handled = self.transitions.common_response(message.body.error_code, leader.leader_id,
+                                                       leader.leader_epoch, now)
+            ok = handled if handled is not None else True
         else:
             ok = False
         self.requests.on_result(message.source, message.correlation_id, ok, now)
@@ -300,6 +346,7 @@ class RaftCore:
     # ================================================================ polling
     def _poll(self, now: int) -> None:
         e, f = self.elections, self.follower_replication
+        self.membership.expire(now)  # a change pending when leadership ended is answered
         for _ in range(8):  # transitions made here may enable the next role's work at once
             s = self.quorum.state
             t = type(s)
@@ -312,7 +359,7 @@ class RaftCore:
             elif t is ProspectiveState:
                 deadline = e.poll_prospective(s, now)
             elif t is UnattachedState:
-                if s.election_deadline is None:  # observer
+                if not self.quorum.is_electable():  # an observer (also a voter whose removal committed)
                     deadline = f.poll_observer(now)
                 else:
                     deadline = e.poll_unattached_voter(s, now)
@@ -322,14 +369,26 @@ class RaftCore:
                 break
         self._deadline = max(deadline, now)
 
+    def sync_leader_voters(self, s: LeaderState, now: int) -> None:
+        """Count majorities over the voter set the log now holds (a Voters record appended)."""
+        voters = self.voter_history.last()
+        if s.voters is not voters and s.update_voters(voters, self.local_log.flushed, now):
+            self.leader_replication.on_high_watermark(s, now)
+
+    def _removed_leader_done(self, s: LeaderState) -> bool:
+        """A leader that removed itself leads until the removal is committed, then resigns."""
+        return (not self.quorum.is_voter() and s.high_watermark > self.voter_history.last_offset())
+
     def _poll_leader(self, s: LeaderState, now: int) -> int:
-        if s.resign_requested or s.check_quorum_expired(now):
+        self.sync_leader_voters(s, now)
+        if s.resign_requested or s.check_quorum_expired(now) or self._removed_leader_done(s):
             self.transitions.become_resigned(now)
             return now
         r = self.leader_replication
         deadline = r.drain_if_due(s, now)
+        self.sync_leader_voters(s, now)
         deadline = min(deadline, self.elections.send_begin_epoch(s, now))
         deadline = min(deadline, r.answer_parked(s, now))
         if s.check_quorum_deadline is not None:
             deadline = min(deadline, s.check_quorum_deadline)
-        return deadline
+        return min(deadline, self.membership.expire(now))

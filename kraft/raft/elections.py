@@ -71,6 +71,8 @@ class Elections:
         return min(s.election_deadline, self._solicit_votes(s, True, now))
 
     def poll_unattached_voter(self, s: UnattachedState, now: int) -> int:
+        if s.election_deadline is None:  # an observer that a Voters record made a voter
+            s.arm_election_timer(self.quorum.random_election_timeout(now))
         if now >= s.election_deadline:
             self.transitions.become_prospective(now)
             return now
@@ -78,7 +80,7 @@ class Elections:
 
     def poll_resigned(self, s: ResignedState, now: int) -> int:
         if now >= s.election_deadline:
-            if self.quorum.is_voter():
+            if self.quorum.is_electable():
                 self.transitions.become_prospective(now)
             else:
                 self.transitions.become_unattached(s.epoch + 1, now)
@@ -122,7 +124,7 @@ class Elections:
         since voters still hearing from a live leader refuse it. At most once per election
         timeout, so a leader unreachable to only this voter cannot make it spin."""
         s = self.quorum.state
-        if (type(s) is FollowerState and s.leader_id == peer and self.quorum.is_voter()
+        if (type(s) is FollowerState and s.leader_id == peer and self.quorum.is_electable()
                 and now - self._last_peer_gone_ms >= self.config.election_timeout_ms):
             self._last_peer_gone_ms = now
             self.transitions.become_prospective(now)
@@ -152,8 +154,15 @@ class Elections:
             return vote_response(ErrorCode.INVALID_VOTER_KEY, q.leader_id, q.epoch)
         candidate = ReplicaKey(p.replica_id, directory_bytes(p.replica_directory_id))
         voters = self.voter_history.last()
+        # KIP-853 / Raft dissertation 4.1: a replica whose log has not yet caught up with its
+        # own addition is still asked for its vote, by its exact replica key; it answers on
+        # the logs alone. A candidate we know under another directory is a wiped replica.
+        addressed = (r.voter_id == self.node_id and self.local.directory_id is not None
+                     and directory_bytes(p.voter_directory_id) == self.local.directory_id)
+        known = voters.key(candidate.id)
+        candidate_ok = voters.is_voter(candidate) if known is not None or not addressed else True
         granted = False
-        if q.is_voter() and voters.is_voter(candidate) and candidate.id != self.node_id:
+        if (q.is_electable() or addressed) and candidate_ok and candidate.id != self.node_id:
             log = self.local_log.log
             theirs = OffsetAndEpoch(p.last_offset, p.last_offset_epoch)
             ours = OffsetAndEpoch(log.end_offset(), log.last_fetched_epoch())
@@ -168,7 +177,7 @@ class Elections:
                 granted = False
             if granted and not pre_vote and isinstance(s, (UnattachedState, ProspectiveState)) \
                     and s.voted_key is None:
-                self.transitions.vote_for(candidate, now)
+                self.transitions.vote_for(candidate, now, addressed)
             if pre_vote and isinstance(s, ProspectiveState) and candidate_epoch == s.epoch:
                 # Whoever refused us while it still followed the old leader and now campaigns
                 # itself would answer differently: ask again (the poll after this step does).

@@ -14,7 +14,9 @@ from kraft.raft.config import RaftConfig
 from kraft.raft.local_log import LocalLog
 from kraft.raft.quorum_state import QuorumState
 from kraft.raft.requests import Outbox
-from kraft.raft.rpcs import fetch_request, fetch_snapshot_request, response_partition
+from kraft.protocol import UpdateRaftVoterRequest
+from kraft.raft.control_state import KRAFT_VERSION_MAX
+from kraft.raft.rpcs import directory_uuid, fetch_request, fetch_snapshot_request, response_partition
 from kraft.raft.roles import FollowerState
 from kraft.raft.transitions import Transitions
 from kraft.raft.voters import ReplicaKey, VoterSetHistory
@@ -28,7 +30,7 @@ DISCOVERY_INTERVAL_MS = 100
 class FollowerReplication:
     def __init__(self, local: ReplicaKey, quorum: QuorumState, local_log: LocalLog,
                  voter_history: VoterSetHistory, outbox: Outbox, transitions: Transitions,
-                 config: RaftConfig):
+                 config: RaftConfig, bootstrap_ids: tuple = ()):
         self.local = local
         self.node_id = local.id
         self.quorum = quorum
@@ -37,12 +39,18 @@ class FollowerReplication:
         self.outbox = outbox
         self.transitions = transitions
         self.config = config
+        self.bootstrap_ids = bootstrap_ids
+        # KIP-853: this replica's own listeners; a voter whose Voters-record endpoints differ
+        # (it restarted on another address) asks the leader to update them (UpdateRaftVoter).
+        self.local_endpoints: tuple = ()
+        self.control = None  # ControlState, set by the core
+        self._update_due = 0
         self._bootstrap_cursor = 0
         self._discovery_due = 0
 
     # ------------------------------------------------------------ timers
     def poll_follower(self, s: FollowerState, now: int) -> int:
-        voter = self.quorum.is_voter()
+        voter = self.quorum.is_electable()
         if now >= s.fetch_deadline:
             if voter:
                 self.transitions.become_prospective(now)
@@ -51,7 +59,8 @@ class FollowerReplication:
             return min(self.fetch_from_any_voter(now), now + self.config.fetch_timeout_ms)
         deadline = s.fetch_deadline
         if self.local_log.position_durable():
-            deadline = min(deadline, self.outbox.send_if_ready(s.leader_id, self._build_fetch_or_snapshot, now))
+            deadline = min(deadline, self.outbox.send_if_ready(
+                s.leader_id, lambda: self._build_fetch_or_snapshot(now), now))
         return deadline
 
     def poll_observer(self, now: int) -> int:
@@ -59,10 +68,10 @@ class FollowerReplication:
         return min(self.fetch_from_any_voter(now), now + self.config.fetch_timeout_ms)
 
     def fetch_from_any_voter(self, now: int) -> int:
-        """Leader discovery for observers: one Fetch at a time, round robin over the voters,
-        at most every DISCOVERY_INTERVAL_MS (a voter that is not the leader answers with
-        what it knows of the leader)."""
-        ids = sorted(self.voter_history.last().ids - {self.node_id})
+        """Leader discovery for observers: one Fetch at a time, round robin over the bootstrap
+        servers (default: the voters), at most every DISCOVERY_INTERVAL_MS (a node that is
+        not the leader answers with what it knows of the leader)."""
+        ids = sorted(set(self.bootstrap_ids or self.voter_history.last().ids) - {self.node_id})
         if not ids or not self.local_log.position_durable():
             return NO_DEADLINE
         if now < self._discovery_due:
@@ -87,10 +96,28 @@ class FollowerReplication:
                             self.config.fetch_max_wait_ms, self.config.fetch_max_bytes, -1,
                             self.local.directory_id, self.config.cluster_id)
 
-    def _build_fetch_or_snapshot(self):
+    def _endpoints_stale(self, s: FollowerState) -> bool:
+        c = self.control
+        return (bool(self.local_endpoints) and c is not None and c.kraft_version >= 1 and s.last_fetch_ok_ms >= 0
+                and self.quorum.is_voter() and c.voters.last().endpoints(self.node_id) != self.local_endpoints)
+
+    def _build_update_voter(self, s: FollowerState):
+        W = UpdateRaftVoterRequest
+        return W(cluster_id=self.config.cluster_id, current_leader_epoch=s.epoch, voter_id=self.node_id,
+                 voter_directory_id=directory_uuid(self.local.directory_id),
+                 listeners=[W.Listener(name=e.name, host=e.host, port=e.port) for e in self.local_endpoints],
+                 kraft_version_feature=W.KRaftVersionFeature(min_supported_version=0,
+                                                             max_supported_version=KRAFT_VERSION_MAX))
+
+    def _build_fetch_or_snapshot(self, now: int = -1):
         s = self.quorum.state
         w = s.fetching_snapshot
         if w is None:
+            if now >= self._update_due and self._endpoints_stale(s):
+                # In place of one Fetch (one request in flight to the leader), at most once
+                # per fetch timeout while our listeners differ from the Voters record's.
+                self._update_due = now + self.config.fetch_timeout_ms
+                return self._build_update_voter(s)
             return self._build_fetch()
         return fetch_snapshot_request(self.node_id, s.epoch, w.snapshot_id, w.size_in_bytes(),
                                     self.config.fetch_snapshot_max_bytes, self.local.directory_id,
@@ -118,7 +145,12 @@ class FollowerReplication:
             return handled
         s = self.quorum.state
         asked = request.topics[0].partitions[0]
-        if not isinstance(s, FollowerState) or s.leader_id != source or asked.current_leader_epoch != s.epoch:
+        if not isinstance(s, FollowerState) or asked.current_leader_epoch != s.epoch:
+            return False
+        if s.leader_id != source and not (source < 0 and leader.leader_id == s.leader_id
+                                          and leader.leader_epoch == s.epoch):
+            # Only the leader's answers carry data. A bootstrap server (negative id) that
+            # answers as the leader of our epoch is the leader under another name.
             return False
         log = self.local_log.log
         d, sid = p.diverging_epoch, p.snapshot_id

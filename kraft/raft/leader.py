@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kraft.raft.accumulator import BatchAccumulator
 from kraft.raft.majority import majority_offset
-from kraft.raft.progress import ProgressTracker
+from kraft.raft.progress import ProgressTracker, ReplicaProgress
 from kraft.raft.roles import EpochState
 from kraft.raft.voters import ReplicaKey, VoterSet
 
@@ -50,6 +50,8 @@ class LeaderState(EpochState):
         self.epoch_start_offset = epoch_start_offset
         self.granting_voters = tuple(sorted(granting_voters))
         self.progress = ProgressTracker(local, voters)
+        if voters.key(local.id) is None:  # elected while its own removal is uncommitted
+            self.progress.observers[local] = ReplicaProgress(local)
         self.high_watermark = -1
         self.check_quorum_timeout_ms = check_quorum_timeout_ms
         # A single voter is its own quorum and never resigns for lack of fetches.
@@ -118,6 +120,20 @@ class LeaderState(EpochState):
     def _note_following(self, now_ms: int) -> None:
         if self.check_quorum_deadline is not None and self.progress.check_quorum_satisfied():
             self.check_quorum_deadline = now_ms + self.check_quorum_timeout_ms
+
+    def update_voters(self, voters: VoterSet, flushed_end_offset: int, now_ms: int) -> bool:
+        """A Voters record was appended: majorities are counted over ``voters`` from now on
+        (the leader counts only while it is one of them). True if the HW moved."""
+        self.voters = voters
+        self.progress.set_voters(voters)
+        if voters.key(self.local.id) is None:
+            self.progress.observers.setdefault(self.local, ReplicaProgress(self.local))
+        self.progress.update_local(flushed_end_offset)
+        if voters.is_only_voter(self.local):
+            self.check_quorum_deadline = None
+        elif self.check_quorum_deadline is None:
+            self.check_quorum_deadline = now_ms + self.check_quorum_timeout_ms
+        return self._maybe_advance_high_watermark()
 
     def check_quorum_expired(self, now_ms: int) -> bool:
         return self.check_quorum_deadline is not None and now_ms >= self.check_quorum_deadline

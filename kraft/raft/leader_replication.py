@@ -39,6 +39,7 @@ class LeaderReplication:
         self._emit = emit
         # A log read that failed with a storage error, as (fetch offset, reason): counted
         # for the driver to log (no I/O here).
+        self.on_commit = None  # callable(high watermark): voter changes waiting to commit
         self.storage_read_errors = 0
         self.last_storage_read_error: tuple | None = None
 
@@ -81,6 +82,8 @@ class LeaderReplication:
     def on_high_watermark(self, s: LeaderState, now: int) -> None:
         self.local_log.set_high_watermark(s.high_watermark)
         s.high_watermark_announced(now)
+        if self.on_commit is not None:
+            self.on_commit(s.high_watermark)
         self.complete_parked(s, now)
 
     # ------------------------------------------------------------ Fetch

@@ -15,13 +15,14 @@ from typing import Callable
 from kraft.errors import CorruptRecordError, InvalidRecordError
 from kraft.raft.effects import Append, Commit, Flush, LoadSnapshot
 from kraft.types import OffsetAndEpoch
-from kraft.raft.voters import VoterSetHistory
+from kraft.raft.control_state import ControlState
 
 
 class LocalLog:
-    def __init__(self, log, voter_history: VoterSetHistory, emit: Callable[[object], None]):
+    def __init__(self, log, control: ControlState, emit: Callable[[object], None]):
         self.log = log
-        self.voter_history = voter_history
+        self.control = control
+        self.voter_history = control.voters
         self._emit = emit
         end = log.end_offset()
         self.flushed = min(log.flushed_offset(), end)
@@ -52,6 +53,7 @@ class LocalLog:
 
     def append_as_leader(self, data: bytes, epoch: int) -> tuple[int, int]:
         first, last = self.log.append_as_leader(data, epoch)
+        self.control.apply_appended(data, first, last)
         self._emit(Append(first, last, epoch, True))
         return first, last
 
@@ -64,6 +66,9 @@ class LocalLog:
             self.last_corrupt_fetch = (leader_id, self.log.end_offset(), str(exc))
             return False
         if first >= 0:
+            # Membership records act when appended (the voter set of a Voters record holds
+            # from its offset on), and are reverted if the log is truncated below them.
+            self.control.apply_appended(records, first, last)
             self._emit(Append(first, last, epoch, False))
             self.request_flush()
         return True
@@ -83,13 +88,15 @@ class LocalLog:
         end = self.log.end_offset()
         self.flushed = min(self.flushed, end)
         self._flush_requested = min(self._flush_requested, end)
-        self.voter_history.truncate_new_entries(end)
+        self.control.truncate(end)
 
     def snapshot_installed(self, snapshot_id: OffsetAndEpoch) -> None:
         """The log now starts (and ends) at the snapshot, which is durable once frozen; a
         snapshot is only ever taken at a committed offset."""
         end = self.log.end_offset()
         self.flushed = self._flush_requested = end
-        self.voter_history.truncate_new_entries(end)
+        reader = self.log.read_snapshot(snapshot_id)
+        if reader is not None:
+            self.control.load_snapshot(reader.read(0, reader.size_in_bytes()), snapshot_id.offset)
         self._emit(LoadSnapshot(snapshot_id))
         self.set_high_watermark(snapshot_id.offset)

@@ -57,10 +57,31 @@ class ProgressTracker:
                 p = self.observers[key] = ReplicaProgress(key)
         return p
 
+    def set_voters(self, voters: VoterSet) -> None:
+        """The voter set changed (a Voters record was appended): voters keep their progress,
+        a promoted observer brings its own, a removed voter becomes an observer."""
+        old = self.voters
+        new: dict[int, ReplicaProgress] = {}
+        for k in voters.keys():
+            p = old.get(k.id)
+            if p is None or not p.key.matches(k):
+                p = self.observers.pop(k, None) or ReplicaProgress(k)
+            new[k.id] = p
+        for i, p in old.items():
+            if i not in new and i != self.local.id:
+                self.observers[p.key] = p
+        self.voters = new
+        self._fetched_voters &= set(new)
+
     def update_local(self, flushed_end_offset: int) -> bool:
         """Record the leader's flushed end offset; True if it changed."""
         p = self.voters.get(self.local.id)
-        if p is None or p.end_offset == flushed_end_offset:
+        if p is None:
+            p = self.observers.get(self.local)
+            if p is not None:
+                p.end_offset = flushed_end_offset  # kept for DescribeQuorum, never counted
+            return False
+        if p.end_offset == flushed_end_offset:
             return False
         if flushed_end_offset < p.end_offset:
             raise AssertionError(f"leader end offset went back {p.end_offset} -> {flushed_end_offset}")

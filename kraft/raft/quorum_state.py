@@ -73,6 +73,7 @@ class QuorumState:
         self._emit = emit
         self.state: EpochState = UnattachedState(0, None, None)
         self.persisted: ElectionState | None = None
+        self.committed_offset = lambda: -1  # the local high watermark (set by the core)
 
     # --- queries --------------------------------------------------------------------
     @property
@@ -86,6 +87,19 @@ class QuorumState:
     def is_voter(self) -> bool:
         return self.voter_history.last().is_voter(self.local)
 
+    def is_electable(self) -> bool:
+        """May this replica campaign and vote? A voter of the latest voter set; also a voter
+        that the latest change removed while that change may be uncommitted (Raft
+        dissertation 4.2.2: it may still be needed to elect the leader that commits it —
+        a stale voter may need its vote, or its longer log may be the one to win). Once the
+        removal is known committed it stops; a wiped replica (new directory id) never
+        matches either set."""
+        h = self.voter_history
+        if h.last().is_voter(self.local):
+            return True
+        prev = h.previous()
+        return prev is not None and prev.is_voter(self.local) and self.committed_offset() <= h.last_offset()
+
     def leader_and_epoch(self) -> LeaderAndEpoch:
         return LeaderAndEpoch(self.state.leader_id, self.state.epoch)
 
@@ -97,7 +111,7 @@ class QuorumState:
     # --- start-up -------------------------------------------------------------------
     def initialize(self, stored: ElectionState | None, log_end: OffsetAndEpoch, now_ms: int) -> None:
         election = stored if stored is not None else ElectionState.initial()
-        voter = self.is_voter()
+        voter = self.is_electable()
         if election.epoch < log_end.epoch:
             # The quorum-state file is older than the log: never go back in epochs.
             state = UnattachedState(log_end.epoch, None, self._voter_deadline(now_ms))
@@ -124,9 +138,10 @@ class QuorumState:
             raise IllegalTransitionError(f"unattached in epoch {epoch} from {s}")
         self._install(UnattachedState(epoch, voted_key, self._voter_deadline(now_ms)))
 
-    def transition_to_unattached_voted(self, epoch: int, candidate: ReplicaKey, now_ms: int) -> None:
+    def transition_to_unattached_voted(self, epoch: int, candidate: ReplicaKey, now_ms: int,
+                                       addressed: bool = False) -> None:
         s = self.state
-        if not self.is_voter():
+        if not (self.is_electable() or addressed):
             raise IllegalTransitionError("an observer cannot vote")
         if epoch != s.epoch or not isinstance(s, (UnattachedState, ProspectiveState)) or s.voted_key is not None:
             raise IllegalTransitionError(f"vote for {candidate} in epoch {epoch} from {s}")
@@ -137,7 +152,7 @@ class QuorumState:
 
     def transition_to_prospective(self, now_ms: int) -> ProspectiveState:
         s = self.state
-        if not self.is_voter():
+        if not self.is_electable():
             raise IllegalTransitionError("an observer cannot start an election")
         if isinstance(s, (UnattachedState, FollowerState, ResignedState)):
             retries = 1
@@ -202,7 +217,7 @@ class QuorumState:
 
     # --- internals ----------------------------------------------------------------------
     def _voter_deadline(self, now_ms: int) -> int | None:
-        return self.random_election_timeout(now_ms) if self.is_voter() else None
+        return self.random_election_timeout(now_ms) if self.is_electable() else None
 
     def _install(self, state: EpochState) -> None:
         election = state.election()

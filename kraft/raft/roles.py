@@ -44,6 +44,9 @@ class UnattachedState(EpochState):
         self.voted_key = voted_key
         self.election_deadline = election_deadline
 
+    def arm_election_timer(self, deadline_ms: int) -> None:
+        self.election_deadline = deadline_ms
+
     def can_grant_vote(self, candidate, log_up_to_date, pre_vote, now_ms):
         if pre_vote or self.voted_key is None:
             return log_up_to_date

@@ -1,7 +1,8 @@
 """SnapshotWriter: how a listener writes a snapshot of its state at a committed offset.
 
 Obtained from ``RaftCore.create_snapshot``. Frames the snapshot as Kafka does: a
-SnapshotHeader control batch first, the listener's records in batches with offsets counted
+SnapshotHeader control batch first (then, under kraft.version 1, the KRaftVersion and
+Voters records), the listener's records in batches with offsets counted
 from 0, a SnapshotFooter control batch last; bytes go to the log port's raw writer.
 ``freeze`` makes it durable and lets the core delete the log prefix it covers. No I/O
 beyond the raw writer.
@@ -22,7 +23,7 @@ from kraft.records import (
 
 class SnapshotWriter:
     def __init__(self, raw, last_contained_log_timestamp: int, now_ms: int,
-                 on_frozen: Callable[[OffsetAndEpoch], None]):
+                 on_frozen: Callable[[OffsetAndEpoch], None], membership: bytes | None = None):
         self.snapshot_id: OffsetAndEpoch = raw.snapshot_id
         self._raw = raw
         self._now_ms = now_ms
@@ -33,6 +34,11 @@ class SnapshotWriter:
             SnapshotHeaderRecord(last_contained_log_timestamp), base_offset=0,
             partition_leader_epoch=self.snapshot_id.epoch, timestamp=now_ms))
         self._next_offset = 1
+        if membership:
+            # KIP-853: under kraft.version 1 the snapshot carries the KRaftVersion and Voters
+            # records in force at its end, right after the header (offsets 1 and 2).
+            raw.append(membership)
+            self._next_offset = 3
 
     def append(self, values) -> None:
         """Append one batch holding ``values`` (a list of bytes)."""

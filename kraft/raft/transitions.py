@@ -15,6 +15,7 @@ from kraft.errors import ErrorCode
 from kraft.raft.effects import LeaderChange
 from kraft.raft.election import LeaderAndEpoch
 from kraft.raft.leader import LeaderState
+from kraft.raft.control_state import membership_control_batch
 from kraft.raft.leader_replication import LeaderReplication
 from kraft.raft.local_log import LocalLog
 from kraft.raft.majority import VoteResult
@@ -44,11 +45,12 @@ class Transitions:
         self.quorum.transition_to_unattached(epoch, now)
         self._after_transition(old, now)
 
-    def vote_for(self, candidate: ReplicaKey, now: int) -> None:
-        """Cast this epoch's vote (an unattached or prospective voter that has not voted)."""
+    def vote_for(self, candidate: ReplicaKey, now: int, addressed: bool = False) -> None:
+        """Cast this epoch's vote (an unattached or prospective voter that has not voted;
+        ``addressed``: asked by its exact replica key, see ``Elections.handle_vote_request``)."""
         q = self.quorum
         old = q.state
-        q.transition_to_unattached_voted(old.epoch, candidate, now)
+        q.transition_to_unattached_voted(old.epoch, candidate, now, addressed)
         if old is not q.state and isinstance(old, ProspectiveState):
             self._after_transition(old, now)
 
@@ -80,6 +82,12 @@ class Transitions:
         data = build_control_record_batch(
             LeaderChangeMessage(self.node_id, tuple(sorted(s.voters.ids)), s.granting_voters),
             base_offset=s.epoch_start_offset, partition_leader_epoch=s.epoch, timestamp=now)
+        control = local_log.control
+        if control.kraft_version >= 1 and control.voters_from_bootstrap():
+            # KIP-853: the voters of the bootstrap checkpoint go into the log with the first
+            # epoch, so replicas that never saw that checkpoint (observers) learn them.
+            data += membership_control_batch(s.voters, control.kraft_version, s.epoch_start_offset + 1,
+                                             s.epoch, now)
         local_log.append_as_leader(data, s.epoch)
         s.start_appending_at(local_log.log.end_offset())
         s.update_local(local_log.flushed)

@@ -18,16 +18,39 @@ from kraft.types import ReplicaKey
 
 
 class VoterSet:
-    """An immutable set of voters, keyed by node id."""
+    """An immutable set of voters, keyed by node id. ``endpoints`` (optional): node id ->
+    tuple of ``Endpoint`` (a Voters record carries each voter's listeners; a static
+    ``controller.quorum.voters`` set has them in the configuration instead)."""
 
-    __slots__ = ("_voters", "_ids")
+    __slots__ = ("_voters", "_ids", "_endpoints")
 
-    def __init__(self, voters):
+    def __init__(self, voters, endpoints=None):
         keys = [v if isinstance(v, ReplicaKey) else ReplicaKey(int(v)) for v in voters]
         self._voters = {k.id: k for k in keys}
         if len(self._voters) != len(keys):
             raise ValueError(f"duplicate voter ids in {keys}")
         self._ids = frozenset(self._voters)
+        self._endpoints = {i: tuple(e) for i, e in (endpoints or {}).items() if i in self._ids}
+
+    def endpoints(self, node_id: int) -> tuple:
+        """The listeners of voter ``node_id`` as the Voters record gave them (empty if unknown)."""
+        return self._endpoints.get(node_id, ())
+
+    def with_voter(self, key: ReplicaKey, endpoints=()) -> "VoterSet":
+        """A copy with ``key`` added (AddRaftVoter)."""
+        eps = dict(self._endpoints)
+        eps[key.id] = tuple(endpoints)
+        return VoterSet([*self._voters.values(), key], eps)
+
+    def without_voter(self, key: ReplicaKey) -> "VoterSet":
+        """A copy with ``key`` removed (RemoveRaftVoter)."""
+        return VoterSet([k for k in self._voters.values() if k.id != key.id], self._endpoints)
+
+    def with_endpoints(self, node_id: int, endpoints) -> "VoterSet":
+        """A copy with voter ``node_id``'s listeners replaced (UpdateRaftVoter)."""
+        eps = dict(self._endpoints)
+        eps[node_id] = tuple(endpoints)
+        return VoterSet(self._voters.values(), eps)
 
     @property
     def ids(self) -> frozenset[int]:
@@ -50,7 +73,7 @@ class VoterSet:
         return len(self._voters)
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, VoterSet) and self._voters == other._voters
+        return isinstance(other, VoterSet) and self._voters == other._voters and self._endpoints == other._endpoints
 
     def __hash__(self) -> int:
         return hash(frozenset(self._voters.items()))
@@ -82,6 +105,19 @@ class VoterSetHistory:
 
     def last(self) -> VoterSet:
         return self._sets[-1]
+
+    def previous(self) -> VoterSet | None:
+        """The set before the latest change (None if there was none since the bootstrap)."""
+        return self._sets[-2] if len(self._sets) > 1 else None
+
+    def last_offset(self) -> int:
+        """Offset of the record that set the current voters (-1: the bootstrap set)."""
+        return self._offsets[-1]
+
+    def reset(self, voters: VoterSet, offset: int = -1) -> None:
+        """Forget all history: ``voters`` hold from ``offset`` (a snapshot was loaded)."""
+        self._offsets = [offset]
+        self._sets = [voters]
 
     def at(self, offset: int) -> VoterSet:
         """The voter set in force for the record at ``offset``."""

@@ -18,6 +18,7 @@ import logging
 import time
 
 from kraft.errors import ErrorCode, InvalidRequestError
+from kraft.protocol import (AddRaftVoterRequest, RemoveRaftVoterRequest, UpdateRaftVoterRequest)
 from kraft.protocol import (ApiVersionsRequest, BeginQuorumEpochRequest, DescribeClusterRequest,
                             DescribeClusterResponse, DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest,
                             FetchSnapshotRequest, ProduceRequest, VoteRequest, api_versions_response,
@@ -33,9 +34,9 @@ log = logging.getLogger("kraft.handlers")
 
 # What this listener answers: ApiVersions, Produce (writer), Fetch, Vote, BeginQuorumEpoch,
 # EndQuorumEpoch, DescribeQuorum, FetchSnapshot, DescribeCluster. Fetch v18's follower HighWatermark is not used.
-SERVED_APIS = frozenset({18, 0, 1, 52, 53, 54, 55, 59, 60})
+SERVED_APIS = frozenset({18, 0, 1, 52, 53, 54, 55, 59, 60, 80, 81, 82})  # 80-82: KIP-853 voter changes
 _RAFT_REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest,
-                  DescribeQuorumRequest)
+                  DescribeQuorumRequest, AddRaftVoterRequest, RemoveRaftVoterRequest, UpdateRaftVoterRequest)
 
 
 class ControllerHandlers:
@@ -53,6 +54,13 @@ class ControllerHandlers:
         self.produce = ProduceWriter(driver, self.endpoints, max_batch_bytes=MAX_BATCH_SIZE_BYTES,
                                      max_batch_records=MAX_RECORDS_PER_BATCH,
                                      max_decompressed_bytes=max_decompressed_bytes)
+
+    def set_endpoints(self, endpoints) -> None:
+        """The voters changed (KIP-853 dynamic quorum): answers name the new controllers."""
+        self.endpoints = list(endpoints)
+        self.fitter = ResponseFitter(self.endpoints, self.listener_name)
+        self.produce.endpoints = self.endpoints
+        self.produce._endpoint_cache = None
 
     def close(self) -> None:
         self.produce.close()

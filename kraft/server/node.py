@@ -25,11 +25,12 @@ import os
 import random
 
 from kraft.config import NodeConfig
+from kraft.types import Endpoint
 from kraft.errors import ConfigError, FatalLogError, StorageError
 from kraft.log import LogConfig
 from kraft.log.dir_lock import lock_directories
 from kraft.log.retention import CLEAN_INTERVAL_MS, MetadataRetention
-from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties, QuorumStateFile
+from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties, QuorumStateFile, uuid_text_to_bytes
 from kraft.raft import RaftConfig, RaftCore
 from kraft.controller.quorum_controller import QuorumController
 from kraft.server.broker_role import BrokerRole
@@ -57,6 +58,7 @@ def raft_config(cfg: NodeConfig, cluster_id: str) -> RaftConfig:
         append_linger_ms=cfg.int("controller.quorum.append.linger.ms"),
         fetch_max_wait_ms=min(500, cfg.int("controller.quorum.request.timeout.ms") // 2),
         cluster_id=cluster_id,
+        controller_listener_name=cfg.controller_listener_names[0],
     )
 
 
@@ -92,9 +94,25 @@ def check_supported(cfg: NodeConfig) -> None:
     if cfg.is_broker and not [e for e in cfg.listeners if e.name not in cfg.controller_listener_names]:
         raise ConfigError(f"listeners: process.roles={','.join(sorted(cfg.roles))} needs a listener for clients "
                           f"besides {','.join(cfg.controller_listener_names)} (e.g. PLAINTEXT://:9092)")
-    if not cfg.voters:
-        raise ConfigError("controller.quorum.voters: a static voter set is required "
-                          "(bootstrap-server discovery of a dynamic quorum is not built yet)")
+    if not cfg.voters and not cfg.bootstrap_servers:
+        raise ConfigError("controller.quorum.voters or controller.quorum.bootstrap.servers: one is required")
+
+
+def advertised_controller_endpoints(cfg: NodeConfig) -> tuple:
+    """This node's controller listeners as the Voters record holds them (KIP-853)."""
+    out = []
+    for name in cfg.controller_listener_names:
+        for e in (*cfg.advertised_listeners, *cfg.listeners):
+            if e.name == name:
+                out.append(Endpoint(name, e.host or "localhost", e.port))
+                break
+    return tuple(out)
+
+
+def voter_endpoints(voters, driver) -> list:
+    """(node id, host, port) of each voter's controller listener, as a dynamic quorum's
+    Voters record gives them."""
+    return [(k.id, *driver.address_of(k.id)) for k in voters.keys() if driver.address_of(k.id)]
 
 
 async def _listen(what: str, setting: str, host: str, port: int, start) -> None:
@@ -184,10 +202,14 @@ class KraftNode:
                 log.error("node %d: the metadata log held %d offsets of a leader epoch above %d, the highest "
                           "this node ever knew (damage to a batch header): truncated them; they are fetched "
                           "again from the leader", cfg.node_id, dropped, election.epoch)
-        voters = [v.node_id for v in cfg.voters]
+        voters = [v.node_id for v in cfg.voters]  # empty for a dynamic quorum (voters in the log)
+        # KIP-853: bootstrap servers get Kafka's ids -2, -3, ... (observers find the leader there).
+        bootstrap = {-2 - i: hp for i, hp in enumerate(cfg.bootstrap_servers)}
         core = RaftCore(cfg.node_id, self.log, raft_config(cfg, meta.cluster_id), voters, random.Random(),
-                        election_state=election, now_ms=wall_ms())
-        peers = {v.node_id: (v.host, v.port) for v in cfg.voters}
+                        election_state=election, now_ms=wall_ms(),
+                        directory_id=uuid_text_to_bytes(meta.directory_id), bootstrap_ids=tuple(bootstrap),
+                        local_endpoints=advertised_controller_endpoints(cfg))
+        peers = {v.node_id: (v.host, v.port) for v in cfg.voters} | bootstrap
         self.listener = CommittedRecordsListener()
         listeners = [self.listener]
         if cfg.is_controller:
@@ -201,7 +223,8 @@ class KraftNode:
                                  peers=peers,
                                  cluster_id=meta.cluster_id, voters=voters, metrics=self.metrics,
                                  request_timeout_ms=cfg.int("controller.quorum.request.timeout.ms"),
-                                 retry_backoff_ms=cfg.int("controller.quorum.retry.backoff.ms"))
+                                 retry_backoff_ms=cfg.int("controller.quorum.retry.backoff.ms"),
+                                 listener_name=cfg.controller_listener.name)
         flush_cb["fn"] = self.driver.on_flushed_threadsafe
         # Snapshots of the committed image: a controller's, else (broker-only) the follower's.
         image_source = self.controller if self.controller is not None else getattr(self.broker, "follower", None)
@@ -242,11 +265,14 @@ class KraftNode:
 
     async def _start_controller_listener(self) -> None:
         cfg = self.cfg
-        endpoints = [(v.node_id, v.host, v.port) for v in cfg.voters]
+        endpoints = [(v.node_id, v.host, v.port) for v in cfg.voters] or voter_endpoints(self.driver.core.voters,
+                                                                                         self.driver)
         ctl = cfg.controller_listener
         self.controller_requests = ControllerRequests(self.driver, self.controller, endpoints)
         handlers = ControllerHandlers(self.driver, endpoints, listener_name=ctl.name, metrics=self.metrics,
                                       controller_requests=self.controller_requests)
+        if not cfg.voters:  # a dynamic quorum: voters' endpoints come from the Voters record
+            self.driver.on_voters_changed = lambda vs: handlers.set_endpoints(voter_endpoints(vs, self.driver))
         self.server = KafkaServer(handlers, ctl.host, ctl.port, listener_name=ctl.name,
                                   max_frame_bytes=cfg.int("socket.request.max.bytes"), **connection_limits(cfg))
         await _listen(f"the {ctl.name} listener", "listeners", ctl.host, ctl.port, self.server.start)

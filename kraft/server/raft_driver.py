@@ -22,7 +22,7 @@ import logging
 import time
 
 from kraft.errors import ErrorCode, NetworkError, NotLeaderError, PeerGoneError
-from kraft.log.state_files import QuorumStateData
+from kraft.log.state_files import QuorumStateData, uuid_bytes_to_text, uuid_text_to_bytes
 from kraft.raft import (Append, Commit, ElectionState, Flush, InboundRequest, InboundResponse, LeaderChange,
                         ListenerCursor, LoadSnapshot, PersistElection, RequestFailed, Respond, Send)
 from kraft.raft.voters import ReplicaKey
@@ -42,11 +42,19 @@ def wall_ms() -> int:
 def election_from_file(data: QuorumStateData | None) -> ElectionState | None:
     if data is None or data.leader_epoch < 0:
         return None
-    voted = ReplicaKey(data.voted_id, None) if data.voted_id >= 0 else None
+    voted_dir = uuid_text_to_bytes(data.voted_directory_id) if data.data_version >= 1 else None
+    voted = ReplicaKey(data.voted_id, voted_dir) if data.voted_id >= 0 else None
     return ElectionState(data.leader_epoch, data.leader_id, voted)
 
 
-def election_to_file(state: ElectionState, cluster_id: str, voters) -> QuorumStateData:
+def election_to_file(state: ElectionState, cluster_id: str, voters, kraft_version: int = 0) -> QuorumStateData:
+    """Kafka writes quorum-state version 0 under kraft.version 0 (static voters) and version
+    1, with the voted replica's directory id, under kraft.version 1 (KIP-853)."""
+    voted = state.voted_key
+    if kraft_version >= 1:
+        return QuorumStateData(leader_id=state.leader_id, leader_epoch=state.epoch,
+                               voted_id=voted.id if voted is not None else -1, data_version=1,
+                               voted_directory_id=uuid_bytes_to_text(voted.directory_id if voted else None))
     return QuorumStateData(leader_id=state.leader_id, leader_epoch=state.epoch,
                            voted_id=state.voted_key.id if state.voted_key is not None else -1,
                            data_version=0, cluster_id=cluster_id, current_voters=tuple(sorted(voters)))
@@ -55,7 +63,7 @@ def election_to_file(state: ElectionState, cluster_id: str, voters) -> QuorumSta
 class RaftDriver:
     def __init__(self, core, log_, state_file, listener, *, peers: dict, cluster_id: str, voters,
                  metrics=None, client_factory=NodeClient, request_timeout_ms: int = 2000,
-                 retry_backoff_ms: int = 20):
+                 retry_backoff_ms: int = 20, listener_name: str = "CONTROLLER", on_voters_changed=None):
         self.core = core
         self.log = log_
         self.state_file = state_file
@@ -65,10 +73,17 @@ class RaftDriver:
         self.voters = tuple(voters)
         self.metrics = metrics
         self.loop = asyncio.get_event_loop()
-        self._clients = {nid: client_factory(h, p, client_id=f"kraft-raft-{core.node_id}",
-                                              request_timeout_ms=request_timeout_ms,
-                                              retry_backoff_ms=retry_backoff_ms)
-                         for nid, (h, p) in self.peers.items() if nid != core.node_id}
+        self._new_client = lambda h, p: client_factory(h, p, client_id=f"kraft-raft-{core.node_id}",
+                                                        request_timeout_ms=request_timeout_ms,
+                                                        retry_backoff_ms=retry_backoff_ms)
+        self._clients = {nid: self._new_client(h, p) for nid, (h, p) in self.peers.items() if nid != core.node_id}
+        self._client_addresses = {nid: a for nid, a in self.peers.items() if nid != core.node_id}
+        # KIP-853: addresses of nodes not in the configuration — from the Voters records in
+        # the log (``listener_name``'s endpoint) or the NodeEndpoints of answers.
+        self.listener_name = listener_name
+        self._learned: dict[int, tuple] = {}
+        self.on_voters_changed = on_voters_changed
+        self._known_voters = getattr(core, "voters", None)
         self._handles = itertools.count(1)
         self._pending: dict[int, asyncio.Future] = {}
         self._timer: asyncio.TimerHandle | None = None
@@ -146,6 +161,11 @@ class RaftDriver:
                 break
         self._arm(ready.next_deadline_ms)
         self._observe()
+        voters = getattr(core, "voters", None)
+        if voters is not self._known_voters:
+            self._known_voters = voters
+            if self.on_voters_changed is not None:
+                self.on_voters_changed(voters)
 
     def _execute(self, e) -> None:
         if isinstance(e, Send):
@@ -160,7 +180,8 @@ class RaftDriver:
             # Fetch is answered while an fsync runs).
             self.log.request_flush()
         elif isinstance(e, PersistElection):
-            self.state_file.write(election_to_file(e.state, self.cluster_id, self.voters))
+            self.state_file.write(election_to_file(e.state, self.cluster_id, self.voters,
+                                                   getattr(self.core, "kraft_version", 0)))
         elif isinstance(e, Commit):
             self.cursor.execute(e)
             self.commits.committed(e.up_to)
@@ -174,8 +195,39 @@ class RaftDriver:
         else:  # an effect this driver does not know is a bug, not something to skip
             raise TypeError(f"unknown effect {e!r}")
 
+    def address_of(self, node_id: int):
+        """(host, port) of a node: its Voters-record endpoint first (addresses may change
+        across restarts; the log has the latest), then the configuration, then answers."""
+        voters = getattr(self.core, "voters", None)
+        if voters is not None:
+            for ep in voters.endpoints(node_id):
+                if ep.name == self.listener_name:
+                    return ep.host, ep.port
+        return self.peers.get(node_id) or self._learned.get(node_id)
+
+    def _client_for(self, node_id: int):
+        address = self.address_of(node_id)
+        client = self._clients.get(node_id)
+        if client is not None and self._client_addresses.get(node_id) == address:
+            return client
+        if client is not None:  # the node moved: drop the old connection
+            task = self.loop.create_task(client.close())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            del self._clients[node_id]
+        if address is None or node_id == self.core.node_id:
+            return None
+        client = self._clients[node_id] = self._new_client(*address)
+        self._client_addresses[node_id] = address
+        return client
+
+    def _learn_endpoints(self, resp) -> None:
+        for ep in getattr(resp, "node_endpoints", None) or ():
+            if ep.node_id >= 0 and ep.node_id != self.core.node_id:
+                self._learned[ep.node_id] = (ep.host, ep.port)
+
     def _send(self, e: Send) -> None:
-        client = self._clients.get(e.destination)
+        client = self._client_for(e.destination)
         if client is None:
             self.loop.call_soon(self._step_failed, e.destination, e.correlation_id)
             return
@@ -202,6 +254,7 @@ class RaftDriver:
                           "%r does not match the quorum's (was this node formatted for another cluster?)%s",
                           self.core.node_id, e.destination, type(request).__name__, self.cluster_id,
                           held_note(held))
+        self._learn_endpoints(resp)
         self.core.step(InboundResponse(e.destination, e.correlation_id, resp), wall_ms())
         self._drain()
 

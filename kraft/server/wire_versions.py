@@ -18,11 +18,12 @@ from __future__ import annotations
 from kraft.errors import ErrorCode
 from kraft.protocol import (METADATA_TOPIC_ID, ZERO_UUID, BeginQuorumEpochRequest, BeginQuorumEpochResponse,
                             DescribeQuorumResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
-                            FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse, VoteRequest, VoteResponse)
+                            FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse, UpdateRaftVoterRequest, VoteRequest,
+                            VoteResponse)
 from kraft.raft.rpcs import TOPIC
 
 SEND_VERSIONS = {VoteRequest: 2, BeginQuorumEpochRequest: 1, EndQuorumEpochRequest: 1, FetchRequest: 17,
-                 FetchSnapshotRequest: 1}
+                 FetchSnapshotRequest: 1, UpdateRaftVoterRequest: 0}
 
 
 def upgrade_request(wire, version: int) -> None:
@@ -73,7 +74,7 @@ class ResponseFitter:
                     for p in topic.partitions:
                         for r in p.current_voters + p.observers:
                             r.replica_directory_id = ZERO_UUID
-        elif version >= 1:
+        elif version >= 1 and t in self._node_endpoints:
             resp.node_endpoints = self._node_endpoints[t]
         return resp
 

@@ -20,7 +20,7 @@ import sys
 import traceback
 from dataclasses import dataclass
 
-from kraft.raft import RaftConfig
+from kraft.raft import RaftConfig, ReplicaKey
 from kraft.testing.cluster import SimCluster
 from kraft.testing.network import NetworkFaults
 
@@ -33,6 +33,7 @@ class ChaosProfile:
     max_voters: int = 5
     max_observers: int = 2
     wire_codec: bool = False  # every message through the real codec (see SimCluster)
+    membership: bool = False  # a dynamic quorum whose voters are added and removed under faults
 
 
 PROFILES = {
@@ -41,6 +42,10 @@ PROFILES = {
     "soak": ChaosProfile(duration_ms=120_000, fault_gap_ms=(200, 4_000), liveness_timeout_ms=30_000),
     "ci-wire": ChaosProfile(duration_ms=20_000, fault_gap_ms=(300, 3_000), liveness_timeout_ms=30_000,
                             wire_codec=True),
+    "ci-membership": ChaosProfile(duration_ms=20_000, fault_gap_ms=(300, 3_000), liveness_timeout_ms=30_000,
+                                  max_observers=3, membership=True),
+    "soak-membership": ChaosProfile(duration_ms=120_000, fault_gap_ms=(200, 4_000), liveness_timeout_ms=30_000,
+                                    max_observers=3, membership=True),
 }
 
 
@@ -67,6 +72,8 @@ def build_cluster(seed: int, profile: ChaosProfile) -> SimCluster:
     rng = random.Random(seed)
     voters = rng.choice([v for v in (1, 2, 3, 3, 3, 4, 5, 5) if v <= profile.max_voters])
     observers = rng.choice([o for o in (0, 0, 0, 1, 2) if o <= profile.max_observers])
+    if profile.membership:
+        observers = rng.choice([1, 2, 2, 3])  # someone to add
     config = RaftConfig(
         cluster_id="sim",
         append_linger_ms=rng.choice([0, 5, 25]),
@@ -75,7 +82,7 @@ def build_cluster(seed: int, profile: ChaosProfile) -> SimCluster:
     )
     return SimCluster(seed, voters, observers, config=config, faults=NetworkFaults.random(rng),
                       snapshot_interval=rng.choice([0, 0, 10, 40, 200]), max_flush_ms=rng.choice([0, 2, 10]),
-                      wire_codec=profile.wire_codec)
+                      wire_codec=profile.wire_codec, dynamic=profile.membership)
 
 
 class _Chaos:
@@ -98,7 +105,10 @@ class _Chaos:
             return
         self.faults += 1
         ids = sorted(c.nodes)
-        kind = rng.choice(["crash", "crash", "partition", "partition", "heal", "wipe", "crash_leader"])
+        kinds = ["crash", "crash", "partition", "partition", "heal", "wipe", "crash_leader"]
+        if self.profile.membership:
+            kinds += ["add", "add", "remove", "remove"]
+        kind = rng.choice(kinds)
         if kind in ("crash", "crash_leader"):
             leader = c.leader()
             victim = leader.id if kind == "crash_leader" and leader is not None else rng.choice(ids)
@@ -125,6 +135,14 @@ class _Chaos:
             c.schedule(c.now + rng.randint(500, 8_000), c.heal)
         elif kind == "heal":
             c.heal()
+        elif kind in ("add", "remove"):
+            self.change_voters(kind)
+        elif kind == "wipe" and self.profile.membership and not self.wiped:
+            victim = rng.choice(ids)
+            if all(self._healthy_majority(vs, lost=victim) for vs in self._voter_sets()):
+                self.wiped = True
+                c.wipe(victim)
+                c.schedule(c.now + rng.randint(0, 3_000), c.restart, victim)
         elif kind == "wipe" and not self.wiped:
             # One disk loss per run, and only where a majority of voters survives it.
             candidates = list(c.observer_ids) + (list(c.voter_ids) if len(c.voter_ids) >= 3 else [])
@@ -135,6 +153,43 @@ class _Chaos:
                 c.schedule(c.now + rng.randint(0, 3_000), c.restart, victim)
         lo, hi = self.profile.fault_gap_ms
         c.schedule(c.now + rng.randint(lo, hi), self.fault)
+
+    # --- membership (profile.membership) ---------------------------------------------------
+    def _voter_sets(self):
+        """The latest voter set of every live node (they differ while a change is uncommitted)."""
+        return [n.core.voters for n in self.cluster.alive_nodes()]
+
+    def _healthy_majority(self, voters, lost=None, extra=()) -> bool:
+        """Would the voters whose disks still hold their replica (and ``extra``) be a
+        majority of ``voters``? An operator never makes a change (or loses a disk) that leaves
+        the quorum without one: liveness would be gone for good, not a protocol bug."""
+        nodes = self.cluster.nodes
+        keys = list(voters.keys()) + list(extra)
+        healthy = sum(1 for k in keys if k.id != lost and k.id in nodes and k.directory_id == nodes[k.id].directory_id)
+        return healthy >= len(keys) // 2 + 1
+
+    def change_voters(self, kind: str) -> None:
+        c, rng = self.cluster, self.rng
+        leader = c.leader()
+        if leader is None:
+            return
+        voters = leader.core.voters
+        sets = self._voter_sets()
+        if kind == "add":
+            outside = [n for n in c.alive_nodes() if n.id not in voters.ids]
+            if not outside:
+                return
+            node = rng.choice(outside)
+            key = ReplicaKey(node.id, node.directory_id)
+            if all(self._healthy_majority(vs, extra=[key]) for vs in sets):
+                c.admin("add", key)
+        else:
+            keys = voters.keys()
+            if len(keys) < 2:
+                return
+            key = rng.choice(keys)
+            if all(self._healthy_majority(vs.without_voter(key)) for vs in sets):
+                c.admin("remove", key)
 
     def run(self) -> ChaosResult:
         c, p = self.cluster, self.profile

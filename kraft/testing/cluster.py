@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 
 from kraft.errors import ErrorCode
+from kraft.protocol import AddRaftVoterRequest, RemoveRaftVoterRequest
 from kraft.raft import RaftConfig, ReplicaKey, VoterSet, rpcs
 from kraft.testing.invariants import InvariantChecker, InvariantViolation
 from kraft.testing.network import NetworkFaults, SimulatedNetwork
@@ -31,8 +32,16 @@ OBSERVER_ID_BASE = 100
 class SimCluster:
     def __init__(self, seed: int, voters: int = 3, observers: int = 0, *, config: RaftConfig | None = None,
                  faults: NetworkFaults | None = None, snapshot_interval: int = 0, max_flush_ms: int = 3,
-                 check_invariants: bool = True, wire_codec: bool = False, node_class=SimNode):
+                 check_invariants: bool = True, wire_codec: bool = False, node_class=SimNode,
+                 dynamic: bool = False):
+        """``dynamic``: a KIP-853 quorum — the voters' logs start from a 0-0 bootstrap
+        checkpoint naming them (``storage format --initial-controllers``), observers' logs
+        are empty (``--no-initial-controllers``), every node finds the leader through any
+        other node (bootstrap servers), and voters change with AddRaftVoter/RemoveRaftVoter
+        (``admin``). A wiped node comes back empty, as an observer."""
         self.seed = seed
+        self.dynamic = dynamic
+        self.admin_answers: list[tuple[str, int]] = []  # (kind, error code) of voter changes
         # True: every message crosses the network as bytes, encoded and decoded with the real
         # codec at its newest version (records arrive as views into the received buffer), as
         # between real nodes. False: the objects themselves travel, which is faster. A seed
@@ -49,10 +58,15 @@ class SimCluster:
         self.observer_ids = [OBSERVER_ID_BASE + i for i in range(observers)]
         dirs = {i: self._new_directory_id() for i in self.voter_ids + self.observer_ids}
         self.voter_set = VoterSet([ReplicaKey(i, dirs[i]) for i in self.voter_ids])
+        all_ids = self.voter_ids + self.observer_ids
         self.nodes: dict[int, SimNode] = {
-            i: node_class(i, self.voter_set, self.config, self, directory_id=dirs[i],
-                          history=self.history, snapshot_interval=snapshot_interval)
-            for i in self.voter_ids + self.observer_ids}
+            i: node_class(i, VoterSet([]) if dynamic else self.voter_set, self.config, self, directory_id=dirs[i],
+                       history=self.history, snapshot_interval=snapshot_interval,
+                       bootstrap_ids=tuple(all_ids) if dynamic else ())
+            for i in all_ids}
+        if dynamic:
+            for i in self.voter_ids:
+                self.nodes[i].write_bootstrap_voters(self.voter_set)
         self.wiped_durable: dict[ReplicaKey, int] = {}  # a wiped voter's data, for the majority check
         self.events = 0
         self._next_value = 0
@@ -152,9 +166,26 @@ class SimCluster:
         """Destroy a node's disk; it restarts as a new replica (new directory id)."""
         node = self.nodes[node_id]
         key = ReplicaKey(node_id, node.directory_id)
-        if self.voter_set.is_voter(key):
+        if self.dynamic or self.voter_set.is_voter(key):
             self.wiped_durable[key] = node.log.flushed_offset()
         node.wipe(self._new_directory_id())
+
+    def admin(self, kind: str, key: ReplicaKey, node: SimNode | None = None) -> bool:
+        """An operator's AddRaftVoter / RemoveRaftVoter sent to ``node`` (default: the
+        leader); the answer lands in ``admin_answers``. False if there is no leader."""
+        node = node or self.leader()
+        if node is None:
+            return False
+        directory = rpcs.directory_uuid(key.directory_id)
+        if kind == "add":
+            body = AddRaftVoterRequest(cluster_id=self.config.cluster_id, timeout_ms=3_000, voter_id=key.id,
+                                       voter_directory_id=directory, listeners=[AddRaftVoterRequest.Listener(
+                                           name=self.config.controller_listener_name, host="sim", port=key.id)])
+        else:
+            body = RemoveRaftVoterRequest(cluster_id=self.config.cluster_id, voter_id=key.id,
+                                          voter_directory_id=directory)
+        node.admin_request(kind, body, self.now)
+        return True
 
     def isolate(self, node_id: int) -> None:
         self.network.isolate(node_id, self.nodes)

@@ -22,6 +22,8 @@ class InvariantChecker:
         self.max_persisted_epoch: dict[tuple, int] = {}
         self.node_hw: dict[tuple[int, int], int] = {}  # (node, incarnation) -> hw
         self.leader_hw: dict[tuple[int, int], int] = {}  # (node, epoch) -> hw
+        # (node, epoch) -> the voter set in force when that leader's HW last moved
+        self.leader_hw_voters: dict[tuple[int, int], object] = {}
         self.checks = 0
 
     def check(self, cluster) -> None:
@@ -39,6 +41,11 @@ class InvariantChecker:
             owner = self.leader_of_epoch.setdefault(core.epoch, nid)
             if owner != nid:
                 raise InvariantViolation(f"two leaders in epoch {core.epoch}: {owner} and {nid}")
+        # Only a voter (by its replica key: a wiped disk is a new replica) campaigns — one of
+        # the latest voter set, or one whose removal may still be uncommitted. Catches a role
+        # that outlived a voter-set change or a disk wipe.
+        if core.role in ("prospective", "candidate") and not core.quorum.is_electable():
+            raise InvariantViolation(f"node {nid} campaigns as {core.local} but the voters are {core.voters}")
         # Persisted election state: monotonic epoch, equal to the core's state.
         stored = node.store
         if stored is not None:
@@ -64,11 +71,14 @@ class InvariantChecker:
         if core.role == "leader":
             lhw = core.state.high_watermark
             lkey = (nid, core.epoch)
-            if lhw < self.leader_hw.get(lkey, -1):
+            prev = self.leader_hw.get(lkey, -1)
+            if lhw < prev:
                 raise InvariantViolation(f"leader {nid} epoch {core.epoch}: HW went back")
+            if lhw != prev or lkey not in self.leader_hw_voters:
+                self.leader_hw_voters[lkey] = core.voter_history.last()
             self.leader_hw[lkey] = lhw
             if lhw > 0:
-                self._check_majority_holds(cluster, core, lhw)
+                self._check_majority_holds(cluster, core, lhw, self.leader_hw_voters[lkey])
         start = log.start_offset()
         if start > 0:
             earliest = log.earliest_snapshot_id()
@@ -76,8 +86,11 @@ class InvariantChecker:
                 raise InvariantViolation(f"node {nid}: log starts at {start} but the earliest "
                                          f"snapshot is {earliest}")
 
-    def _check_majority_holds(self, cluster, core, hw: int) -> None:
-        voters = core.voter_history.last()
+    def _check_majority_holds(self, cluster, core, hw: int, voters) -> None:
+        # The majority is counted in ``voters``, the set in force at the leader when its HW
+        # last moved: Raft's single-server changes act when appended, so that is the set the
+        # HW was computed in (a Voters record appended later, still uncommitted, does not
+        # change what was committed before it).
         holding = 0
         for key in voters.keys():
             durable = cluster.durable_end(key)

@@ -44,8 +44,9 @@ class SimNode:
     and ``state_machine`` are rebuilt at every start (``incarnation`` counts starts)."""
 
     def __init__(self, node_id: int, voters, config: RaftConfig, sim, *, directory_id: bytes | None,
-                 history: CommittedHistory, snapshot_interval: int = 0):
+                 history: CommittedHistory, snapshot_interval: int = 0, bootstrap_ids=()):
         self.id = node_id
+        self.bootstrap_ids = tuple(bootstrap_ids)
         self.voters = voters
         self.config = config
         self.sim = sim
@@ -74,7 +75,8 @@ class SimNode:
         self.state_machine = self.new_listener()
         self.cursor = ListenerCursor(self.state_machine, self.log, self.id)
         self.core = RaftCore(self.id, self.log, self.config, self.voters, rng,
-                             directory_id=self.directory_id, election_state=self.store, now_ms=now)
+                             directory_id=self.directory_id, election_state=self.store, now_ms=now,
+                             bootstrap_ids=self.bootstrap_ids)
         self.tick_at = None
         self.outstanding: dict[int, int] = {}  # correlation id -> destination, until answered
         self.flush_done_at = now
@@ -84,6 +86,19 @@ class SimNode:
     def new_listener(self):
         """The Raft listener of a new incarnation (the controller simulation runs its own)."""
         return SimStateMachine(self.id, self.history)
+
+    def write_bootstrap_voters(self, voters) -> None:
+        """The 0-0 bootstrap checkpoint of ``storage format --initial-controllers``."""
+        from kraft.raft.control_state import voters_record_of
+        from kraft.records.bootstrap_snapshot import bootstrap_snapshot_bytes
+
+        w = self.log.create_snapshot(OffsetAndEpoch(0, 0))
+        w.append(bootstrap_snapshot_bytes(voters_record_of(voters)))
+        w.freeze()
+
+    def admin_request(self, kind: str, body, now: int) -> None:
+        self.core.step(InboundRequest(-1, body, ("admin", kind)), now)
+        self.drain(now)
 
     def crash(self) -> None:
         """kill -9: the core and everything in memory vanish, so does unflushed data."""
@@ -153,6 +168,8 @@ class SimNode:
                     self.outstanding[eff.correlation_id] = eff.destination
                     request = through_codec(eff.request) if sim.wire_codec else eff.request
                     sim.network.send(self.id, eff.destination, ("req", self.incarnation, eff.correlation_id, request))
+                elif t is Respond and eff.handle[0] == "admin":
+                    sim.admin_answers.append((eff.handle[1], eff.response.error_code))
                 elif t is Respond:
                     src, src_incarnation, cid = eff.handle
                     sim.record_response(self.id, eff.response)

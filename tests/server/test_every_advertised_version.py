@@ -276,10 +276,32 @@ def _api_versions_cases(node, version):
     return [("plain", ApiVersionsRequest(client_software_name="t", client_software_version="1"), _expect(OK))]
 
 
+def _voter_change_cases(api_key, expected):
+    """KIP-853 voter changes: this controller is a static quorum (kraft.version 0)."""
+    def cases(node, version):
+        from kraft.protocol import AddRaftVoterRequest, RemoveRaftVoterRequest, UpdateRaftVoterRequest
+        from kraft.raft.rpcs import directory_uuid
+        d = directory_uuid(b"d" * 16)
+        if api_key == 80:
+            L = AddRaftVoterRequest.Listener
+            req = AddRaftVoterRequest(timeout_ms=1000, voter_id=9, voter_directory_id=d,
+                                      listeners=[L(name="CONTROLLER", host="h", port=1)])
+        elif api_key == 81:
+            req = RemoveRaftVoterRequest(voter_id=1, voter_directory_id=d)
+        else:
+            U = UpdateRaftVoterRequest
+            req = U(current_leader_epoch=node.core.epoch, voter_id=1, voter_directory_id=d,
+                    listeners=[U.Listener(name="CONTROLLER", host="h", port=1)],
+                    kraft_version_feature=U.KRaftVersionFeature(min_supported_version=0, max_supported_version=1))
+        return [("static quorum", req, _expect(expected))]
+    return cases
+
+
 CASES = {0: _produce_cases, 1: _fetch_cases, 18: _api_versions_cases, 52: _election_cases(_vote),
          53: _election_cases(_begin), 54: _election_cases(_end), 55: _describe_quorum_cases,
          59: _fetch_snapshot_cases, 60: _describe_cluster_cases, 19: _create_topics_cases, 20: _delete_topics_cases,
          37: _create_partitions_cases, 62: _registration_cases, 63: _heartbeat_cases, 64: _unregister_cases,
+         **{k: _voter_change_cases(k, ErrorCode.UNSUPPORTED_VERSION) for k in (80, 81, 82)},
          **admin_cases(_expect, OK), **partition_cases(_expect, OK)}
 CONTROLLER_WRITES = (19, 20, 37, 62, 63, 64, 33, 44, 30, 31, 57, 67, 43, 45, 56)
 
@@ -353,6 +375,8 @@ def _follower_cases(node, version, api_key):
     if api_key == 55:
         return [(n, r, _expect(ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 for n, r, _ in _describe_quorum_cases(node, version)]
+    if api_key in (80, 81, 82):
+        return _voter_change_cases(api_key, ErrorCode.NOT_LEADER_OR_FOLLOWER)(node, version)
     if api_key == 32:  # a pure read of this node's committed image, which has no topics
         return [(n, r, _expect(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)) for n, r, _ in _LEADER_CASES[32](node, version)]
     if api_key in CONTROLLER_WRITES:

@@ -10,6 +10,9 @@ import pytest
 from kraft.testing.chaos import ChaosFailure, run_chaos
 
 SEEDS = int(os.environ.get("KRAFT_SIM_SEEDS", "2000"))
+# A dynamic quorum (KIP-853) whose voters are added and removed while nodes crash, partition
+# and lose their disks; same invariants plus one leader per epoch under any voter set.
+MEMBERSHIP_SEEDS = int(os.environ.get("KRAFT_SIM_MEMBERSHIP_SEEDS", "1000"))
 CHUNK = 100
 
 
@@ -22,6 +25,29 @@ def test_chaos_seeds(first):
         except ChaosFailure as exc:
             failures.append(str(exc))
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("first", range(0, MEMBERSHIP_SEEDS, CHUNK))
+def test_chaos_seeds_with_membership_changes(first):
+    failures = []
+    for seed in range(first, min(first + CHUNK, MEMBERSHIP_SEEDS)):
+        try:
+            run_chaos(seed, "ci-membership")
+        except ChaosFailure as exc:
+            failures.append(str(exc))
+    assert not failures, "\n".join(failures)
+
+
+def test_membership_seeds_do_change_the_voters():
+    """The profile must exercise what it claims: voters added and removed, committed."""
+    from kraft.testing.chaos import _Chaos, PROFILES
+
+    answers = []
+    for seed in range(20):
+        chaos = _Chaos(seed, PROFILES["ci-membership"])
+        chaos.run()
+        answers += chaos.cluster.admin_answers
+    assert ("add", 0) in answers and ("remove", 0) in answers
 
 
 def test_same_seed_replays_exactly():

@@ -62,3 +62,30 @@ def test_granting_votes_to_stale_logs_is_caught(monkeypatch, seeds):
     monkeypatch.setattr(roles.ProspectiveState, "can_grant_vote",
                         lambda self, candidate, up_to_date, pre_vote, now: pre_vote or self.voted_key is None)
     assert fails_somewhere(seeds)
+
+
+def fails_somewhere_with_membership(seeds) -> bool:
+    for seed in seeds:
+        try:
+            run_chaos(seed, "ci-membership")
+        except ChaosFailure:
+            return True
+    return False
+
+
+def test_counting_majorities_in_a_stale_voter_set_is_caught(monkeypatch):
+    """A leader that keeps counting in the voter set it was elected with, ignoring the Voters
+    records it appends (the majority must be taken in the set in effect at each offset)."""
+    monkeypatch.setattr(leader_module.LeaderState, "update_voters", lambda self, voters, flushed, now: False)
+    assert fails_somewhere_with_membership(range(40))
+
+
+def test_a_wiped_voter_voting_as_its_old_incarnation_is_caught(monkeypatch):
+    """Directory ids ignored: a node that lost its disk votes (and counts) as the replica it was."""
+    from kraft.raft import elections, voters
+    from kraft.types import ReplicaKey
+
+    monkeypatch.setattr(ReplicaKey, "matches", lambda self, other: self.id == other.id)
+    monkeypatch.setattr(elections, "voter_key_ok", lambda local, voter_id, directory_id: True)
+    monkeypatch.setattr(voters.VoterSet, "is_voter", lambda self, key: key.id in self._voters)
+    assert fails_somewhere(range(300)) or fails_somewhere_with_membership(range(300))

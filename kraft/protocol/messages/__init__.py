@@ -36,10 +36,15 @@ from kraft.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpoch
 from kraft.protocol.messages.produce import ProduceRequest, ProduceResponse
 from kraft.protocol.messages.quorum_epoch import (BeginQuorumEpochRequest, BeginQuorumEpochResponse,
                                                   EndQuorumEpochRequest, EndQuorumEpochResponse)
+from kraft.protocol.messages.raft_voters import (AddRaftVoterRequest, AddRaftVoterResponse,
+                                                 RemoveRaftVoterRequest, RemoveRaftVoterResponse,
+                                                 UpdateRaftVoterRequest, UpdateRaftVoterResponse)
 from kraft.protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from kraft.protocol.messages.vote import VoteRequest, VoteResponse
 
 __all__ = [
+    "AddRaftVoterRequest", "AddRaftVoterResponse", "RemoveRaftVoterRequest", "RemoveRaftVoterResponse",
+    "UpdateRaftVoterRequest", "UpdateRaftVoterResponse",
     "AllocateProducerIdsRequest", "AllocateProducerIdsResponse",
     "AlterConfigsRequest", "AlterConfigsResponse",
     "AlterPartitionRequest", "AlterPartitionResponse",
