@@ -224,7 +224,7 @@ class KraftNode:
                                  cluster_id=meta.cluster_id, voters=voters, metrics=self.metrics,
                                  request_timeout_ms=cfg.int("controller.quorum.request.timeout.ms"),
                                  retry_backoff_ms=cfg.int("controller.quorum.retry.backoff.ms"),
-                                 listener_name=cfg.controller_listener.name)
+                                 listener_name=cfg.controller_listener_names[0])
         flush_cb["fn"] = self.driver.on_flushed_threadsafe
         # Snapshots of the committed image: a controller's, else (broker-only) the follower's.
         image_source = self.controller if self.controller is not None else getattr(self.broker, "follower", None)
