@@ -42,6 +42,7 @@ from kraft.controller.record_cache import RecordCodecCache
 from kraft.metadata import EMPTY_IMAGE, encode_record
 from kraft.metadata.replay import image_from_snapshot, replay_records  # noqa: F401 (replay_records: re-exported)
 from kraft.metadata.records import (AbortTransactionRecord, BeginTransactionRecord, EndTransactionRecord,
+                                    FeatureLevelRecord,
                                     RegisterBrokerRecord)
 
 log = logging.getLogger("kraft.controller")
@@ -94,6 +95,9 @@ class QuorumController:
         self.metadata_errors = 0
         self.fenced_by_expiry = 0
         self.codec = RecordCodecCache()
+        #: features of ``bootstrap.checkpoint`` (name -> level), written once by an active controller
+        self.bootstrap_features: dict | None = None
+        self._bootstrap_epoch = -1
         self.last_applied_timestamp = -1  # append time (ms) of the last committed batch applied
         self.apply_observer = None  # profiling hook, see the module docstring
         self.clock = None
@@ -284,6 +288,7 @@ class QuorumController:
         leader rebalance when due. Returns how many brokers it fenced."""
         if not self.active:
             return 0
+        self._maybe_bootstrap()
         self._start_leases(now_ms)
         self._maybe_rebalance(now_ms)
         view = self.view
@@ -299,6 +304,23 @@ class QuorumController:
             return 0
         self.fenced_by_expiry += len(expired)
         return len(expired)
+
+    def _maybe_bootstrap(self) -> None:
+        """Kafka's first active controller writes the features of ``bootstrap.checkpoint``
+        (``storage format``'s metadata.version) into the log: here, whenever the active
+        controller finds no metadata.version in its view (a leader that lost the first try
+        simply writes them again; replay makes it idempotent)."""
+        features = self.bootstrap_features
+        if not features or self.view.features.metadata_version or self._bootstrap_epoch == self.epoch:
+            return
+        names = sorted(features, key=lambda n: (n != "metadata.version", n))
+        records = [FeatureLevelRecord(name=n, feature_level=int(features[n])) for n in names if int(features[n]) > 0]
+        try:
+            self._propose(records, atomic=True)
+        except NotLeaderError:
+            return
+        self._bootstrap_epoch = self.epoch
+        log.info("node %d: wrote the bootstrap features %s", self.node_id, dict(zip(names, map(features.get, names))))
 
     def _maybe_rebalance(self, now_ms: int) -> None:
         if str(self.settings.get("auto.leader.rebalance.enable", "true")).strip().lower() != "true":

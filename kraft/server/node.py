@@ -26,8 +26,9 @@ import random
 
 from kraft.config import NodeConfig
 from kraft.types import Endpoint
-from kraft.errors import ConfigError, FatalLogError, StorageError
+from kraft.errors import ConfigError, CorruptRecordError, FatalLogError, StorageError
 from kraft.log import LogConfig
+from kraft.log.bootstrap import read_bootstrap_checkpoint
 from kraft.log.dir_lock import lock_directories
 from kraft.log.retention import CLEAN_INTERVAL_MS, MetadataRetention
 from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties, QuorumStateFile, uuid_text_to_bytes
@@ -215,6 +216,10 @@ class KraftNode:
         if cfg.is_controller:
             self.controller = QuorumController(cfg.node_id, cluster_id=meta.cluster_id,
                                                settings=controller_settings(cfg))
+            try:
+                self.controller.bootstrap_features = read_bootstrap_checkpoint(cfg.metadata_log_dir)
+            except (StorageError, CorruptRecordError) as exc:  # the log may already hold them
+                log.error("node %d: %s: not used", cfg.node_id, exc)
             listeners.append(self.controller)
         if cfg.is_broker:
             self.broker = BrokerRole(cfg, meta.cluster_id, image_source=self.controller)

@@ -137,3 +137,28 @@ def test_an_atomic_unit_larger_than_a_batch_is_a_transaction_that_partial_commit
     raft.commit(ctl, other)
     assert "small" in ctl.image.topics.by_name and "big" not in ctl.image.topics.by_name
     assert image_stats(ctl.image) == image_stats(other.image)
+
+
+def test_the_active_controller_writes_the_bootstrap_features_once_and_a_new_leader_retries():
+    """``storage format`` leaves metadata.version in bootstrap.checkpoint; the first active
+    controller writes it into the log. If it loses leadership before that commits, the next
+    active controller writes it again; once committed, nobody writes it again."""
+    raft = FakeRaft()
+    ctl, _ = active_controller(raft)
+    ctl.bootstrap_features = {"metadata.version": 21, "group.version": 1}
+    assert ctl.image.features.metadata_version == 0
+    ctl.tick(0)
+    assert ctl.view.features.metadata_version == 21
+    ctl.tick(10)  # proposed once per epoch, not per tick
+    assert raft.end == 2  # metadata.version, group.version (one batch: atomic without a transaction)
+    raft.truncate_uncommitted()
+    ctl.handle_leader_change(LeaderAndEpoch(2, 2))
+    ctl.handle_leader_change(LeaderAndEpoch(1, 3))
+    assert ctl.view.features.metadata_version == 0
+    ctl.tick(20)
+    raft.commit(ctl)
+    assert ctl.image.features.finalized_versions == {"metadata.version": 21, "group.version": 1}
+    written = raft.end
+    ctl.handle_leader_change(LeaderAndEpoch(1, 4))
+    ctl.tick(30)
+    assert raft.end == written
