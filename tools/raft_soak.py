@@ -9,65 +9,17 @@ Prints every failure with its one-line replay command; exits 1 if any seed faile
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from kraft.testing.chaos import ChaosFailure, run_chaos  # noqa: E402
-
-
-def run_range(args) -> tuple[int, list[str]]:
-    first, count, profile = args
-    failures = []
-    for seed in range(first, first + count):
-        try:
-            run_chaos(seed, profile)
-        except ChaosFailure as exc:
-            failures.append(str(exc))
-    return count, failures
+from kraft.testing.chaos import run_chaos  # noqa: E402
+from seed_soak import soak_main  # noqa: E402  (tools/ is on sys.path when run as a script)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--first", type=int, default=1_000_000, help="first seed")
-    ap.add_argument("--seeds", type=int, default=1_000, help="number of seeds")
-    ap.add_argument("--minutes", type=float, default=0, help="stop after this long (0 = run all seeds)")
-    ap.add_argument("--profile", default="soak", choices=["quick", "ci", "soak"])
-    ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--chunk", type=int, default=20)
-    args = ap.parse_args()
-    deadline = time.monotonic() + args.minutes * 60 if args.minutes else None
-    total = args.seeds if not deadline else 10**9
-    chunks = ((s, min(args.chunk, args.first + total - s), args.profile)
-              for s in range(args.first, args.first + total, args.chunk))
-    done, failures, started = 0, [], time.monotonic()
-
-    def collect(fut) -> None:
-        nonlocal done
-        count, fails = fut.result()
-        done += count
-        failures.extend(fails)
-        for f in fails:
-            print(f, flush=True)
-
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        pending = set()
-        for chunk in chunks:
-            if deadline and time.monotonic() > deadline:
-                break
-            pending.add(pool.submit(run_range, chunk))
-            if len(pending) >= args.jobs * 2:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    collect(fut)
-        for fut in pending:
-            collect(fut)
-    print(f"{done} seeds ({args.profile}), {len(failures)} failed, {time.monotonic() - started:.0f} s")
-    return 1 if failures else 0
+    return soak_main(__doc__.split("\n\n")[0], run_chaos, ["quick", "ci", "soak"], "raft")
 
 
 if __name__ == "__main__":
