@@ -219,19 +219,29 @@ class Elections:
         return True
 
     # ------------------------------------------------------------ BeginQuorumEpoch
-    def handle_begin_quorum_epoch_request(self, source: int, r, now: int):
+    def _leader_announcement(self, r, respond, now: int):
+        """(refusal, partition): the checks BeginQuorumEpoch and EndQuorumEpoch share — cluster
+        id, the one partition, a current epoch, a named leader — and the move to that leader's
+        epoch. ``respond(code, leader_id, epoch)`` builds the refusal."""
         q = self.quorum
         if not cluster_ok(self.config.cluster_id, r.cluster_id):
-            return begin_quorum_epoch_response(ErrorCode.INCONSISTENT_CLUSTER_ID, q.leader_id, q.epoch)
+            return respond(ErrorCode.INCONSISTENT_CLUSTER_ID, q.leader_id, q.epoch), None
         p = named_partition(r)
         if p is None:
-            return begin_quorum_epoch_response(ErrorCode.INVALID_REQUEST, -1, -1)
+            return respond(ErrorCode.INVALID_REQUEST, -1, -1), None
         if p.leader_epoch < q.epoch:
-            return begin_quorum_epoch_response(ErrorCode.FENCED_LEADER_EPOCH, q.leader_id, q.epoch)
+            return respond(ErrorCode.FENCED_LEADER_EPOCH, q.leader_id, q.epoch), None
         if p.leader_id < 0:
-            return begin_quorum_epoch_response(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch)
+            return respond(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch), None
         if not self.transitions.maybe_transition(p.leader_id, p.leader_epoch, now):
-            return begin_quorum_epoch_response(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch)
+            return respond(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch), None
+        return None, p
+
+    def handle_begin_quorum_epoch_request(self, source: int, r, now: int):
+        q = self.quorum
+        refused, p = self._leader_announcement(r, begin_quorum_epoch_response, now)
+        if refused is not None:
+            return refused
         if not voter_key_ok(self.local, r.voter_id, directory_bytes(p.voter_directory_id)):
             return begin_quorum_epoch_response(ErrorCode.INVALID_VOTER_KEY, q.leader_id, q.epoch)
         return begin_quorum_epoch_response(NONE, q.leader_id, q.epoch)
@@ -251,17 +261,9 @@ class Elections:
     # ------------------------------------------------------------ EndQuorumEpoch
     def handle_end_quorum_epoch_request(self, source: int, r, now: int):
         q = self.quorum
-        if not cluster_ok(self.config.cluster_id, r.cluster_id):
-            return end_quorum_epoch_response(ErrorCode.INCONSISTENT_CLUSTER_ID, q.leader_id, q.epoch)
-        p = named_partition(r)
-        if p is None:
-            return end_quorum_epoch_response(ErrorCode.INVALID_REQUEST, -1, -1)
-        if p.leader_epoch < q.epoch:
-            return end_quorum_epoch_response(ErrorCode.FENCED_LEADER_EPOCH, q.leader_id, q.epoch)
-        if p.leader_id < 0:
-            return end_quorum_epoch_response(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch)
-        if not self.transitions.maybe_transition(p.leader_id, p.leader_epoch, now):
-            return end_quorum_epoch_response(ErrorCode.INVALID_REQUEST, q.leader_id, q.epoch)
+        refused, p = self._leader_announcement(r, end_quorum_epoch_response, now)
+        if refused is not None:
+            return refused
         s = q.state
         if isinstance(s, FollowerState) and s.leader_id == p.leader_id and s.epoch == p.leader_epoch:
             # The leader is going away: start an election sooner the higher we rank among
