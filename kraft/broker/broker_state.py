@@ -4,9 +4,10 @@ size limits, and the rules that decide who may serve a partition (leader and lea
 checks, Kafka's ``Partition.checkCurrentLeaderEpoch``) and how far consumers may read
 (the high watermark). No I/O and no asyncio; the server layer owns the loop.
 
-High watermark: a partition whose ISR is this leader alone has HW = log end offset (RF 1 is
-exactly Kafka's behaviour); with other ISR members ``replication`` (``LeaderReplication``)
-moves it as followers fetch (HW = min LEO over the ISR). ``producer_states`` holds each
+High watermark: a partition with no other replica has HW = log end offset (RF 1 is exactly
+Kafka's behaviour); with other replicas ``replication`` (``LeaderReplication``) moves it as
+followers fetch (HW = min LEO over the maximal ISR, which is the log end while the ISR is
+this leader alone and nobody is joining). ``producer_states`` holds each
 partition's idempotent-producer table.
 """
 
@@ -93,12 +94,16 @@ class BrokerState:
         return NONE, plog, reg
 
     def advance_high_watermark(self, plog, reg) -> int:
-        """Kafka's HW rule (see the module doc)."""
-        if reg is not None and tuple(reg.isr) == (self.broker_id,):
+        """Kafka's HW rule (see the module doc). Only a partition with no other replica skips
+        the leader state: with other replicas an ISR of this leader alone may be growing (an
+        expansion in flight, or committed and not in this image yet), and the member joining
+        must hold everything below the HW (KIP-497's maximal ISR)."""
+        if reg is None or reg.leader != self.broker_id:
+            return plog.high_watermark
+        if tuple(reg.replicas) == (self.broker_id,):
             plog.high_watermark = plog.log.end_offset
-        elif reg is not None and reg.leader == self.broker_id:
-            return self.replication.high_watermark(plog, reg)
-        return plog.high_watermark
+            return plog.high_watermark
+        return self.replication.high_watermark(plog, reg)
 
     def leader_endpoint(self, broker_id: int, listener: str):
         """(host, port, rack) of ``broker_id`` on ``listener`` if registered there, else None."""

@@ -261,3 +261,33 @@ def test_on_image_makes_states_for_led_partitions_and_reports_hw_moved_by_a_comm
     assert lr.on_image(_Image(reg(isr=(1,), partition_epoch=11)), logs, LAG + 2) == [plog]
     assert plog.high_watermark == 100
     assert lr.on_image(_Image(reg(leader=2, leader_epoch=6)), logs, LAG + 3) == [] and lr.states == {}
+
+
+def test_an_isr_of_the_leader_alone_still_waits_for_a_member_joining():
+    """KIP-497 through ``BrokerState.advance_high_watermark`` (the produce and fetch path): with
+    the image's ISR {1} and an expansion to {1, 2} proposed (or committed and not in this image
+    yet), the HW must not pass replica 2's LEO, or the controller may later elect 2 without
+    records below the HW. (Found by the replication simulator, seed 28: the RF-1 shortcut
+    "ISR is this leader alone: HW = LEO" ignored the member joining.)"""
+    from kraft.broker.broker_state import BrokerState
+
+    plog = _Plog(50, hw=40)
+    state = BrokerState(1, _Logs({("t", 0): plog}))
+    state.replication = LeaderReplication(1, lag_max_ms=LAG, clock_ms=lambda: 0)
+    alone = reg(isr=(1,), replicas=(1, 2, 3))
+    state.replication.on_follower_fetch(plog, alone, 2, 50, 0, 1)  # 2 caught up: propose {1, 2}
+    assert state.replication.states[("t", 0)].pending.new_isr == (1, 2)
+    plog.log.end_offset = 56  # a produce appended 6 records
+    assert state.advance_high_watermark(plog, alone) == 50  # not 56: replica 2 holds only 50
+    state.replication.on_follower_fetch(plog, alone, 2, 56, 0, 2)
+    assert state.advance_high_watermark(plog, alone) == 56
+
+
+def test_a_single_replica_partition_hw_is_its_log_end():
+    from kraft.broker.broker_state import BrokerState
+
+    plog = _Plog(30, hw=0)
+    state = BrokerState(1, _Logs({("t", 0): plog}))
+    assert state.advance_high_watermark(plog, reg(isr=(1,), replicas=(1,))) == 30
+    assert state.advance_high_watermark(plog, reg(leader=2, isr=(2,), replicas=(2,))) == 30  # not ours: unchanged
+    assert ("t", 0) not in state.replication.states
