@@ -15,7 +15,8 @@ watermark covers the append *and* the group-commit flusher has fsynced it (stron
 Kafka, which trusts replication; with RF 1 there is none). With other ISR members the HW
 moves as they fetch (``on_high_watermark``). acks=-1 needs ``min.insync.replicas`` in the
 ISR before the append (NOT_ENOUGH_REPLICAS) and when it completes
-(NOT_ENOUGH_REPLICAS_AFTER_APPEND). Batches with a producer id go through the partition's
+(NOT_ENOUGH_REPLICAS_AFTER_APPEND); a wait whose partition is led elsewhere or in another
+leader epoch by then fails with NOT_LEADER_OR_FOLLOWER (``still_leads``). Batches with a producer id go through the partition's
 producer state at append time (in request order, so pipelined idempotent requests see each
 other): duplicates of the last five batches are answered with their original offsets and
 not appended; OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH reject the batch. A partition led elsewhere gets
@@ -226,7 +227,7 @@ class ProduceHandler:
             if plog.log.flushed_offset >= target and plog.high_watermark >= target:
                 ack.one_done()
                 continue
-            self._durable.setdefault(plog, []).append((target, ack))
+            self._durable.setdefault(plog, []).append((target, ack, part))
             plog.log.request_flush()
         if not fut.done():
             timeout = max(request.timeout_ms, 0) / 1000
@@ -234,7 +235,11 @@ class ProduceHandler:
             def expire():
                 if not fut.done():
                     for part in waits:
-                        if part.plog.log.flushed_offset <= part.last_offset or \
+                        if part.code != NONE:
+                            continue
+                        if not still_leads(self.state, part.topic, part.index, part.reg.leader_epoch):
+                            part.code = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                        elif part.plog.log.flushed_offset <= part.last_offset or \
                                 part.plog.high_watermark <= part.last_offset:
                             part.code = int(ErrorCode.REQUEST_TIMED_OUT)
                     fut.set_result(self._response(parts, version))
@@ -254,11 +259,14 @@ class ProduceHandler:
             return
         hw = plog.high_watermark
         keep = []
-        for target, ack in waiting:
-            if offset >= target and hw >= target:
+        for target, ack, part in waiting:
+            if not still_leads(self.state, part.topic, part.index, part.reg.leader_epoch):
+                part.code = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                ack.one_done()
+            elif offset >= target and hw >= target:
                 ack.one_done()
             else:
-                keep.append((target, ack))
+                keep.append((target, ack, part))
         if keep:
             self._durable[plog] = keep
         else:
@@ -280,6 +288,16 @@ class ProduceHandler:
             topics.setdefault(part.topic, []).append(resp)
         return P(responses=[P.Topic(name=name, partition_responses=ps) for name, ps in topics.items()],
                  throttle_time_ms=0, node_endpoints=list(endpoints.values()))
+
+
+def still_leads(state: BrokerState, topic: str, index: int, leader_epoch: int) -> bool:
+    """Whether an acks=-1 wait for an append made in ``leader_epoch`` may still succeed: only
+    while this broker leads the partition in that epoch (Kafka's ``checkEnoughReplicasReachOffset``
+    answers NOT_LEADER_OR_FOLLOWER otherwise). After a leader change the offsets it waits for
+    may be truncated and refilled with other records, and this broker's HW, now the new
+    leader's, would cover those instead."""
+    _, reg = state.partition(topic, index)
+    return reg is not None and reg.leader == state.broker_id and reg.leader_epoch == leader_epoch
 
 
 class _Ack:

@@ -226,6 +226,28 @@ def test_acks_all_waits_for_the_fsync_and_rf2_times_out_without_a_follower(broke
     assert bar.log.end_offset == 1 and bar.high_watermark == 0  # appended, not yet replicated
 
 
+def test_acks_all_wait_fails_once_leadership_moved_even_if_the_hw_covers_its_offsets(broker):
+    """A deposed leader must not acknowledge: its waiting offsets may be truncated and refilled
+    with the new leader's records, and its HW (now the new leader's) then covers those (Kafka's
+    checkEnoughReplicasReachOffset answers NOT_LEADER_OR_FOLLOWER). Found by the replication
+    simulator (seeds 36, 39: a success for a record that was not in the log)."""
+    async def go():
+        waiting = broker.call(produce(build_batch([b"mine"]), topic="bar", acks=-1, timeout_ms=10_000), 9)
+        assert asyncio.isfuture(waiting)  # replica 3 has not fetched: the HW is 0
+        d = MetadataDelta(broker.state.image)  # broker 3 takes over in leader epoch 1
+        d.replay(PartitionChangeRecord(partition_id=0, topic_id=BAR, leader=3, isr=[3]))
+        broker.set_image(d.apply())
+        bar = broker.logs.get("bar", 0)
+        bar.log.truncate_to(0)  # as a follower: the leader diverged at 0
+        bar.log.append(build_batch([b"theirs"], base_offset=0, partition_leader_epoch=1), assign_offsets=False)
+        bar.log.flush()
+        bar.high_watermark = 1  # the new leader's HW covers offset 0: "theirs"
+        broker.handlers.on_flushed(bar, bar.log.flushed_offset)
+        return await waiting
+    resp = run(go())
+    assert resp.responses[0].partition_responses[0].error_code == E.NOT_LEADER_OR_FOLLOWER
+
+
 def test_log_append_time_topic_stamps_the_batch(broker):
     d = MetadataDelta(broker.state.image)
     d.replay(ConfigRecord(resource_type=2, resource_name="foo", name="message.timestamp.type", value="LogAppendTime"))
