@@ -55,7 +55,7 @@ class BrokerState:
         #: False while the broker may not lead for clients (not registered, fenced, lease lost:
         #: ``kraft.broker.lifecycle``); the server layer replaces it. True for a static image.
         self.is_serving = _always
-        self.replication = LeaderReplication(broker_id)
+        self.replication = LeaderReplication(broker_id, min_isr_of=self.min_insync_replicas)
         self.producer_states = ProducerStates()
 
     # --- partitions ------------------------------------------------------------------------

@@ -7,6 +7,9 @@ the broker-wide ``LeaderReplication`` to batch into AlterPartition; nothing here
 Rules, as Kafka runs them (KIP-497, KIP-841):
   * HW = min LEO over the *maximal* ISR (the committed ISR plus a member being added; a member
     being removed still counts until the controller commits the removal), and never moves back.
+    It does not move at all while the committed ISR is smaller than ``min.insync.replicas``
+    (capped at the replica count; Kafka's ``isUnderMinIsr``, KIP-966): with ELR, members that
+    left such an ISR may be elected later, and they hold only what was committed before.
   * A follower is caught up when its LEO equals the leader's, or when it last reached the
     leader's LEO of its previous fetch within ``replica.lag.time.max.ms``; ISR members that
     are not are proposed for removal (shrink), a non-member whose LEO reached the HW and the
@@ -95,12 +98,13 @@ class PartitionLeaderState:
 
     def __init__(self, broker_id: int, topic: str, partition: int, topic_id, reg, *, leader_leo: int,
                  high_watermark: int, epoch_start_offset: int, now_ms: int,
-                 lag_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS):
+                 lag_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS, min_isr: int = 1):
         if reg.leader != broker_id:
             raise ValueError(f"broker {broker_id} does not lead {topic}-{partition} (leader {reg.leader})")
         self.broker_id = broker_id
         self.topic, self.partition, self.topic_id = topic, partition, topic_id
         self.lag_max_ms = lag_max_ms
+        self.min_isr = min_isr  # the topic's min.insync.replicas, refreshed by each image
         self.leader_epoch = reg.leader_epoch
         self.partition_epoch = reg.partition_epoch
         self.replicas = tuple(reg.replicas)
@@ -124,7 +128,14 @@ class PartitionLeaderState:
             return self.isr
         return tuple(sorted(set(self.isr) | set(self.pending.new_isr)))
 
+    @property
+    def under_min_isr(self) -> bool:
+        """Kafka's ``isUnderMinIsr``: the committed ISR is below the effective min ISR."""
+        return len(self.isr) < min(self.min_isr, len(self.replicas))
+
     def _recompute_hw(self) -> bool:
+        if self.under_min_isr:
+            return False
         hw = self.leader_leo
         for r in self.maximal_isr:
             if r != self.broker_id:

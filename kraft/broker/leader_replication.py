@@ -30,9 +30,12 @@ def _wall_ms() -> int:
 
 
 class LeaderReplication:
-    def __init__(self, broker_id: int, *, lag_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS, clock_ms=None):
+    def __init__(self, broker_id: int, *, lag_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS, clock_ms=None,
+                 min_isr_of=None):
         self.broker_id = broker_id
         self.lag_max_ms = lag_max_ms
+        #: topic name -> min.insync.replicas (read when a state is made and on each image)
+        self.min_isr_of = min_isr_of or (lambda topic: 1)
         self.clock_ms = clock_ms or _wall_ms
         self.states: dict[tuple[str, int], PartitionLeaderState] = {}
         self._queued: dict[tuple[str, int], IsrProposal] = {}  # proposals not sent yet
@@ -62,7 +65,7 @@ class LeaderReplication:
         start = seg_log.end_offset_for_epoch(reg.leader_epoch - 1).offset if reg.leader_epoch > 0 else 0
         st = PartitionLeaderState(self.broker_id, plog.topic, plog.partition, plog.topic_id, reg, leader_leo=leo,
                                   high_watermark=plog.high_watermark, epoch_start_offset=max(start, 0),
-                                  now_ms=now, lag_max_ms=self.lag_max_ms)
+                                  now_ms=now, lag_max_ms=self.lag_max_ms, min_isr=self.min_isr_of(plog.topic))
         self.states[key] = st
         self._sync_hw(plog, st)
         return st
@@ -93,6 +96,8 @@ class LeaderReplication:
                 self._drop(key)
                 continue
             before = plog.high_watermark
+            st = self.states[key]
+            st.min_isr = self.min_isr_of(key[0])  # a config change arrives with an image
             self.state_for(plog, reg, now_ms)
             if plog.high_watermark != before:
                 moved.append(plog)
@@ -150,7 +155,7 @@ class LeaderReplication:
         mask = np.zeros((len(keys), width), bool)
         for i, k in enumerate(keys):
             st = self.states[k]
-            isr = set(st.maximal_isr)
+            isr = set(st.maximal_isr) if not st.under_min_isr else ()  # a row of no members: no move
             for j, r in enumerate(st.replicas):
                 leos[i, j] = logs.get(*k).log.end_offset if r == self.broker_id else st.followers[r].log_end_offset
                 mask[i, j] = r in isr

@@ -291,3 +291,27 @@ def test_a_single_replica_partition_hw_is_its_log_end():
     assert state.advance_high_watermark(plog, reg(isr=(1,), replicas=(1,))) == 30
     assert state.advance_high_watermark(plog, reg(leader=2, isr=(2,), replicas=(2,))) == 30  # not ours: unchanged
     assert ("t", 0) not in state.replication.states
+
+
+def test_hw_stays_while_the_committed_isr_is_below_min_isr():
+    """Kafka's isUnderMinIsr (KAFKA-15583, KIP-966): below min.insync.replicas the HW does not
+    move, so a member that left the ISR (and may be elected from the ELR later) holds everything
+    below it. (Found by the replication simulator, seed 27: leader 2 alone in ISR {2} with min
+    ISR 2 committed offsets 186-201; replica 4, elected from the ELR, never had them.)"""
+    st = leader(r=reg(isr=(1,), replicas=(1, 2, 3)), leo=100, hw=80)
+    st.min_isr = 2
+    assert not st.on_leader_append(120) and st.high_watermark == 80
+    st.on_follower_fetch(2, 100, 0, 120, 1)  # 2 caught up with the HW: proposes {1, 2}
+    assert st.pending is not None and st.high_watermark == 80  # still only {1} committed
+    st.on_registration(reg(isr=(1, 2), replicas=(1, 2, 3), partition_epoch=11), 120, 2)
+    assert st.high_watermark == 100  # {1, 2}: min LEO
+    one = leader(r=reg(isr=(1,), replicas=(1,)), leo=50)
+    one.min_isr = 2  # capped at the replica count: RF 1 still commits
+    assert one.on_leader_append(60) and one.high_watermark == 60
+
+
+def test_vectorised_recompute_honours_min_isr_too():
+    lr = LeaderReplication(1, lag_max_ms=LAG, clock_ms=lambda: 0, min_isr_of=lambda topic: 2)
+    plog = _Plog(100, hw=40)
+    lr.state_for(plog, reg(isr=(1,), replicas=(1, 2)), 0)
+    assert lr.recompute_all(_Logs({("t", 0): plog})) == 0 and plog.high_watermark == 40
