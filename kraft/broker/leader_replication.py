@@ -39,7 +39,8 @@ class LeaderReplication:
         self.clock_ms = clock_ms or _wall_ms
         self.states: dict[tuple[str, int], PartitionLeaderState] = {}
         self._queued: dict[tuple[str, int], IsrProposal] = {}  # proposals not sent yet
-        self._in_flight: dict | None = None  # (topic id, partition) -> state, while a request is out
+        #: (topic id, partition) -> (state, the proposal sent), while a request is out
+        self._in_flight: dict | None = None
 
     # --- the state of one partition ------------------------------------------------------------
     def state_for(self, plog, reg, now_ms: int | None = None) -> PartitionLeaderState | None:
@@ -181,7 +182,7 @@ class LeaderReplication:
             if st is None or st.pending is not p:
                 continue
             st.pending_sent = True
-            self._in_flight[(p.topic_id, p.partition)] = st
+            self._in_flight[(p.topic_id, p.partition)] = (st, p)
             by_topic.setdefault(p.topic_id, []).append(A.Topic.Partition(
                 partition_index=p.partition, leader_epoch=p.leader_epoch, new_isr=list(p.new_isr),
                 new_isr_with_epochs=[A.Topic.Partition.BrokerState(broker_id=r, broker_epoch=-1) for r in p.new_isr],
@@ -193,22 +194,32 @@ class LeaderReplication:
         return A(broker_id=self.broker_id, broker_epoch=broker_epoch,
                  topics=[A.Topic(topic_id=tid, partitions=ps) for tid, ps in by_topic.items()])
 
+    @staticmethod
+    def _answer(sent, code: int, partition_epoch: int = -1) -> None:
+        """Hand an answer to the state only if the proposal it answers is still the pending one:
+        an image may have settled that proposal while the request was out, and a newer proposal
+        (built on the newer partition epoch) must not take the old one's "stale" verdict, which
+        would stop the partition's ISR changes until an image that may never come."""
+        st, proposal = sent
+        if st.pending is proposal:
+            st.on_alter_partition_result(code, partition_epoch)
+
     def on_alter_partition_response(self, resp: AlterPartitionResponse) -> None:
         flight, self._in_flight = self._in_flight or {}, None
         if resp.error_code != NONE:
-            for st in flight.values():
-                st.on_alter_partition_result(resp.error_code)
+            for sent in flight.values():
+                self._answer(sent, resp.error_code)
             return
         for t in resp.topics:
             for p in t.partitions:
-                st = flight.pop((t.topic_id, p.partition_index), None)
-                if st is not None:
-                    st.on_alter_partition_result(p.error_code, p.partition_epoch)
-        for st in flight.values():  # not answered: as if failed, may be proposed again
-            st.on_alter_partition_result(int(ErrorCode.UNKNOWN_SERVER_ERROR))
+                sent = flight.pop((t.topic_id, p.partition_index), None)
+                if sent is not None:
+                    self._answer(sent, p.error_code, p.partition_epoch)
+        for sent in flight.values():  # not answered: as if failed, may be proposed again
+            self._answer(sent, int(ErrorCode.UNKNOWN_SERVER_ERROR))
 
     def on_alter_partition_failed(self) -> None:
         """The request was not answered (connection lost, timeout)."""
         flight, self._in_flight = self._in_flight or {}, None
-        for st in flight.values():
-            st.on_alter_partition_result(int(ErrorCode.REQUEST_TIMED_OUT))
+        for sent in flight.values():
+            self._answer(sent, int(ErrorCode.REQUEST_TIMED_OUT))

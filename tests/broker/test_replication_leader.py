@@ -315,3 +315,27 @@ def test_vectorised_recompute_honours_min_isr_too():
     plog = _Plog(100, hw=40)
     lr.state_for(plog, reg(isr=(1,), replicas=(1, 2)), 0)
     assert lr.recompute_all(_Logs({("t", 0): plog})) == 0 and plog.high_watermark == 40
+
+
+def test_a_late_answer_does_not_judge_a_newer_proposal():
+    """An AlterPartition answer applies only to the proposal it answers. Here the image settles
+    the first proposal while it is out, a follower's fetch makes a second one on the new
+    partition epoch, and then the first one's INVALID_UPDATE_VERSION arrives: marking the second
+    one "stale" would stop every ISR change of the partition until an image that never comes.
+    (Found by the replication simulator, seed 248: a caught-up replica never rejoined the ISR.)"""
+    lr = LeaderReplication(1, lag_max_ms=LAG, clock_ms=lambda: 0)
+    plog = _Plog(100, hw=100)
+    logs = _Logs({("t", 0): plog})
+    lr.state_for(plog, reg(), 0)
+    assert lr.tick(logs, LAG + 1) == 1
+    first = lr.poll_alter_partition(broker_epoch=3)  # shrink to {1}, built on partition epoch 10
+    moved = reg(isr=(1,), partition_epoch=11)  # the controller fenced 2 and 3 meanwhile
+    lr.on_image(_Image(moved), logs, LAG + 2)
+    lr.on_follower_fetch(plog, moved, 2, 100, 0, LAG + 3)  # 2 is back: propose {1, 2} on epoch 11
+    st = lr.states[("t", 0)]
+    second = st.pending
+    assert second is not None and second.partition_epoch == 11
+    lr.on_alter_partition_response(_answer(first, code=E.INVALID_UPDATE_VERSION))
+    assert not st.stale and st.pending is second
+    req = lr.poll_alter_partition(broker_epoch=3)
+    assert req is not None and req.topics[0].partitions[0].new_isr == [1, 2]
