@@ -131,6 +131,10 @@ def build(topic_id, partition_id: int, part, acceptable, *, target_isr=None, tar
         if leader in elr:  # elected from the ELR: it alone is in sync now
             isr = (leader,)
             elr = tuple(r for r in elr if r != leader)
+            if len(isr) >= elr_min_isr:
+                # At min ISR (min.insync.replicas 1) its HW moves on alone: the others miss
+                # what it commits next, so they are eligible no more.
+                elr = last_known = ()
         record.leader = leader
         if unclean:
             record.isr = (leader,)

@@ -97,6 +97,25 @@ def test_with_elr_an_isr_below_min_isr_keeps_its_leavers_eligible_and_may_become
     assert (p.leader, p.isr, p.elr, p.leader_recovery_state) == (2, (2,), (3,), 0)
 
 
+def test_a_leader_from_the_elr_that_alone_meets_min_isr_leaves_no_one_else_eligible():
+    """With min.insync.replicas 1, a leader elected from the ELR is a full ISR by itself and its
+    HW moves on: the other ELR members miss what it commits, so they must leave the ELR, or a
+    later election may pick one of them and lose committed records. (Found by the replication
+    simulator, seed 257: 3 led from the ELR with ISR {3} and ELR {4}, committed offsets 41-102,
+    then 4 was elected from the ELR.)"""
+    img = part([1, 2, 3], [1, 2, 3], 1)
+    min_isr = {"t": 1}.get
+    img = _replay(img, elect_away(img, {1, 2, 3}, alive(), min_isr=min_isr))
+    p = img.topics.by_id[TID].partitions[0]
+    assert (p.leader, p.isr, p.elr) == (-1, (), (1, 2, 3))
+    img = _replay(img, elect_leaderless(img, alive(3), min_isr=min_isr))
+    p = img.topics.by_id[TID].partitions[0]
+    assert (p.leader, p.isr, p.elr, p.last_known_elr) == (3, (3,), (), ())
+    img = _replay(img, elect_away(img, {3}, alive(1, 2), min_isr=min_isr))
+    p = img.topics.by_id[TID].partitions[0]
+    assert p.leader == -1 and 1 not in p.elr and 2 not in p.elr  # only 3 holds everything
+
+
 def test_without_elr_the_same_failures_leave_only_the_last_member_able_to_lead():
     img = part([1, 2, 3], [1, 2, 3], 1)
     for gone, live in (({1}, (2, 3)), ({2}, (3,)), ({3}, ())):
