@@ -41,7 +41,10 @@ NONE = int(ErrorCode.NONE)
 #: AlterPartition errors after which our view is stale: wait for the image to change.
 _WAIT_FOR_IMAGE = frozenset(int(c) for c in (
     ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID))
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.NEW_LEADER_ELECTED))
+#: AlterPartition errors that say the change was not applied: back to the committed ISR.
+_NOT_APPLIED = frozenset(int(c) for c in (
+    ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA, ErrorCode.INVALID_REQUEST))
 
 
 def isr_min_leo(leos: np.ndarray, in_isr: np.ndarray) -> np.ndarray:
@@ -194,8 +197,12 @@ class PartitionLeaderState:
     def on_alter_partition_result(self, code: int, partition_epoch: int = -1) -> None:
         """The controller's answer for our proposal (or a transport failure as
         REQUEST_TIMED_OUT). NONE: keep it pending until the image shows ``partition_epoch``;
-        stale epochs: stop proposing until the image changes; anything else: drop it so the
-        next check may propose again."""
+        stale epochs: stop proposing until the image changes; "not applied"
+        (INELIGIBLE_REPLICA, ...): drop it so the next check may propose again; anything else
+        (a timeout, a lost connection, a controller moving): the change may have been applied,
+        so it stays pending, in the maximal ISR, and is to be sent again (``pending_sent``
+        False; Kafka's AlterPartitionManager retries it). Dropping it would let the HW pass a
+        member the controller may already count in the ISR."""
         if self.pending is None:
             return
         if code == NONE:
@@ -208,7 +215,8 @@ class PartitionLeaderState:
         if code in _WAIT_FOR_IMAGE:
             self.stale = True
             return
-        self.pending = None
+        if code in _NOT_APPLIED:
+            self.pending = None
         self.pending_sent = False
 
     def on_registration(self, reg, leader_leo: int, now_ms: int) -> bool:

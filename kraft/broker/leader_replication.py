@@ -2,7 +2,8 @@
 per led partition (made when first needed from the image registration, dropped when the
 image names another leader or leader epoch), the high watermarks they move, and the ISR
 changes they propose, batched into AlterPartition requests the way Kafka's
-``AlterPartitionManager`` does (one request in flight per broker, one proposal per partition).
+``AlterPartitionManager`` does (one request in flight per broker, one proposal per partition;
+a proposal whose outcome is unknown goes out again after ``retry_backoff_ms``).
 
 The request handlers call ``high_watermark`` / ``on_leader_append`` / ``on_follower_fetch``;
 the server layer calls ``tick`` every ``replica.lag.time.max.ms / 2`` (ISR shrink), sends
@@ -25,13 +26,17 @@ from kraft.protocol import AlterPartitionRequest, AlterPartitionResponse
 A = AlterPartitionRequest
 
 
+#: Kafka's ``retry.backoff.ms`` default: the wait before a failed AlterPartition goes out again.
+DEFAULT_RETRY_BACKOFF_MS = 100
+
+
 def _wall_ms() -> int:
     return int(time.time() * 1000)
 
 
 class LeaderReplication:
     def __init__(self, broker_id: int, *, lag_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS, clock_ms=None,
-                 min_isr_of=None):
+                 min_isr_of=None, retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS):
         self.broker_id = broker_id
         self.lag_max_ms = lag_max_ms
         #: topic name -> min.insync.replicas (read when a state is made and on each image)
@@ -39,6 +44,8 @@ class LeaderReplication:
         self.clock_ms = clock_ms or _wall_ms
         self.states: dict[tuple[str, int], PartitionLeaderState] = {}
         self._queued: dict[tuple[str, int], IsrProposal] = {}  # proposals not sent yet
+        self.retry_backoff_ms = retry_backoff_ms
+        self._retry_at_ms = 0  # no request before this after a failed one
         #: (topic id, partition) -> (state, the proposal sent), while a request is out
         self._in_flight: dict | None = None
 
@@ -173,7 +180,7 @@ class LeaderReplication:
     def poll_alter_partition(self, broker_epoch: int = -1) -> AlterPartitionRequest | None:
         """The next AlterPartition request (v2/v3 fields both filled), or None if one is in
         flight or nothing is queued. Send it with version >= 2 (topic ids)."""
-        if self._in_flight is not None or not self._queued:
+        if self._in_flight is not None or not self._queued or self.clock_ms() < self._retry_at_ms:
             return None
         by_topic: dict = {}
         self._in_flight = {}
@@ -194,8 +201,7 @@ class LeaderReplication:
         return A(broker_id=self.broker_id, broker_epoch=broker_epoch,
                  topics=[A.Topic(topic_id=tid, partitions=ps) for tid, ps in by_topic.items()])
 
-    @staticmethod
-    def _answer(sent, code: int, partition_epoch: int = -1) -> None:
+    def _answer(self, sent, code: int, partition_epoch: int = -1) -> None:
         """Hand an answer to the state only if the proposal it answers is still the pending one:
         an image may have settled that proposal while the request was out, and a newer proposal
         (built on the newer partition epoch) must not take the old one's "stale" verdict, which
@@ -203,6 +209,9 @@ class LeaderReplication:
         st, proposal = sent
         if st.pending is proposal:
             st.on_alter_partition_result(code, partition_epoch)
+            if st.pending is proposal and not st.pending_sent:  # outcome unknown: send it again
+                self._queued[(st.topic, st.partition)] = proposal
+                self._retry_at_ms = self.clock_ms() + self.retry_backoff_ms
 
     def on_alter_partition_response(self, resp: AlterPartitionResponse) -> None:
         flight, self._in_flight = self._in_flight or {}, None

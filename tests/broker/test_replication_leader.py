@@ -126,13 +126,37 @@ def test_one_proposal_at_a_time_and_it_applies_only_from_the_image():
     assert st.isr == (1, 2, 3) and st.pending is None
 
 
-def test_a_retriable_alter_partition_error_lets_the_check_propose_again():
+def test_a_change_the_controller_did_not_apply_lets_the_check_propose_again():
     st = leader(now=0)
     p = st.maybe_shrink(100, LAG + 1)
     assert p is not None
-    st.on_alter_partition_result(E.REQUEST_TIMED_OUT)
+    st.on_alter_partition_result(E.INELIGIBLE_REPLICA)
     assert st.pending is None
     assert st.maybe_shrink(100, LAG + 2) == p
+
+
+def test_a_change_with_an_unknown_outcome_stays_in_the_maximal_isr_and_goes_out_again():
+    """A timeout says nothing about the controller: the expansion may be committed, so the
+    joining member keeps holding the HW back until an answer or the image says otherwise.
+    (Found by the replication simulator, seed 1462: the answer to an expansion was lost, the
+    leader forgot the proposal, moved the HW alone, and the controller's new member was elected
+    without those records.)"""
+    lr = LeaderReplication(1, lag_max_ms=LAG, clock_ms=lambda: now[0])
+    now = [0]
+    plog = _Plog(84, hw=84)
+    alone = reg(isr=(1,), replicas=(1, 2))
+    lr.on_follower_fetch(plog, alone, 2, 84, 0, 1)  # 2 caught up: propose {1, 2}
+    req = lr.poll_alter_partition(broker_epoch=3)
+    assert req.topics[0].partitions[0].new_isr == [1, 2]
+    lr.on_alter_partition_failed()  # the answer was lost
+    st = lr.states[("t", 0)]
+    assert st.pending is not None and st.maximal_isr == (1, 2)
+    plog.log.end_offset = 87
+    assert lr.high_watermark(plog, alone) == 84  # 2 holds only 84
+    assert lr.poll_alter_partition(broker_epoch=3) is None  # backing off
+    now[0] = 200
+    again = lr.poll_alter_partition(broker_epoch=3)
+    assert again is not None and again.topics[0].partitions[0].new_isr == [1, 2]
 
 
 def test_shrinking_lets_the_hw_advance_only_once_committed():
