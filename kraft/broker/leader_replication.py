@@ -207,10 +207,11 @@ class LeaderReplication:
         (built on the newer partition epoch) must not take the old one's "stale" verdict, which
         would stop the partition's ISR changes until an image that may never come."""
         st, proposal = sent
-        if st.pending is proposal:
+        key = (st.topic, st.partition)
+        if st.pending is proposal and self.states.get(key) is st:  # not a state dropped meanwhile
             st.on_alter_partition_result(code, partition_epoch)
             if st.pending is proposal and not st.pending_sent:  # outcome unknown: send it again
-                self._queued[(st.topic, st.partition)] = proposal
+                self._queued[key] = proposal
                 self._retry_at_ms = self.clock_ms() + self.retry_backoff_ms
 
     def on_alter_partition_response(self, resp: AlterPartitionResponse) -> None:

@@ -363,3 +363,22 @@ def test_a_late_answer_does_not_judge_a_newer_proposal():
     assert not st.stale and st.pending is second
     req = lr.poll_alter_partition(broker_epoch=3)
     assert req is not None and req.topics[0].partitions[0].new_isr == [1, 2]
+
+
+def test_a_failed_request_of_a_dropped_state_does_not_displace_the_new_states_proposal():
+    """The request out was built by the state of leader epoch 5; the image brought epoch 6 (a new
+    state, which proposed the same ISR again) before the request failed. The old proposal must
+    not be queued again in place of the new one, or the new one is never sent and the ISR never
+    changes. (Found by the replication simulator, seed 2119.)"""
+    lr = LeaderReplication(1, lag_max_ms=LAG, clock_ms=lambda: 1_000)
+    plog = _Plog(100, hw=100)
+    old = reg(isr=(1,), replicas=(1, 2))
+    lr.on_follower_fetch(plog, old, 2, 100, 0, 1)
+    assert lr.poll_alter_partition(broker_epoch=3) is not None  # epoch 5's {1, 2} goes out
+    new = reg(isr=(1,), replicas=(1, 2), leader_epoch=6, partition_epoch=11)
+    lr.on_follower_fetch(plog, new, 2, 100, 0, 2)  # epoch 6's state proposes {1, 2} again
+    lr.on_alter_partition_failed()
+    req = lr.poll_alter_partition(broker_epoch=3)
+    assert req is not None
+    (p,) = req.topics[0].partitions
+    assert (p.leader_epoch, p.partition_epoch, p.new_isr) == (6, 11, [1, 2])
