@@ -34,7 +34,10 @@ def test_the_seeds_exercise_what_they_claim():
     results = [run_replication_chaos(seed, "ci") for seed in range(30)]
     assert sum(r.leader_changes for r in results) >= 60
     assert sum(r.isr_changes for r in results) >= 100
-    assert all(r.acked > 0 for r in results)
+    assert sum(r.controlled_shutdowns for r in results) >= 5
+    # Some ELR seeds end with every partition offline: each ISR member restarted uncleanly, and
+    # KIP-966 (as Kafka) keeps such a partition leaderless without unclean election.
+    assert sum(r.acked > 0 for r in results) >= 24 and sum(r.acked for r in results) >= 1_000
     assert {r.power_loss for r in results} == {True, False} and {r.elr for r in results} == {True, False}
     assert all(r.faults >= 3 for r in results)
 
