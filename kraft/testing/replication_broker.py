@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import uuid
 
-from kraft.broker.broker_state import BrokerLimits, BrokerState
 from kraft.broker import follower_log, produce_handler
+from kraft.broker.broker_state import BrokerLimits, BrokerState
 from kraft.broker.follower_log import LocalReplicas
 from kraft.broker.leader_replication import LeaderReplication
 from kraft.broker.lifecycle import BrokerLifecycle
@@ -39,6 +39,7 @@ from kraft.metadata.image import EMPTY_IMAGE
 from kraft.protocol import FetchResponse
 from kraft.records import build_batch
 from kraft.testing.replication_controller import CLUSTER_ID
+from kraft.testing.replication_log import SimPartitionLogs
 
 F = FetchResponse
 NONE = int(ErrorCode.NONE)
@@ -59,7 +60,6 @@ class SimBroker:
         self.min_isr = min_isr
         self.flush_interval_ms = flush_interval_ms
         self.fetch_max_bytes = fetch_max_bytes  # replica.fetch.max.bytes: small ones make followers lag
-        from kraft.testing.replication_log import SimPartitionLogs
         self.logs = SimPartitionLogs()  # the disk: survives crashes
         self.incarnation = 0
         self.alive = False
@@ -277,7 +277,6 @@ class SimBroker:
             plog = self.logs.get(*eff.tp)
             if plog is not None and plog not in before:
                 before[plog] = plog.high_watermark
-        self.sim.checks.before_fetch_effects(self, effects)
         follower_log.apply_fetch_effects(self.logs, effects, None)
         self.sim.checks.after_fetch_effects(self, effects, before)
         if any(isinstance(e, (AppendAsFollower, Truncate)) for e in effects):

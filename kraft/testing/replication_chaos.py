@@ -283,7 +283,6 @@ class ReplicationSim:
     # --- a run -----------------------------------------------------------------------------------
     def run(self) -> ReplicationResult:
         changes = {"leader": 0, "isr": 0}
-        last = {}
 
         def count(records):
             for r in records:
@@ -292,7 +291,6 @@ class ReplicationSim:
                         changes["leader"] += 1
                     if r.isr is not None:
                         changes["isr"] += 1
-            last.update()
         self.controller.on_records = count
         for b in self.brokers.values():
             b.start()

@@ -71,9 +71,6 @@ class ReplicationChecks:
             if plog is not None:
                 self.leader_hw(broker, plog)
 
-    def before_fetch_effects(self, broker, effects) -> None:
-        pass
-
     def after_fetch_effects(self, broker, effects, before: dict) -> None:
         if self.power_loss:
             return
