@@ -56,6 +56,11 @@ class ClientFetchSession:
         self.epoch = INITIAL_EPOCH if enabled else FINAL_EPOCH
         self.partitions: dict = {}  # tp -> PartitionParams, in session order
 
+    @property
+    def open(self) -> bool:
+        """The leader holds a session for us (as far as we know)."""
+        return self.session_id != INVALID_SESSION_ID and self.epoch > INITIAL_EPOCH
+
     def build(self, wanted: dict) -> SessionRequest:
         """The request for ``wanted`` (tp -> PartitionParams, in the order to ask)."""
         if self.epoch in (INITIAL_EPOCH, FINAL_EPOCH):

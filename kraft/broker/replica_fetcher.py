@@ -139,7 +139,12 @@ class ReplicaFetcher:
             return None
         ready = [p for p in self.partitions.values() if not p.fenced and p.backoff_until_ms <= now_ms]
         if not ready:
-            return None
+            if self.partitions or not self.session.open:
+                return None
+            # Followed nothing any more: one last request forgets every partition, so the
+            # leader closes the session instead of keeping it until eviction.
+            self.in_flight = {}
+            return self._request(self.session.build({}))
         local = self.local
         wanted = {}
         for p in ready:
@@ -149,7 +154,14 @@ class ReplicaFetcher:
         # Every session partition may be answered, so every one is "asked" (stale answers are
         # recognised by leader epoch).
         self.in_flight = {p.tp: p.leader_epoch for p in ready}
-        s = self.session.build(wanted)
+        return self._request(self.session.build(wanted))
+
+    @property
+    def idle(self) -> bool:
+        """Nothing to follow, nothing in flight, no session left open on the leader."""
+        return not self.partitions and self.in_flight is None and not self.session.open
+
+    def _request(self, s) -> FetchRequest:
         by_topic: dict = {}
         for tp, w in s.to_send.items():
             by_topic.setdefault((tp[0], w.topic_id), []).append(F.Topic.Partition(
@@ -289,6 +301,6 @@ class ReplicaFetchers:
                                                         **self.fetcher_options)
             f.add_or_update(tp, topic_id, epoch)
             self.assigned[tp] = key
-        for key in [k for k, f in self.fetchers.items() if not f.partitions and f.in_flight is None]:
+        for key in [k for k, f in self.fetchers.items() if f.idle]:
             del self.fetchers[key]
         return stopped

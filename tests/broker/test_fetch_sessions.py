@@ -359,3 +359,73 @@ def test_a_disabled_session_sends_sessionless_full_fetches():
         r = c.build({("foo", 0): params(5)})
         assert (r.session_id, r.session_epoch, len(r.to_send)) == (0, -1, 1)
         c.on_response(0, 0)
+
+
+# --- the replica fetcher with its session --------------------------------------------------------
+
+
+def _fetcher_with_two_partitions():
+    from kraft.broker.replica_fetcher import ReplicaFetcher
+    from tests.broker.test_replication_follower import FakeLocal
+
+    local = FakeLocal(end=10)
+    f = ReplicaFetcher(2, 1, 0, local, backoff_ms=1000)
+    f.add_or_update(("foo", 0), FOO, 5)
+    f.add_or_update(("foo", 1), FOO, 5)
+    return f, local
+
+
+def _answer(session_id, code=0):
+    from kraft.protocol import FetchResponse
+    return FetchResponse(throttle_time_ms=0, error_code=code, session_id=session_id, responses=[])
+
+
+def _sent(req):
+    return sorted((t.topic_id, p.partition, p.fetch_offset) for t in req.topics for p in t.partitions)
+
+
+def test_a_replica_fetcher_sends_a_full_fetch_then_only_what_changed():
+    f, local = _fetcher_with_two_partitions()
+    first = f.poll(0)
+    assert (first.session_id, first.session_epoch, len(_sent(first))) == (0, 0, 2)
+    f.on_response(_answer(77), 1)
+    idle = f.poll(2)
+    assert (idle.session_id, idle.session_epoch, idle.topics, idle.forgotten_topics_data) == (77, 1, [], [])
+    f.on_response(_answer(77), 3)
+    local.end = 12  # (the fake's end offset is every partition's) both moved
+    moved = f.poll(4)
+    assert moved.session_epoch == 2 and _sent(moved) == [(FOO, 0, 12), (FOO, 1, 12)]
+
+
+def test_a_replica_fetcher_answers_a_session_error_with_an_immediate_full_fetch():
+    f, _ = _fetcher_with_two_partitions()
+    f.poll(0)
+    f.on_response(_answer(77), 1)
+    f.poll(2)
+    assert f.on_response(_answer(0, E.FETCH_SESSION_ID_NOT_FOUND), 3) == []
+    again = f.poll(3)  # no back-off
+    assert again is not None and (again.session_id, again.session_epoch, len(_sent(again))) == (0, 0, 2)
+
+
+def test_a_failed_request_makes_the_next_fetch_full_and_closes_the_old_session():
+    f, _ = _fetcher_with_two_partitions()
+    f.poll(0)
+    f.on_response(_answer(77), 1)
+    f.poll(2)
+    f.on_failure(3)
+    again = f.poll(10_000)
+    assert (again.session_id, again.session_epoch, len(_sent(again))) == (77, 0, 2)
+
+
+def test_a_fetcher_that_follows_nothing_more_closes_its_session_then_goes_idle():
+    f, _ = _fetcher_with_two_partitions()
+    f.poll(0)
+    f.on_response(_answer(77), 1)
+    f.remove(("foo", 0))
+    f.remove(("foo", 1))
+    assert not f.idle
+    close = f.poll(2)
+    assert (close.session_id, close.session_epoch, close.topics) == (77, 1, [])
+    assert sorted(p for t in close.forgotten_topics_data for p in t.partitions) == [0, 1]
+    f.on_response(_answer(0), 3)  # the leader closed the emptied session
+    assert f.idle and f.poll(4) is None
