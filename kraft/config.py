@@ -190,6 +190,7 @@ INT_SETTINGS: dict[str, tuple[int, int]] = {
     "replica.fetch.min.bytes": (1, 1),
     "replica.fetch.max.bytes": (1048576, 0),
     "replica.fetch.response.max.bytes": (10485760, 0),
+    "max.incremental.fetch.session.cache.slots": (1000, 0),  # fetch sessions (KIP-227) a broker keeps
     "kraft.metrics.port": (-1, -1),
 }
 STR_SETTINGS: dict[str, str] = {

@@ -9,8 +9,13 @@ UNKNOWN_LEADER_EPOCH), OFFSET_OUT_OF_RANGE outside ``[log start, log end]``, the
 batches below the high watermark, at most ``partition_max_bytes`` each and ``max_bytes`` in
 all (the first batch of the response always, Kafka's ``minOneMessage``). read_committed
 sees the same as read_uncommitted: without transactions the last stable offset is the high
-watermark. Fetch sessions (KIP-227) are not kept: every answer says session 0, so clients
-send full fetches; an incremental one gets FETCH_SESSION_ID_NOT_FOUND.
+watermark.
+
+Fetch sessions (KIP-227) are a layer around that read, in ``fetch_sessions``: before it, the
+request's session fields pick the partitions to read (the request's own, or for an incremental
+fetch every partition of its session); after it, the session decides which results go into
+the answer and which session id it names. Every pre-KIP-227 client sends session epoch -1 and
+gets today's sessionless full answer.
 
 Zero copy: the records are views of the segment files' maps (``log_reads.read_view``); the
 answer is an ``EncodedParts`` whose record parts are those views, spliced into the encoding
@@ -24,8 +29,10 @@ from __future__ import annotations
 import asyncio
 import os
 import struct
+import time
 
 from kraft.broker.broker_state import NONE, BrokerState
+from kraft.broker.fetch_sessions import DEFAULT_CACHE_SLOTS, FetchSessionCache, FetchSessions
 from kraft.errors import ErrorCode, FatalLogError, KraftError, OffsetOutOfRangeError
 from kraft.log.log_reads import read_view
 from kraft.protocol import EncodedParts, FetchRequest, FetchResponse
@@ -53,33 +60,29 @@ class _Read:
 
 
 class FetchHandler:
-    def __init__(self, state: BrokerState, *, on_high_watermark=None):
+    def __init__(self, state: BrokerState, *, on_high_watermark=None, clock_ms=None,
+                 session_cache_slots: int = DEFAULT_CACHE_SLOTS):
         self.state = state
         self.on_high_watermark = on_high_watermark  # on_high_watermark(plog): a follower moved the HW
+        self.clock_ms = clock_ms or (lambda: int(time.time() * 1000))
+        self.sessions = FetchSessions(FetchSessionCache(session_cache_slots))
         self._parked: dict = {}  # PartitionLog -> set of _Parked
 
     def handle(self, request: FetchRequest, version: int):
-        if version >= 7 and request.session_id != 0:
-            return F(throttle_time_ms=0, error_code=int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND), session_id=0,
-                     responses=[])
-        wanted = []
-        by_id = self.state.image.topics.by_id
-        for t in request.topics:
-            if version >= 13:
-                topic = by_id.get(t.topic_id)
-                name = topic.name if topic is not None else None
-            else:
-                name = t.topic
-            for p in t.partitions:
-                wanted.append((name, t.topic_id if version >= 13 else None, p))
         replica = request.replica_state.replica_id if version >= 15 else request.replica_id
+        # The session layer, before the read: which partitions this Fetch reads.
+        ctx = self.sessions.context(request, version, self.state.image.topics.by_id, follower=replica >= 0,
+                                    now_ms=self.clock_ms())
+        if ctx.error != NONE:
+            return F(throttle_time_ms=0, error_code=ctx.error, session_id=0, responses=[])
+        wanted = ctx.wanted
         if replica >= 0:
             wanted = [(name, tid, p, replica) for name, tid, p in wanted]
         reads, size, errors = self._read_all(wanted, request.max_bytes, version)
         if request.max_wait_ms <= 0 or size >= request.min_bytes or errors or not wanted:
-            return _encode(reads, version)
+            return self._answer(ctx, reads, version)
         loop = asyncio.get_running_loop()
-        parked = _Parked(self, wanted, request, version, loop.create_future())
+        parked = _Parked(self, wanted, request, version, loop.create_future(), ctx)
         parked.timer = loop.call_later(request.max_wait_ms / 1000, parked.finish)
         for r in reads:
             if r.plog is not None:
@@ -87,6 +90,11 @@ class FetchHandler:
                 parked.plogs.append(r.plog)
         parked.fut.add_done_callback(lambda _: parked.unpark())
         return parked.fut
+
+    def _answer(self, ctx, reads, version: int):
+        """The session layer, after the read: which results go out, under which session id."""
+        code, session_id, reads = ctx.respond(reads, self.clock_ms())
+        return _encode(reads, version, session_id, code)
 
     def wake(self, plog) -> None:
         """An append to ``plog``: parked fetches on it look again."""
@@ -181,10 +189,11 @@ class FetchHandler:
 
 
 class _Parked:
-    __slots__ = ("handler", "wanted", "request", "version", "fut", "timer", "plogs")
+    __slots__ = ("handler", "wanted", "request", "version", "fut", "timer", "plogs", "ctx")
 
-    def __init__(self, handler, wanted, request, version, fut):
+    def __init__(self, handler, wanted, request, version, fut, ctx):
         self.handler, self.wanted, self.request, self.version, self.fut = handler, wanted, request, version, fut
+        self.ctx = ctx  # the fetch session context: it cuts the answer when the wait ends
         self.timer = None
         self.plogs = []
 
@@ -193,12 +202,12 @@ class _Parked:
             return
         reads, size, errors = self.handler._read_all(self.wanted, self.request.max_bytes, self.version)
         if size >= self.request.min_bytes or errors:
-            self.fut.set_result(_encode(reads, self.version))
+            self.fut.set_result(self.handler._answer(self.ctx, reads, self.version))
 
     def finish(self) -> None:
         if not self.fut.done():
             reads, _, _ = self.handler._read_all(self.wanted, self.request.max_bytes, self.version)
-            self.fut.set_result(_encode(reads, self.version))
+            self.fut.set_result(self.handler._answer(self.ctx, reads, self.version))
 
     def unpark(self) -> None:
         if self.timer is not None:
@@ -212,7 +221,7 @@ class _Parked:
                     del parked[plog]
 
 
-def _encode(reads, version: int) -> EncodedParts | FetchResponse:
+def _encode(reads, version: int, session_id: int = 0, error_code: int = NONE) -> EncodedParts | FetchResponse:
     """The answer: encoded once with a marker for each non-empty records field, then cut at
     the markers so the views go out as they are."""
     topics: dict = {}
@@ -231,7 +240,7 @@ def _encode(reads, version: int) -> EncodedParts | FetchResponse:
             part.diverging_epoch = F.EpochEndOffset(epoch=r.diverging[0], end_offset=r.diverging[1])
         key = (r.topic, r.topic_id)
         topics.setdefault(key, []).append(part)
-    resp = F(throttle_time_ms=0, error_code=NONE, session_id=0,
+    resp = F(throttle_time_ms=0, error_code=error_code, session_id=session_id,
              responses=[F.Topic(topic=name or "", topic_id=tid, partitions=ps) for (name, tid), ps in topics.items()])
     if not views:
         return resp

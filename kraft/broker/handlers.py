@@ -12,6 +12,7 @@ import logging
 
 from kraft.broker.broker_state import BrokerState
 from kraft.broker.fetch_handler import FetchHandler
+from kraft.broker.fetch_sessions import DEFAULT_CACHE_SLOTS
 from kraft.broker.init_producer_id_handler import InitProducerIdHandler, local_block_source
 from kraft.broker.leader_epoch_handler import handle_describe_log_dirs, handle_offsets_for_leader_epoch
 from kraft.broker.list_offsets_handler import handle_list_offsets
@@ -30,9 +31,11 @@ BROKER_APIS = frozenset(BROKER_MAX_VERSIONS)
 
 
 class BrokerHandlers:
-    def __init__(self, state: BrokerState, *, clock_ms=None, executor=None, fetch_producer_id_block=None):
+    def __init__(self, state: BrokerState, *, clock_ms=None, executor=None, fetch_producer_id_block=None,
+                 fetch_session_cache_slots: int = DEFAULT_CACHE_SLOTS):
         self.state = state
-        self.fetch = FetchHandler(state, on_high_watermark=self.on_high_watermark)
+        self.fetch = FetchHandler(state, on_high_watermark=self.on_high_watermark, clock_ms=clock_ms,
+                                  session_cache_slots=fetch_session_cache_slots)
         self.produce = ProduceHandler(state, on_append=self.fetch.wake, clock_ms=clock_ms, executor=executor)
         # Without a controller connection the ids come from a local, uncoordinated source.
         self.init_producer_id = InitProducerIdHandler(fetch_producer_id_block or local_block_source(state.broker_id))

@@ -18,14 +18,20 @@ before it asks for the next request:
 The fetcher reads local state through a small port (``local``: ``end_offset(tp)``,
 ``latest_epoch(tp)``, ``end_offset_for_epoch(tp, epoch) -> (offset, epoch)``) and never writes
 it. Errors back off the partition (``replica.fetch.backoff.ms``); FENCED_LEADER_EPOCH parks it
-until the image brings a newer leader epoch. Fetch sessions (KIP-227) are not used yet: every
-request is a full fetch.
+until the image brings a newer leader epoch.
+
+Each fetcher keeps a fetch session (KIP-227) with its leader (``fetch_session_client``): a
+full fetch first, then incremental ones that carry only the partitions whose fetch state
+changed (an idle partition costs neither request nor answer bytes). A session error makes the
+next request full at once; a failed request or a backed-off partition's return goes through the
+same diff. A new leader is a new fetcher, hence a new session.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+from kraft.broker.fetch_session_client import ClientFetchSession, PartitionParams
 from kraft.errors import ErrorCode
 from kraft.protocol import FetchRequest, FetchResponse
 
@@ -36,6 +42,9 @@ DEFAULT_MAX_WAIT_MS = 500  # replica.fetch.wait.max.ms
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024  # replica.fetch.response.max.bytes
 DEFAULT_PARTITION_MAX_BYTES = 1024 * 1024  # replica.fetch.max.bytes
 FETCH_VERSION = 13
+#: Session errors answered by a full fetch at once (Kafka's fetcher returns no data for them and
+#: asks again; FETCH_SESSION_TOPIC_ID_ERROR backs off like any other failure).
+_RETRY_FULL = frozenset({int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND), int(ErrorCode.INVALID_FETCH_SESSION_EPOCH)})
 
 
 class Truncate(NamedTuple):
@@ -100,7 +109,7 @@ class ReplicaFetcher:
     def __init__(self, broker_id: int, leader_id: int, fetcher_index: int, local, *,
                  version: int = FETCH_VERSION, backoff_ms: int = DEFAULT_BACKOFF_MS,
                  max_wait_ms: int = DEFAULT_MAX_WAIT_MS, min_bytes: int = 1, max_bytes: int = DEFAULT_MAX_BYTES,
-                 partition_max_bytes: int = DEFAULT_PARTITION_MAX_BYTES):
+                 partition_max_bytes: int = DEFAULT_PARTITION_MAX_BYTES, fetch_sessions: bool = True):
         if version < 12:
             raise ValueError("replica fetchers use Fetch v12+ (last fetched epoch, DivergingEpoch)")
         self.broker_id, self.leader_id, self.fetcher_index = broker_id, leader_id, fetcher_index
@@ -110,6 +119,7 @@ class ReplicaFetcher:
         self.max_bytes, self.partition_max_bytes = max_bytes, partition_max_bytes
         self.partitions: dict[tuple, FetchPartition] = {}
         self.in_flight: dict[tuple, int] | None = None  # tp -> leader epoch, of the request out
+        self.session = ClientFetchSession(enabled=fetch_sessions)
 
     # --- membership (from image changes) -------------------------------------------------------
     def add_or_update(self, tp: tuple, topic_id, leader_epoch: int) -> None:
@@ -129,22 +139,46 @@ class ReplicaFetcher:
             return None
         ready = [p for p in self.partitions.values() if not p.fenced and p.backoff_until_ms <= now_ms]
         if not ready:
-            return None
+            if self.partitions or not self.session.open:
+                return None
+            # Followed nothing any more: one last request forgets every partition, so the
+            # leader closes the session instead of keeping it until eviction.
+            self.in_flight = {}
+            return self._request(self.session.build({}))
         local = self.local
-        by_topic: dict = {}
+        wanted = {}
         for p in ready:
             latest = local.latest_epoch(p.tp)
-            by_topic.setdefault((p.tp[0], p.topic_id), []).append(F.Topic.Partition(
-                partition=p.tp[1], current_leader_epoch=p.leader_epoch, fetch_offset=local.end_offset(p.tp),
-                last_fetched_epoch=-1 if latest is None else latest, log_start_offset=local.start_offset(p.tp),
-                partition_max_bytes=self.partition_max_bytes))
+            wanted[p.tp] = PartitionParams(p.topic_id, local.end_offset(p.tp), local.start_offset(p.tp),
+                                           self.partition_max_bytes, p.leader_epoch, -1 if latest is None else latest)
+        # Every session partition may be answered, so every one is "asked" (stale answers are
+        # recognised by leader epoch).
         self.in_flight = {p.tp: p.leader_epoch for p in ready}
+        return self._request(self.session.build(wanted))
+
+    @property
+    def idle(self) -> bool:
+        """Nothing to follow, nothing in flight, no session left open on the leader."""
+        return not self.partitions and self.in_flight is None and not self.session.open
+
+    def _request(self, s) -> FetchRequest:
+        by_topic: dict = {}
+        for tp, w in s.to_send.items():
+            by_topic.setdefault((tp[0], w.topic_id), []).append(F.Topic.Partition(
+                partition=tp[1], current_leader_epoch=w.current_leader_epoch, fetch_offset=w.fetch_offset,
+                last_fetched_epoch=w.last_fetched_epoch, log_start_offset=w.log_start_offset,
+                partition_max_bytes=w.partition_max_bytes))
+        forget: dict = {}
+        for tp, topic_id in s.to_forget:
+            forget.setdefault((tp[0], topic_id), []).append(tp[1])
         # The replica is named by ``replica_id`` up to v14 and by ``replica_state`` from v15
         # (the codec refuses a field its version cannot carry).
         who = (dict(replica_state=F.ReplicaState(replica_id=self.broker_id, replica_epoch=-1)) if self.version >= 15
                else dict(replica_id=self.broker_id))
         return F(**who, max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes, max_bytes=self.max_bytes, isolation_level=0,
-                 session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
+                 session_id=s.session_id, session_epoch=s.session_epoch, rack_id="",
+                 forgotten_topics_data=[F.ForgottenTopic(topic=name, topic_id=tid, partitions=ps)
+                                        for (name, tid), ps in forget.items()],
                  topics=[F.Topic(topic=name, topic_id=tid, partitions=ps) for (name, tid), ps in by_topic.items()])
 
     def next_ready_ms(self) -> int | None:
@@ -160,13 +194,17 @@ class ReplicaFetcher:
             if p is not None:
                 p.backoff_until_ms = now_ms + self.backoff_ms
         self.in_flight = None
+        self.session.on_error()
 
     def on_response(self, resp: FetchResponse, now_ms: int, by_id: dict | None = None) -> list:
         """Effects for the answer to the request from ``poll``, in the order to execute
         them. ``by_id`` maps topic id -> name (v13+ answers carry ids only)."""
         asked = self.in_flight or {}
-        if resp.error_code != NONE:
-            self.on_failure(now_ms)
+        if not self.session.on_response(resp.error_code, resp.session_id):
+            if resp.error_code in _RETRY_FULL and self.session.enabled:
+                self.in_flight = None  # the session is gone or out of step: a full fetch, now
+            else:
+                self.on_failure(now_ms)
             return []
         self.in_flight = None
         names = dict(by_id or {})
@@ -263,6 +301,6 @@ class ReplicaFetchers:
                                                         **self.fetcher_options)
             f.add_or_update(tp, topic_id, epoch)
             self.assigned[tp] = key
-        for key in [k for k, f in self.fetchers.items() if not f.partitions and f.in_flight is None]:
+        for key in [k for k, f in self.fetchers.items() if f.idle]:
             del self.fetchers[key]
         return stopped

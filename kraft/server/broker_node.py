@@ -90,7 +90,8 @@ class BrokerNode:
         limits = BrokerLimits(message_max_bytes=v["message.max.bytes"],
                               timestamp_type=v["log.message.timestamp.type"])
         self.state = BrokerState(cfg.node_id, self.logs, cluster_id=self.cluster_id, limits=limits)
-        self.handlers = BrokerHandlers(self.state, fetch_producer_id_block=self.fetch_producer_id_block)
+        self.handlers = BrokerHandlers(self.state, fetch_producer_id_block=self.fetch_producer_id_block,
+                                       fetch_session_cache_slots=v["max.incremental.fetch.session.cache.slots"])
         self.replication = ReplicationDriver(cfg, self.state, self.handlers)
         self.replication.start()
         controller_names = set(cfg.controller_listener_names)

@@ -188,3 +188,23 @@ class MetricsServer:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
+
+
+def fetch_session_gauges(metrics: NodeMetrics, cache) -> None:
+    """A broker's fetch session cache (KIP-227) on the node's metrics, refreshed at render:
+    Kafka's NumIncrementalFetchSessions, NumIncrementalFetchPartitionsCached and evictions."""
+    sessions = Gauge("kraft_fetch_sessions", "Incremental fetch sessions cached (NumIncrementalFetchSessions)")
+    partitions = Gauge("kraft_fetch_session_partitions",
+                       "Partitions held by cached fetch sessions (NumIncrementalFetchPartitionsCached)")
+    evictions = Counter("kraft_fetch_session_evictions_total", "Fetch sessions evicted to make room")
+    metrics.fetch_sessions, metrics.fetch_session_partitions, metrics.fetch_session_evictions = (
+        sessions, partitions, evictions)
+    before = metrics.before_render
+
+    def refresh() -> None:
+        if before is not None:
+            before()
+        sessions.set(len(cache))
+        partitions.set(cache.total_partitions())
+        evictions.value = cache.evictions
+    metrics.before_render = refresh

@@ -39,7 +39,7 @@ from kraft.server.controller_handlers import ControllerHandlers
 from kraft.server.controller_requests import (ControllerRequests, ListenerFanOut, controller_gauges,
                                               controller_settings, image_stats)
 from kraft.log.replicated_log import MetadataLog
-from kraft.server.metrics import MetricsServer, NodeMetrics
+from kraft.server.metrics import MetricsServer, NodeMetrics, fetch_session_gauges
 from kraft.server.network import KafkaServer, connection_limits
 from kraft.server.raft_driver import RaftDriver, election_from_file, wall_ms
 from kraft.metadata.snapshot_schedule import ScheduleConfig
@@ -247,6 +247,8 @@ class KraftNode:
         if server is not None:
             self.metrics.before_render = lambda: server.export_counters(self.metrics)
             controller_gauges(self.metrics, self.controller)  # chains the line above
+        if self.broker is not None:
+            fetch_session_gauges(self.metrics, self.broker.node.handlers.fetch.sessions.cache)
         self.driver.start()
         if self.controller is not None:
             self.controller_requests.start()

@@ -85,7 +85,7 @@ class _FetcherTask:
         d = self.driver
         while not d.closed:
             f = d.fetchers.fetchers.get(self.key)
-            if f is None or (not f.partitions and f.in_flight is None):
+            if f is None or f.idle:
                 break
             now = wall_ms()
             req = f.poll(now)

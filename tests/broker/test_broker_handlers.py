@@ -290,7 +290,7 @@ def test_fetch_errors(broker):
     assert code(fetch(0, topic="nope")) == E.UNKNOWN_TOPIC_OR_PARTITION
     assert code(fetch(0, topic_id=uuid.UUID(int=99)), 13) == E.UNKNOWN_TOPIC_ID
     incremental = fetch(0)
-    incremental.session_id = 42
+    incremental.session_id, incremental.session_epoch = 42, 1
     assert broker.call(incremental, 11).error_code == E.FETCH_SESSION_ID_NOT_FOUND
 
 
