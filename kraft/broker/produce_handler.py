@@ -15,7 +15,8 @@ watermark covers the append *and* the group-commit flusher has fsynced it (stron
 Kafka, which trusts replication; with RF 1 there is none). With other ISR members the HW
 moves as they fetch (``on_high_watermark``). acks=-1 needs ``min.insync.replicas`` in the
 ISR before the append (NOT_ENOUGH_REPLICAS) and when it completes
-(NOT_ENOUGH_REPLICAS_AFTER_APPEND). Batches with a producer id go through the partition's
+(NOT_ENOUGH_REPLICAS_AFTER_APPEND); a wait completes with NOT_LEADER_OR_FOLLOWER if the broker
+no longer leads in the epoch of the append (Kafka's DelayedProduce). Batches with a producer id go through the partition's
 producer state at append time (in request order, so pipelined idempotent requests see each
 other): duplicates of the last five batches are answered with their original offsets and
 not appended; OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH reject the batch. A partition led elsewhere gets
@@ -68,7 +69,7 @@ class ProduceHandler:
         self.clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self._executor = executor or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kraft-validate")
         self._waiting: collections.deque = collections.deque()  # requests checked off the loop, in order
-        self._durable: dict = {}  # PartitionLog -> [(offset, _Ack)] waiting for fsync (acks=-1)
+        self._durable: dict = {}  # PartitionLog -> [(offset, _Ack, _Part)] waiting for fsync and HW (acks=-1)
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -140,6 +141,10 @@ class ProduceHandler:
                 for part, error in zip(compressed, checked.result()):
                     if error is not None:
                         part.code, part.message = int(error.code), str(error)
+            # Checked on an earlier loop turn: the image may have moved leadership since.
+            for part in parts:
+                if part.code == NONE and not self._leads(part):
+                    part.code = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
             result = self._append_and_answer(parts, request, version)
             if result is None:
                 out.set_result(None)
@@ -185,6 +190,12 @@ class ProduceHandler:
                 return self._await_durable(waits, parts, request, version)
         return self._response(parts, version)
 
+    def _leads(self, part) -> bool:
+        """Whether this broker still leads ``part``'s partition, with the same log, in the
+        leader epoch the request was checked (and appended) in."""
+        code, plog, reg = self.state.local_leader(part.topic, part.index)
+        return code == NONE and plog is part.plog and reg.leader_epoch == part.reg.leader_epoch
+
     def _check_producer(self, part) -> bool:
         """The producer-state verdict on ``part``'s batches; False if nothing is to be
         appended (an error, or a duplicate answered with its original offsets)."""
@@ -226,7 +237,7 @@ class ProduceHandler:
             if plog.log.flushed_offset >= target and plog.high_watermark >= target:
                 ack.one_done()
                 continue
-            self._durable.setdefault(plog, []).append((target, ack))
+            self._durable.setdefault(plog, []).append((target, ack, part))
             plog.log.request_flush()
         if not fut.done():
             timeout = max(request.timeout_ms, 0) / 1000
@@ -237,6 +248,8 @@ class ProduceHandler:
                         if part.plog.log.flushed_offset <= part.last_offset or \
                                 part.plog.high_watermark <= part.last_offset:
                             part.code = int(ErrorCode.REQUEST_TIMED_OUT)
+                        elif not self._leads(part):
+                            part.code = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                     fut.set_result(self._response(parts, version))
             handle = asyncio.get_running_loop().call_later(timeout, expire)
             fut.add_done_callback(lambda _: handle.cancel())
@@ -254,11 +267,15 @@ class ProduceHandler:
             return
         hw = plog.high_watermark
         keep = []
-        for target, ack in waiting:
+        for target, ack, part in waiting:
             if offset >= target and hw >= target:
+                # A replaced leader that truncated this append as a follower sees the new
+                # leader's HW pass the offset it would answer: that is no acknowledgement.
+                if not self._leads(part):
+                    part.code = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 ack.one_done()
             else:
-                keep.append((target, ack))
+                keep.append((target, ack, part))
         if keep:
             self._durable[plog] = keep
         else:
