@@ -50,7 +50,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
-import replication_history as history  # noqa: E402
+import replication_history as history
 
 TOPIC = "checked"
 ISR_SIZE = 3

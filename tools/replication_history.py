@@ -22,9 +22,10 @@ from the start / to the end of the load) while the producers kept trying.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def longest_gaps(acks: Iterable[Ack], partitions: Iterable[int], start: float, e
     out = {}
     for p, ts in times.items():
         edges = [start, *sorted(ts), end]
-        gap, at = max((b - a, a) for a, b in zip(edges, edges[1:]))
+        gap, at = max((b - a, a) for a, b in itertools.pairwise(edges))
         out[p] = (gap, at - start)
     return out
 

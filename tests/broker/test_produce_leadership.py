@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 
+from test_broker_handlers import BAR, Broker, produce, run
+
 from kraft.errors import ErrorCode
 from kraft.metadata import MetadataDelta, PartitionChangeRecord
 from kraft.records import build_batch
 from kraft.records.format import Compression
-
-from test_broker_handlers import BAR, Broker, produce, run
 
 E = ErrorCode
 

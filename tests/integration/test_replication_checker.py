@@ -112,7 +112,7 @@ def test_replicas_that_agree_on_an_offset_the_consumer_missed_do_not_diverge_but
 
 
 def test_a_duplicate_from_an_idempotent_producer_fails_one_from_a_plain_producer_is_only_counted():
-    acks, ind, consumed, hw = healthy()
+    acks, ind, consumed, _ = healthy()
     plain = {0: {**consumed[0], 3: b"n1-0"}, 1: consumed[1]}
     v = verdict(acks, ind, plain, {0: 4, 1: 2})
     assert v.ok and v.duplicates == [(b"n1-0", [(0, 1), (0, 3)])]
@@ -122,7 +122,7 @@ def test_a_duplicate_from_an_idempotent_producer_fails_one_from_a_plain_producer
 
 
 def test_a_value_nobody_sent_fails():
-    acks, ind, consumed, hw = healthy()
+    acks, ind, consumed, _ = healthy()
     consumed[1][2] = b"garbage"
     v = verdict(acks, ind, consumed, {0: 3, 1: 3})
     assert not v.ok and v.unknown == [(1, 2, b"garbage")]
@@ -151,7 +151,7 @@ def test_no_acknowledged_write_is_lost_and_no_replica_diverges_under_broker_and_
     proc = subprocess.run([sys.executable, os.path.join(TOOLS, "replication_checker.py"), "--minutes", "1",
                            "--interval", "3", "--seed", "11", "--producers", "4", "--rate", "60",
                            "--json", str(out), "--dir", str(tmp_path / "cluster")],
-                          capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
+                          capture_output=True, text=True, timeout=900, cwd=str(tmp_path), check=False)
     assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["acked"] > 1000, result
