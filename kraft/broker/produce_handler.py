@@ -143,7 +143,7 @@ class ProduceHandler:
                         part.code, part.message = int(error.code), str(error)
             # Checked on an earlier loop turn: the image may have moved leadership since.
             for part in parts:
-                if part.code == NONE and not self._leads(part):
+                if part.code == NONE and not self._leads(part, serving=True):
                     part.code = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
             result = self._append_and_answer(parts, request, version)
             if result is None:
@@ -190,11 +190,23 @@ class ProduceHandler:
                 return self._await_durable(waits, parts, request, version)
         return self._response(parts, version)
 
-    def _leads(self, part) -> bool:
+    def _leads(self, part, *, serving: bool = False) -> bool:
         """Whether this broker still leads ``part``'s partition, with the same log, in the
-        leader epoch the request was checked (and appended) in."""
-        code, plog, reg = self.state.local_leader(part.topic, part.index)
-        return code == NONE and plog is part.plog and reg.leader_epoch == part.reg.leader_epoch
+        leader epoch the request was checked (and appended) in. ``serving``: also within its
+        lease (for an append). A wait that completes needs only the epoch: its HW moved
+        only through fetches of that epoch's followers, so what it covers is committed even
+        if the lease lapsed meanwhile; answering NOT_LEADER_OR_FOLLOWER then would tell the
+        client "not persisted" about a committed write."""
+        if serving:
+            code, plog, reg = self.state.local_leader(part.topic, part.index)
+            if code != NONE:
+                return False
+        else:
+            _, reg = self.state.partition(part.topic, part.index)
+            plog = self.state.logs.get(part.topic, part.index)
+            if reg is None or reg.leader != self.state.broker_id:
+                return False
+        return plog is part.plog and reg.leader_epoch == part.reg.leader_epoch
 
     def _check_producer(self, part) -> bool:
         """The producer-state verdict on ``part``'s batches; False if nothing is to be

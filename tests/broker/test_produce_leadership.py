@@ -79,3 +79,24 @@ def test_acks_all_still_completes_for_a_leader_that_kept_its_epoch(tmp_path):
         assert (part.error_code, part.base_offset) == (E.NONE, 0)
     finally:
         broker.close()
+
+
+def test_a_write_committed_in_its_epoch_is_acknowledged_even_if_the_lease_lapsed_meanwhile(tmp_path):
+    """Not serving (no controller heard from within the session) stops new appends, but the
+    HW of the same leader epoch covering a parked write means the ISR has it: answering
+    NOT_LEADER_OR_FOLLOWER would tell librdkafka "not persisted", and after an epoch bump it
+    sends the records again (duplicates from an idempotent producer)."""
+    broker = Broker(tmp_path)
+    try:
+        async def go():
+            parked = broker.call(produce(build_batch([b"committed"]), topic="bar", acks=-1, timeout_ms=10_000), 9)
+            broker.state.is_serving = lambda: False
+            plog = broker.logs.get("bar", 0)
+            plog.log.flush()
+            plog.high_watermark = plog.log.end_offset
+            broker.handlers.on_high_watermark(plog)
+            return await asyncio.wait_for(parked, 5)
+        part = run(go()).responses[0].partition_responses[0]
+        assert (part.error_code, part.base_offset) == (E.NONE, 0)
+    finally:
+        broker.close()
