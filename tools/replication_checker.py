@@ -26,7 +26,8 @@ partition logs are read from disk with kraft's own log reader. The verdict
 (tools/replication_history.py): acked, lost, divergent, duplicates, indeterminate found or
 missing, longest unavailability per partition, printed as Markdown.
 
-    python tools/replication_checker.py --minutes 30 --interval 4 --seed 1 [--json out.json]
+    python tools/replication_checker.py --minutes 30 --interval 4 --seed 1 [--json out.json] [--dir DIR]
+    python tools/replication_checker.py --analyse DIR   # the verdict again from a kept run's disks
 
 Exit status 0 only with nothing lost, nothing divergent, no idempotent duplicate, no value
 nobody sent, no process crash and every partition back to a full ISR. Loopback only.
@@ -377,15 +378,81 @@ def replica_records(path: str):
         log.close()
 
 
-def on_disk(run: Run) -> dict:
-    """partition -> broker -> its records (lazily read) for every replica directory found."""
-    out: dict[int, dict] = {}
-    for node in run.cluster.broker_ids:
-        for p in range(run.a.partitions):
-            path = os.path.join(run.cluster.partition_dir(node), f"{TOPIC}-{p}")
-            if os.path.isdir(path):
-                out.setdefault(p, {})[node] = replica_records(path)
+def replica_dirs(directory: str) -> dict[int, dict[int, str]]:
+    """partition -> broker -> the directory of its replica, for every one under ``directory``
+    (a LocalCluster's: ``node-<id>/logs/<topic>-<p>``)."""
+    out: dict[int, dict[int, str]] = {}
+    for name in sorted(os.listdir(directory)):
+        logs = os.path.join(directory, name, "logs")
+        if name.startswith("node-") and os.path.isdir(logs):
+            for entry in os.listdir(logs):
+                topic, _, p = entry.rpartition("-")
+                if topic == TOPIC and p.isdigit():
+                    out.setdefault(int(p), {})[int(name[5:])] = os.path.join(logs, entry)
     return out
+
+
+class ProducerEpochs:
+    """(producer id, producer epoch) of the batch holding an offset, from one replica's
+    segments: tells a duplicate the client resent under a new epoch from one the broker
+    accepted twice."""
+
+    def __init__(self, dirs: dict[int, dict[int, str]]):
+        self.dirs, self.logs = dirs, {}
+
+    def __call__(self, partition: int, offset: int):
+        from kraft.log import LogConfig, SegmentedLog
+        from kraft.records import iter_batches
+
+        if partition not in self.logs:
+            path = next(iter(self.dirs.get(partition, {}).values()), None)
+            self.logs[partition] = path and SegmentedLog.open(path, LogConfig(background_flush=False))
+        log = self.logs[partition]
+        if not log or not log.start_offset <= offset < log.end_offset:
+            return None
+        b = next(iter_batches(log.read(offset, 1)), None)
+        return None if b is None else (b.producer_id, b.producer_epoch)
+
+    def close(self) -> None:
+        for log in self.logs.values():
+            if log:
+                log.close()
+
+
+def verdict_of(directory: str, acks, indeterminate, consumed, hw, load_window):
+    dirs = replica_dirs(directory)
+    epochs = ProducerEpochs(dirs)
+    try:
+        return history.check(acks, indeterminate, consumed, hw,
+                             {p: {n: replica_records(d) for n, d in nodes.items()} for p, nodes in dirs.items()},
+                             idempotent=lambda v: v.startswith(b"i"), load_window=load_window,
+                             producer_epoch=epochs)
+    finally:
+        epochs.close()
+
+
+def analyse_main(a) -> int:
+    """The verdict again from a stopped run's directory (``--dir``) alone: producer histories
+    and segment files; each partition's HW from the brokers' replication-offset-checkpoint
+    (written at their clean stop), the read back from the replica that holds it."""
+    import glob
+
+    from kraft.log.checkpoint import OffsetCheckpointFile
+
+    directory = a.analyse
+    acks, indeterminate, load_start, _ = read_history(sorted(glob.glob(os.path.join(directory, "producer-*.tsv"))))
+    hw: dict[int, tuple[int, int]] = {}
+    for path in glob.glob(os.path.join(directory, "node-*", "logs", "replication-offset-checkpoint")):
+        node = int(path.split(os.sep)[-3][5:])
+        for (topic, p), offset in OffsetCheckpointFile(path).read().items():
+            if topic == TOPIC and offset >= hw.get(p, (-1, 0))[0]:
+                hw[p] = (offset, node)
+    dirs = replica_dirs(directory)
+    consumed = {p: {off: v for off, v in replica_records(dirs[p][node]) if off < h} for p, (h, node) in hw.items()}
+    load_end = max((x.t for x in acks), default=load_start)
+    v = verdict_of(directory, acks, indeterminate, consumed, {p: h for p, (h, _) in hw.items()}, (load_start, load_end))
+    print(history.markdown(v, title=f"Replication check of {directory} (from disk)", faults={}))
+    return 0 if v.ok else 1
 
 
 def main(a) -> int:
@@ -416,9 +483,7 @@ def main(a) -> int:
         consumed, hw = read_back(run)
         run.cluster.close()
         acks, indeterminate, load_start, fatal = read_history([out for _, out in producers])
-        replicas = on_disk(run)
-        verdict = history.check(acks, indeterminate, consumed, hw, replicas,
-                                idempotent=lambda v: v.startswith(b"i"), load_window=(load_start, load_end))
+        verdict = verdict_of(directory, acks, indeterminate, consumed, hw, (load_start, load_end))
     finally:
         for p, _ in producers:
             if p.poll() is None:
@@ -442,6 +507,7 @@ def main(a) -> int:
             json.dump({"acked": verdict.acked, "lost": len(verdict.lost), "divergent": len(verdict.divergent),
                        "duplicates": len(verdict.duplicates),
                        "idempotent_duplicates": len(verdict.idempotent_duplicates),
+                       "epoch_bump_duplicates": len(verdict.epoch_bump_duplicates),
                        "unknown": len(verdict.unknown), "indeterminate_found": verdict.indeterminate_found,
                        "indeterminate_missing": verdict.indeterminate_missing,
                        "unavailable_s": {p: g for p, (g, _) in verdict.unavailable.items()},
@@ -486,9 +552,12 @@ def parse(argv=None):
     ap.add_argument("--dir", help="keep the cluster here (default: a temporary directory, removed on success)")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--analyse", metavar="DIR", help="no run: the verdict again from a stopped run's --dir")
     return ap.parse_args(argv)
 
 
 if __name__ == "__main__":
     args = parse()
-    sys.exit(produce_main(args) if args.cmd == "produce" else main(args))
+    if args.cmd == "produce":
+        sys.exit(produce_main(args))
+    sys.exit(analyse_main(args) if args.analyse else main(args))

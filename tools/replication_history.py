@@ -14,7 +14,11 @@ Anomalies (Jepsen's Kafka checker and TESTING.md's "client-visible histories"):
                  values, or a replica that lacks an offset below the high watermark;
   * duplicates — a value present at more than one place. A producer without idempotence may
                  write one twice (librdkafka retries a request whose answer it lost), so
-                 only the idempotent producers' duplicates are anomalies;
+                 only the idempotent producers' duplicates are anomalies, and only those
+                 whose copies share a (producer id, epoch): librdkafka bumps its epoch when
+                 messages time out and then resends retried, possibly persisted messages
+                 with new sequence numbers, which no broker can recognise (librdkafka
+                 issue 4953); those are counted apart;
   * unknown    — a value no producer ever sent (corruption).
 Unavailability of a partition is the longest time between two acknowledgements on it (or
 from the start / to the end of the load) while the producers kept trying.
@@ -50,6 +54,7 @@ class Verdict:
     divergent: list = field(default_factory=list)     # (partition, offset, {node: value | None})
     duplicates: list = field(default_factory=list)    # (value, [(partition, offset), ...])
     idempotent_duplicates: list = field(default_factory=list)
+    epoch_bump_duplicates: list = field(default_factory=list)  # idempotent, each copy in another producer epoch
     unknown: list = field(default_factory=list)       # (partition, offset, value)
     indeterminate_found: int = 0
     indeterminate_missing: int = 0
@@ -135,9 +140,11 @@ def longest_gaps(acks: Iterable[Ack], partitions: Iterable[int], start: float, e
 
 
 def check(acks: list, indeterminate: list, consumed: dict[int, dict[int, bytes]], hw: dict[int, int],
-          replicas: dict, *, idempotent, load_window: tuple[float, float]) -> Verdict:
+          replicas: dict, *, idempotent, load_window: tuple[float, float], producer_epoch=None) -> Verdict:
     """The whole verdict. ``idempotent(value) -> bool``: whether the value's producer had
-    ``enable.idempotence`` on (its duplicates are anomalies)."""
+    ``enable.idempotence`` on (its duplicates are anomalies). ``producer_epoch(partition,
+    offset) -> (producer id, epoch)`` from the batch header, if known: idempotent duplicates
+    whose copies all differ in it are the client's epoch bumps, not the broker's fault."""
     v = Verdict(acked=len(acks))
     where = locate(consumed)
     v.records_read = sum(len(r) for r in consumed.values())
@@ -146,7 +153,13 @@ def check(acks: list, indeterminate: list, consumed: dict[int, dict[int, bytes]]
     sent = {a.value for a in acks} | {i.value for i in indeterminate}
     for value, places in where.items():
         if len(places) > 1:
-            (v.idempotent_duplicates if idempotent(value) else v.duplicates).append((value, sorted(places)))
+            places = sorted(places)
+            if not idempotent(value):
+                v.duplicates.append((value, places))
+            elif producer_epoch is not None and _distinct(producer_epoch(p, off) for p, off in places):
+                v.epoch_bump_duplicates.append((value, places))
+            else:
+                v.idempotent_duplicates.append((value, places))
         if value not in sent:
             v.unknown.extend((p, off, value) for p, off in places)
     for i in indeterminate:
@@ -156,6 +169,11 @@ def check(acks: list, indeterminate: list, consumed: dict[int, dict[int, bytes]]
             v.indeterminate_missing += 1
     v.unavailable = longest_gaps(acks, consumed.keys() | hw.keys(), *load_window)
     return v
+
+
+def _distinct(epochs) -> bool:
+    seen = list(epochs)
+    return None not in seen and len(set(seen)) == len(seen)
 
 
 def _show(value) -> str:
@@ -169,7 +187,8 @@ def markdown(v: Verdict, *, title: str, faults: dict, extra_rows=(), examples: i
              f"| acknowledged writes | {v.acked:,} |",
              f"| lost (acknowledged, missing or at another offset) | **{len(v.lost)}** |",
              f"| divergent offsets (replicas disagree below the HW) | **{len(v.divergent)}** |",
-             f"| duplicates (idempotent producers) | {len(v.idempotent_duplicates)} |",
+             f"| duplicates (idempotent producers, same producer epoch) | {len(v.idempotent_duplicates)} |",
+             f"| duplicates (idempotent producers, resent after an epoch bump) | {len(v.epoch_bump_duplicates)} |",
              f"| duplicates (producers without idempotence) | {len(v.duplicates)} |",
              f"| values nobody sent | {len(v.unknown)} |",
              f"| indeterminate writes found / missing | {v.indeterminate_found:,} / {v.indeterminate_missing:,} |",

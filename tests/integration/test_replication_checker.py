@@ -121,6 +121,19 @@ def test_a_duplicate_from_an_idempotent_producer_fails_one_from_a_plain_producer
     assert not v.ok and v.idempotent_duplicates == [(b"i0-0", [(0, 0), (1, 2)])]
 
 
+def test_an_idempotent_duplicate_resent_in_a_new_producer_epoch_is_counted_apart_and_does_not_fail():
+    acks, ind, consumed, _ = healthy()
+    idem = {0: consumed[0], 1: {**consumed[1], 2: b"i0-0"}}
+    epochs = {(0, 0): (7, 0), (1, 2): (7, 1)}  # the second copy came after librdkafka bumped its epoch
+    v = check(acks, ind, idem, {0: 3, 1: 3}, replicas_of(idem), idempotent=idempotent, load_window=WINDOW,
+              producer_epoch=lambda p, off: epochs.get((p, off)))
+    assert v.ok and v.epoch_bump_duplicates == [(b"i0-0", [(0, 0), (1, 2)])] and not v.idempotent_duplicates
+    epochs[(1, 2)] = (7, 0)  # the same epoch twice: the broker accepted one sequence twice
+    v = check(acks, ind, idem, {0: 3, 1: 3}, replicas_of(idem), idempotent=idempotent, load_window=WINDOW,
+              producer_epoch=lambda p, off: epochs.get((p, off)))
+    assert not v.ok and v.idempotent_duplicates == [(b"i0-0", [(0, 0), (1, 2)])]
+
+
 def test_a_value_nobody_sent_fails():
     acks, ind, consumed, _ = healthy()
     consumed[1][2] = b"garbage"
