@@ -16,8 +16,8 @@ Kafka, which trusts replication; with RF 1 there is none). With other ISR member
 moves as they fetch (``on_high_watermark``). acks=-1 needs ``min.insync.replicas`` in the
 ISR before the append (NOT_ENOUGH_REPLICAS) and when it completes
 (NOT_ENOUGH_REPLICAS_AFTER_APPEND); a wait completes with NOT_LEADER_OR_FOLLOWER if the broker
-no longer leads in the epoch of the append (Kafka's DelayedProduce). Batches with a producer id go through the partition's
-producer state at append time (in request order, so pipelined idempotent requests see each
+no longer leads in the epoch of the append (Kafka's DelayedProduce). Batches with a producer
+id go through the partition's producer state at append time (in request order, so pipelined idempotent requests see each
 other): duplicates of the last five batches are answered with their original offsets and
 not appended; OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH reject the batch. A partition led elsewhere gets
 NOT_LEADER_OR_FOLLOWER with the current leader (v10+). No sockets: the server passes the
