@@ -161,7 +161,10 @@ def read_history(paths) -> tuple[list, list, float, list]:
             for line in f:
                 parts = line.rstrip("\n").split("\t")
                 if parts[0] == "A" and len(parts) == 5:
-                    acks.append(history.Ack(int(parts[1]), int(parts[2]), parts[4].encode(), float(parts[3])))
+                    # No offset (None): librdkafka acknowledged it implicitly (a later request of the
+                    # producer succeeded, or DUPLICATE_SEQUENCE_NUMBER): -1, checked by value only.
+                    offset = int(parts[2]) if parts[2].lstrip("-").isdigit() else -1
+                    acks.append(history.Ack(int(parts[1]), offset, parts[4].encode(), float(parts[3])))
                 elif parts[0] == "I" and len(parts) == 5:
                     indeterminate.append(history.Indeterminate(int(parts[1]), parts[4].encode(), parts[3]))
                 elif parts[0] == "S":

@@ -80,6 +80,10 @@ def find_lost(acks: Iterable[Ack], consumed: dict[int, dict[int, bytes]], where)
     """Acknowledged values not at their acknowledged (partition, offset)."""
     lost = []
     for a in acks:
+        if a.offset < 0:  # acknowledged without an offset: it must be in its partition somewhere
+            if not any(p == a.partition for p, _ in where.get(a.value, ())):
+                lost.append((a.partition, a.offset, a.value, None))
+            continue
         if consumed.get(a.partition, {}).get(a.offset) != a.value:
             found = where.get(a.value)
             lost.append((a.partition, a.offset, a.value, found[0] if found else None))

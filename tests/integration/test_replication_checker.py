@@ -81,6 +81,14 @@ def test_an_acknowledged_value_at_another_offset_is_lost_and_says_where_it_is():
     assert sorted(v.lost) == [(0, 0, b"i0-0", (0, 1)), (0, 1, b"n1-0", (0, 0))]
 
 
+def test_an_acknowledgement_without_an_offset_is_checked_by_value_in_its_partition():
+    acks, ind, consumed, hw = healthy()
+    acks.append(Ack(0, -1, b"n1-2", 103.0))  # librdkafka's implicit ack carries no offset
+    assert verdict(acks, ind, consumed, hw).ok
+    acks.append(Ack(1, -1, b"n1-9", 103.0))
+    assert verdict(acks, ind, consumed, hw).lost == [(1, -1, b"n1-9", None)]
+
+
 def test_two_replicas_with_different_values_below_the_high_watermark_diverge():
     acks, ind, consumed, hw = healthy()
     flip = {(0, 6): lambda rows: [(o, b"other" if o == 1 else v) for o, v in rows]}
