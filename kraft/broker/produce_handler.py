@@ -15,9 +15,9 @@ watermark covers the append *and* the group-commit flusher has fsynced it (stron
 Kafka, which trusts replication; with RF 1 there is none). With other ISR members the HW
 moves as they fetch (``on_high_watermark``). acks=-1 needs ``min.insync.replicas`` in the
 ISR before the append (NOT_ENOUGH_REPLICAS) and when it completes
-(NOT_ENOUGH_REPLICAS_AFTER_APPEND); a wait whose partition is led elsewhere or in another
-leader epoch by then fails with NOT_LEADER_OR_FOLLOWER (``still_leads``). Batches with a producer id go through the partition's
-producer state at append time (in request order, so pipelined idempotent requests see each
+(NOT_ENOUGH_REPLICAS_AFTER_APPEND); a wait completes with NOT_LEADER_OR_FOLLOWER if the broker
+no longer leads in the epoch of the append (Kafka's DelayedProduce). Batches with a producer
+id go through the partition's producer state at append time (in request order, so pipelined idempotent requests see each
 other): duplicates of the last five batches are answered with their original offsets and
 not appended; OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH reject the batch. A partition led elsewhere gets
 NOT_LEADER_OR_FOLLOWER with the current leader (v10+). No sockets: the server passes the
@@ -69,7 +69,7 @@ class ProduceHandler:
         self.clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self._executor = executor or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kraft-validate")
         self._waiting: collections.deque = collections.deque()  # requests checked off the loop, in order
-        self._durable: dict = {}  # PartitionLog -> [(offset, _Ack)] waiting for fsync (acks=-1)
+        self._durable: dict = {}  # PartitionLog -> [(offset, _Ack, _Part)] waiting for fsync and HW (acks=-1)
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -141,6 +141,10 @@ class ProduceHandler:
                 for part, error in zip(compressed, checked.result()):
                     if error is not None:
                         part.code, part.message = int(error.code), str(error)
+            # Checked on an earlier loop turn: the image may have moved leadership since.
+            for part in parts:
+                if part.code == NONE and not self._leads(part, serving=True):
+                    part.code = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
             result = self._append_and_answer(parts, request, version)
             if result is None:
                 out.set_result(None)
@@ -185,6 +189,24 @@ class ProduceHandler:
             if waits:
                 return self._await_durable(waits, parts, request, version)
         return self._response(parts, version)
+
+    def _leads(self, part, *, serving: bool = False) -> bool:
+        """Whether this broker still leads ``part``'s partition, with the same log, in the
+        leader epoch the request was checked (and appended) in. ``serving``: also within its
+        lease (for an append). A wait that completes needs only the epoch: its HW moved
+        only through fetches of that epoch's followers, so what it covers is committed even
+        if the lease lapsed meanwhile; answering NOT_LEADER_OR_FOLLOWER then would tell the
+        client "not persisted" about a committed write."""
+        if serving:
+            code, plog, reg = self.state.local_leader(part.topic, part.index)
+            if code != NONE:
+                return False
+        else:
+            if not still_leads(self.state, part.topic, part.index, part.reg.leader_epoch):
+                return False
+            _, reg = self.state.partition(part.topic, part.index)
+            plog = self.state.logs.get(part.topic, part.index)
+        return plog is part.plog and reg.leader_epoch == part.reg.leader_epoch
 
     def _check_producer(self, part) -> bool:
         """The producer-state verdict on ``part``'s batches; False if nothing is to be
@@ -236,8 +258,8 @@ class ProduceHandler:
                 if not fut.done():
                     for part in waits:
                         if part.code != NONE:
-                            continue
-                        if not still_leads(self.state, part.topic, part.index, part.reg.leader_epoch):
+                            continue  # already answered NOT_LEADER_OR_FOLLOWER by on_flushed
+                        if not self._leads(part):
                             part.code = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                         elif part.plog.log.flushed_offset <= part.last_offset or \
                                 part.plog.high_watermark <= part.last_offset:
@@ -260,7 +282,10 @@ class ProduceHandler:
         hw = plog.high_watermark
         keep = []
         for target, ack, part in waiting:
-            if not still_leads(self.state, part.topic, part.index, part.reg.leader_epoch):
+            if not self._leads(part):
+                # A replaced leader that truncated this append as a follower sees the new
+                # leader's HW pass the offset it would answer: that is no acknowledgement.
+                # Failing at once (not at the timeout) lets the client retry on the new leader.
                 part.code = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 ack.one_done()
             elif offset >= target and hw >= target:
@@ -288,16 +313,6 @@ class ProduceHandler:
             topics.setdefault(part.topic, []).append(resp)
         return P(responses=[P.Topic(name=name, partition_responses=ps) for name, ps in topics.items()],
                  throttle_time_ms=0, node_endpoints=list(endpoints.values()))
-
-
-def still_leads(state: BrokerState, topic: str, index: int, leader_epoch: int) -> bool:
-    """Whether an acks=-1 wait for an append made in ``leader_epoch`` may still succeed: only
-    while this broker leads the partition in that epoch (Kafka's ``checkEnoughReplicasReachOffset``
-    answers NOT_LEADER_OR_FOLLOWER otherwise). After a leader change the offsets it waits for
-    may be truncated and refilled with other records, and this broker's HW, now the new
-    leader's, would cover those instead."""
-    _, reg = state.partition(topic, index)
-    return reg is not None and reg.leader == state.broker_id and reg.leader_epoch == leader_epoch
 
 
 class _Ack:
@@ -334,3 +349,13 @@ def _set_log_append_time(data: bytearray, now_ms: int) -> None:
         stop = pos + 12 + length
         data[pos + _CRC:pos + _CRC + 4] = crc32c(memoryview(data)[pos + _CRC_START:stop]).to_bytes(4, "big")
         pos = stop
+
+
+def still_leads(state: BrokerState, topic: str, index: int, leader_epoch: int) -> bool:
+    """Whether an acks=-1 wait for an append made in ``leader_epoch`` may still succeed: only
+    while this broker leads the partition in that epoch (Kafka's ``checkEnoughReplicasReachOffset``
+    answers NOT_LEADER_OR_FOLLOWER otherwise). After a leader change the offsets it waits for
+    may be truncated and refilled with other records, and this broker's HW, now the new
+    leader's, would cover those instead. (The replication simulator runs this same rule.)"""
+    _, reg = state.partition(topic, index)
+    return reg is not None and reg.leader == state.broker_id and reg.leader_epoch == leader_epoch

@@ -1,0 +1,566 @@
+"""Jepsen-style check of partition replication: real kraft processes, real Kafka clients,
+faults, then every acknowledged write looked up in what a consumer reads and in every
+replica's segment files.
+
+The cluster: 3 controller-only and 4 broker-only ``kraft server start`` processes
+(LocalCluster, the low-latency Raft profile, ``broker.session.timeout.ms=3000``), so the
+active controller and the brokers fail independently; one topic with RF 3, several
+partitions and ``min.insync.replicas=2``.
+
+The load: several producer processes (confluent-kafka, acks=all; half with
+``enable.idempotence``, half without), each sending unique values round-robin over the
+partitions and recording every delivery report: (partition, offset, value, time) when
+acknowledged, an indeterminate write otherwise (an error or a timeout: it may be in the log
+or not; never retried by us).
+
+The nemesis: every ``--interval`` seconds or so, one fault on a random broker or on the
+active controller (found with DescribeQuorum): SIGKILL then a restart 1-4 s later, SIGSTOP
+for 1-6 s then SIGCONT, or a clean restart (SIGTERM: controlled shutdown). One process is
+down at a time: after healing, the nemesis waits (up to ``--settle`` s) until every replica
+is back in the ISR, so a Raft majority and 2 ISR members always survive. A process that
+exits on its own is a finding: logged with its last lines and restarted.
+
+The end: everything healed, producers stopped, every replica back in the ISR; a consumer
+reads every partition up to its high watermark; the cluster is stopped and each broker's
+partition logs are read from disk with kraft's own log reader. The verdict
+(tools/replication_history.py): acked, lost, divergent, duplicates, indeterminate found or
+missing, longest unavailability per partition, printed as Markdown.
+
+    python tools/replication_checker.py --minutes 30 --interval 4 --seed 1 [--json out.json] [--dir DIR]
+    python tools/replication_checker.py --analyse DIR   # the verdict again from a kept run's disks
+
+Exit status 0 only with nothing lost, nothing divergent, no idempotent duplicate, no value
+nobody sent, no process crash and every partition back to a full ISR. Loopback only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+
+import replication_history as history
+
+TOPIC = "checked"
+ISR_SIZE = 3
+
+
+def _quiet_logger():
+    import logging
+
+    quiet = logging.getLogger("replication-checker-rdkafka")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    return quiet
+
+
+# --- producer process ----------------------------------------------------------------------------
+
+
+def produce_main(a) -> int:
+    """One producer: unique values ``<name>-<seq>`` round-robin over the partitions at about
+    ``rate``/s, every delivery report appended to ``out`` (tab-separated lines: ``S t``
+    when it starts trying, ``A partition offset t value``, ``I partition t error value``)."""
+    from confluent_kafka import Producer
+
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    out = open(a.out, "w", buffering=1 << 16)
+    pending: dict[str, int] = {}
+    fatal: list[str] = []
+
+    def on_error(err):
+        if err.fatal():
+            fatal.append(f"{err.name()}: {err.str()}")
+
+    def new_producer():
+        return Producer({"bootstrap.servers": a.bootstrap, "acks": "all", "enable.idempotence": a.idempotent,
+                         "linger.ms": 5, "message.timeout.ms": 20000, "request.timeout.ms": 5000,
+                         "retry.backoff.ms": 50, "retry.backoff.max.ms": 500,
+                         "queue.buffering.max.messages": 20000, "logger": _quiet_logger(),
+                         "compression.type": a.compression, "error_cb": on_error})
+    producer = new_producer()
+    out.write(f"S\t{time.time():.3f}\n")
+    try:
+        _produce_until_stopped(a, producer, new_producer, pending, fatal, out, stop)
+    finally:
+        for v, p in pending.items():  # no answer at all: as unknown as a timeout
+            out.write(f"I\t{p}\t{time.time():.3f}\tNO_ANSWER\t{v}\n")
+        out.close()
+    return 0
+
+
+def _produce_until_stopped(a, producer, new_producer, pending, fatal, out, stop) -> None:
+    from confluent_kafka import KafkaException
+
+    report = report_to(out, pending)
+    seq, t0 = 0, time.monotonic()
+    while not stop:
+        due = int((time.monotonic() - t0) * a.rate)
+        try:
+            while seq < due and len(pending) < a.max_pending and not stop:
+                v = f"{a.name}-{seq}"
+                try:
+                    producer.produce(TOPIC, value=v.encode(), partition=seq % a.partitions, on_delivery=report)
+                except BufferError:
+                    break
+                pending[v] = seq % a.partitions
+                seq += 1
+            producer.poll(0.01)
+        except KafkaException as e:  # the idempotent producer's fatal error surfaces here too
+            fatal.append(str(e))
+        if fatal:  # librdkafka's idempotent producer gave up (e.g. a sequence it cannot explain)
+            out.write(f"F\t{time.time():.3f}\t{fatal.pop()}\n")
+            fatal.clear()
+            producer = _replace(producer, pending, out, new_producer)
+    try:
+        producer.flush(30)
+    except KafkaException:
+        pass
+
+
+def report_to(out, pending):
+    def report(err, msg):
+        v = msg.value().decode()
+        pending.pop(v, None)
+        if err is None:
+            out.write(f"A\t{msg.partition()}\t{msg.offset()}\t{time.time():.3f}\t{v}\n")
+        else:
+            out.write(f"I\t{msg.partition()}\t{time.time():.3f}\t{err.name()}\t{v}\n")
+    return report
+
+
+def _replace(producer, pending, out, new_producer):
+    try:
+        producer.flush(5)
+    except Exception:
+        pass
+    for v, p in list(pending.items()):
+        out.write(f"I\t{p}\t{time.time():.3f}\tFATAL\t{v}\n")
+    pending.clear()
+    return new_producer()
+
+
+def read_history(paths) -> tuple[list, list, float, list]:
+    """(acks, indeterminate, when the last producer started trying, fatal errors)."""
+    acks, indeterminate, starts, fatal = [], [], [], []
+    for path in paths:
+        with open(path) as f:
+            for line in f:
+                parts = line.rstrip("\n").split("\t")
+                if parts[0] == "A" and len(parts) == 5:
+                    # No offset (None): librdkafka acknowledged it implicitly (a later request of the
+                    # producer succeeded, or DUPLICATE_SEQUENCE_NUMBER): -1, checked by value only.
+                    offset = int(parts[2]) if parts[2].lstrip("-").isdigit() else -1
+                    acks.append(history.Ack(int(parts[1]), offset, parts[4].encode(), float(parts[3])))
+                elif parts[0] == "I" and len(parts) == 5:
+                    indeterminate.append(history.Indeterminate(int(parts[1]), parts[4].encode(), parts[3]))
+                elif parts[0] == "S":
+                    starts.append(float(parts[1]))
+                elif parts[0] == "F":
+                    fatal.append(parts[2:])
+    return acks, indeterminate, max(starts, default=time.time()), fatal
+
+
+# --- cluster, nemesis --------------------------------------------------------------------------
+
+
+class Run:
+    def __init__(self, a, directory: str):
+        from confluent_kafka.admin import AdminClient
+
+        from kraft.cli.local_cluster import LOW_LATENCY, LocalCluster
+
+        self.a = a
+        self.rng = random.Random(a.seed)
+        overrides = {**LOW_LATENCY, "broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500",
+                     "replica.lag.time.max.ms": str(a.replica_lag_ms), "replica.fetch.wait.max.ms": "200",
+                     "replica.fetch.backoff.ms": "100", "log.segment.bytes": str(1 << 20)}
+        self.cluster = LocalCluster(directory, a.controllers, brokers=a.brokers, overrides=overrides,
+                                    log_level="INFO").create()
+        self.admin_factory = lambda: AdminClient({"bootstrap.servers": self.cluster.broker_bootstrap,
+                                                  "logger": _quiet_logger()})
+        self.admin = None
+        self.faults: list[dict] = []
+        self.crashes: list[dict] = []
+        self.t0 = time.time()
+
+    def log(self, msg: str) -> None:
+        print(f"[{time.time() - self.t0:7.1f}s] {msg}", flush=True)
+
+    # -- observing --
+    def active_controller(self) -> int | None:
+        from kraft.client.quorum import QuorumClient
+
+        async def ask():
+            client = QuorumClient([self.cluster.address(i) for i in self.cluster.controller_ids])
+            try:
+                return (await client.describe(3)).leader_id
+            finally:
+                await client.close()
+        try:
+            leader = asyncio.run(ask())
+        except Exception:
+            return None
+        return leader if leader in self.cluster.controller_ids else None
+
+    def partitions(self):
+        """partition -> (leader, isr) as one broker sees it; None if no broker answered."""
+        try:
+            md = self.admin.list_topics(TOPIC, timeout=3).topics.get(TOPIC)
+        except Exception:
+            return None
+        if md is None or md.error is not None:
+            return None
+        return {p: (m.leader, sorted(m.isrs)) for p, m in md.partitions.items()}
+
+    def isr_full(self) -> bool:
+        parts = self.partitions()
+        return bool(parts) and len(parts) == self.a.partitions and all(
+            leader >= 0 and len(isr) == ISR_SIZE for leader, isr in parts.values())
+
+    def wait(self, predicate, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if predicate():
+                return True
+            time.sleep(0.25)
+        return predicate()
+
+    # -- setting up --
+    def start_cluster(self) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        self.cluster.start()
+        self.admin = self.admin_factory()
+        end = time.monotonic() + 120
+        while True:
+            try:
+                futures = self.admin.create_topics([NewTopic(TOPIC, self.a.partitions, ISR_SIZE,
+                                                             config={"min.insync.replicas": "2"})],
+                                                   operation_timeout=20)
+                futures[TOPIC].result(30)
+                break
+            except Exception as e:
+                if "TOPIC_ALREADY_EXISTS" in str(e):
+                    break
+                if time.monotonic() > end:
+                    raise RuntimeError(f"could not create the topic: {e}; exits {self.cluster.unexpected_exits()}")
+                time.sleep(1)
+        if not self.wait(self.isr_full, 60):
+            raise RuntimeError(f"the topic never had a full ISR: {self.partitions()}")
+        self.log(f"cluster up: controllers {self.cluster.controller_ids}, brokers {self.cluster.broker_ids}, "
+                 f"topic {TOPIC} x{self.a.partitions} RF {ISR_SIZE}")
+
+    # -- faults --
+    def check_crashes(self) -> None:
+        for node, code in self.cluster.unexpected_exits().items():
+            tail = self.cluster.log_tail(node, 12)
+            self.crashes.append({"t": round(time.time() - self.t0, 1), "node": node, "exit": code, "tail": tail})
+            self.log(f"!! node {node} exited on its own with {code}:\n    " + "\n    ".join(tail))
+            self.cluster.start(node)
+
+    def one_fault(self) -> None:
+        kind = self.rng.choice(self.a.fault_kinds)
+        if self.rng.random() < self.a.controller_share:
+            node, role = self.active_controller(), "active controller"
+            if node is None:
+                self.log("no active controller to hit; skipping")
+                return
+        else:
+            node, role = self.rng.choice(self.cluster.broker_ids), "broker"
+        proc = self.cluster.procs[node]
+        started = time.time()
+        if kind == "kill":
+            down = self.rng.uniform(1, 4)
+            self.cluster.kill(node)
+            time.sleep(down)
+            self.cluster.start(node)
+        elif kind == "pause":
+            down = self.rng.uniform(1, 6)
+            os.kill(proc.pid, signal.SIGSTOP)
+            try:
+                time.sleep(down)
+            finally:
+                os.kill(proc.pid, signal.SIGCONT)
+        else:  # restart: SIGTERM (a broker's controlled shutdown), then start again
+            self.cluster.stop(node, timeout=30)
+            down = time.time() - started
+            self.cluster.start(node)
+        settled = self.wait(self.isr_full, self.a.settle)
+        fault = {"t": round(started - self.t0, 1), "kind": kind, "node": node, "role": role,
+                 "down_s": round(down, 1), "settled_s": round(time.time() - started, 1), "isr_full": settled}
+        self.faults.append(fault)
+        self.log(f"fault {len(self.faults)}: {kind} {role} {node} for {down:.1f} s; "
+                 f"ISR {'full' if settled else 'NOT full'} after {fault['settled_s']} s")
+
+    def heal(self) -> None:
+        for node, p in self.cluster.procs.items():
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGCONT)
+        for node in self.cluster.ids:
+            if node not in self.cluster.running():
+                self.cluster.start(node)
+
+
+def start_producers(run: Run, directory: str) -> list[tuple[subprocess.Popen, str]]:
+    from kraft.cli.local_cluster import _die_with_parent
+
+    procs = []
+    for i in range(run.a.producers):
+        idempotent = i % 2 == 0
+        name = f"{'i' if idempotent else 'n'}{i}"
+        out = os.path.join(directory, f"producer-{name}.tsv")
+        cmd = [sys.executable, os.path.abspath(__file__), "produce", "--bootstrap", run.cluster.broker_bootstrap,
+               "--partitions", str(run.a.partitions), "--name", name, "--rate", str(run.a.rate), "--out", out,
+               "--compression", ["none", "lz4"][i // 2 % 2]] + (["--idempotent"] if idempotent else [])
+        procs.append((subprocess.Popen(cmd, preexec_fn=_die_with_parent, stderr=open(out + ".err", "w")), out))
+    return procs
+
+
+def read_back(run: Run) -> tuple[dict, dict]:
+    """Every partition from the beginning to its high watermark: ({partition: {offset: value}},
+    {partition: high watermark})."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": run.cluster.broker_bootstrap, "group.id": "checker",
+                         "enable.auto.commit": False, "fetch.max.bytes": 8 << 20, "logger": _quiet_logger()})
+    try:
+        hw = {p: consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=30)[1]
+              for p in range(run.a.partitions)}
+        consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(run.a.partitions)])
+        consumed: dict[int, dict[int, bytes]] = {p: {} for p in hw}
+        todo = {p for p, h in hw.items() if h > 0}
+        idle_until = time.monotonic() + 60
+        while todo and time.monotonic() < idle_until:
+            for m in consumer.consume(10000, 1.0):
+                if m.error() is not None:
+                    continue
+                idle_until = time.monotonic() + 60
+                if m.offset() < hw[m.partition()]:
+                    consumed[m.partition()][m.offset()] = m.value()
+                if m.offset() >= hw[m.partition()] - 1:
+                    todo.discard(m.partition())
+        if todo:
+            run.log(f"!! the consumer did not reach the high watermark of partitions {sorted(todo)}")
+        return consumed, hw
+    finally:
+        consumer.close()
+
+
+def replica_records(path: str):
+    """(offset, value) of every data record in one replica's segment files, in log order."""
+    from kraft.log import LogConfig, SegmentedLog
+    from kraft.records import iter_batches
+
+    log = SegmentedLog.open(path, LogConfig(background_flush=False))
+    try:
+        pos = log.start_offset
+        while pos < log.end_offset:
+            data = log.read(pos, 1 << 20)
+            if not data:
+                break
+            for b in iter_batches(data):
+                if not b.is_control:
+                    for r in b:
+                        yield r.offset, r.value
+                pos = b.next_offset
+    finally:
+        log.close()
+
+
+def replica_dirs(directory: str) -> dict[int, dict[int, str]]:
+    """partition -> broker -> the directory of its replica, for every one under ``directory``
+    (a LocalCluster's: ``node-<id>/logs/<topic>-<p>``)."""
+    out: dict[int, dict[int, str]] = {}
+    for name in sorted(os.listdir(directory)):
+        logs = os.path.join(directory, name, "logs")
+        if name.startswith("node-") and os.path.isdir(logs):
+            for entry in os.listdir(logs):
+                topic, _, p = entry.rpartition("-")
+                if topic == TOPIC and p.isdigit():
+                    out.setdefault(int(p), {})[int(name[5:])] = os.path.join(logs, entry)
+    return out
+
+
+class ProducerEpochs:
+    """(producer id, producer epoch) of the batch holding an offset, from one replica's
+    segments: tells a duplicate the client resent under a new epoch from one the broker
+    accepted twice."""
+
+    def __init__(self, dirs: dict[int, dict[int, str]]):
+        self.dirs, self.logs = dirs, {}
+
+    def __call__(self, partition: int, offset: int):
+        from kraft.log import LogConfig, SegmentedLog
+        from kraft.records import iter_batches
+
+        if partition not in self.logs:
+            path = next(iter(self.dirs.get(partition, {}).values()), None)
+            self.logs[partition] = path and SegmentedLog.open(path, LogConfig(background_flush=False))
+        log = self.logs[partition]
+        if not log or not log.start_offset <= offset < log.end_offset:
+            return None
+        b = next(iter_batches(log.read(offset, 1)), None)
+        return None if b is None else (b.producer_id, b.producer_epoch)
+
+    def close(self) -> None:
+        for log in self.logs.values():
+            if log:
+                log.close()
+
+
+def verdict_of(directory: str, acks, indeterminate, consumed, hw, load_window):
+    dirs = replica_dirs(directory)
+    epochs = ProducerEpochs(dirs)
+    try:
+        return history.check(acks, indeterminate, consumed, hw,
+                             {p: {n: replica_records(d) for n, d in nodes.items()} for p, nodes in dirs.items()},
+                             idempotent=lambda v: v.startswith(b"i"), load_window=load_window,
+                             producer_epoch=epochs)
+    finally:
+        epochs.close()
+
+
+def analyse_main(a) -> int:
+    """The verdict again from a stopped run's directory (``--dir``) alone: producer histories
+    and segment files; each partition's HW from the brokers' replication-offset-checkpoint
+    (written at their clean stop), the read back from the replica that holds it."""
+    import glob
+
+    from kraft.log.checkpoint import OffsetCheckpointFile
+
+    directory = a.analyse
+    acks, indeterminate, load_start, _ = read_history(sorted(glob.glob(os.path.join(directory, "producer-*.tsv"))))
+    hw: dict[int, tuple[int, int]] = {}
+    for path in glob.glob(os.path.join(directory, "node-*", "logs", "replication-offset-checkpoint")):
+        node = int(path.split(os.sep)[-3][5:])
+        for (topic, p), offset in OffsetCheckpointFile(path).read().items():
+            if topic == TOPIC and offset >= hw.get(p, (-1, 0))[0]:
+                hw[p] = (offset, node)
+    dirs = replica_dirs(directory)
+    consumed = {p: {off: v for off, v in replica_records(dirs[p][node]) if off < h} for p, (h, node) in hw.items()}
+    load_end = max((x.t for x in acks), default=load_start)
+    v = verdict_of(directory, acks, indeterminate, consumed, {p: h for p, (h, _) in hw.items()}, (load_start, load_end))
+    print(history.markdown(v, title=f"Replication check of {directory} (from disk)", faults={}))
+    return 0 if v.ok else 1
+
+
+def main(a) -> int:
+    directory = a.dir or tempfile.mkdtemp(prefix="replication-checker-")
+    run = Run(a, directory)
+    producers = []
+    ok_end = False
+    try:
+        run.start_cluster()
+        producers = start_producers(run, directory)
+        time.sleep(a.warmup)
+        deadline = time.monotonic() + a.minutes * 60
+        while time.monotonic() < deadline:
+            time.sleep(run.rng.uniform(0.5, 1.5) * a.interval)
+            run.check_crashes()
+            if time.monotonic() < deadline:
+                run.one_fault()
+        run.log("healing; stopping the producers")
+        run.heal()
+        load_end = time.time()
+        for p, _ in producers:
+            p.send_signal(signal.SIGTERM)
+        for p, _ in producers:
+            p.wait(120)
+        run.check_crashes()
+        ok_end = run.wait(run.isr_full, a.final_settle)
+        run.log(f"every replica in the ISR: {ok_end} {run.partitions()}")
+        consumed, hw = read_back(run)
+        run.cluster.close()
+        acks, indeterminate, load_start, fatal = read_history([out for _, out in producers])
+        verdict = verdict_of(directory, acks, indeterminate, consumed, hw, (load_start, load_end))
+    finally:
+        for p, _ in producers:
+            if p.poll() is None:
+                p.kill()
+        run.cluster.close()
+    kinds: dict[str, int] = {}
+    for f in run.faults:
+        key = f"{f['kind']} {'controller' if f['role'] != 'broker' else 'broker'}"
+        kinds[key] = kinds.get(key, 0) + 1
+    unsettled = sum(1 for f in run.faults if not f["isr_full"])
+    extra = [("seconds under load", f"{load_end - load_start:.0f}"),
+             ("faults after which the ISR was not full within --settle", unsettled),
+             ("processes that exited on their own", len(run.crashes)),
+             ("idempotent producers' fatal errors", len(fatal)),
+             ("every replica back in the ISR at the end", ok_end)]
+    print(history.markdown(verdict, title=f"Replication check: {a.minutes:g} min, seed {a.seed}",
+                           faults=kinds, extra_rows=extra))
+    passed = verdict.ok and ok_end and not run.crashes
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"acked": verdict.acked, "lost": len(verdict.lost), "divergent": len(verdict.divergent),
+                       "duplicates": len(verdict.duplicates),
+                       "idempotent_duplicates": len(verdict.idempotent_duplicates),
+                       "epoch_bump_duplicates": len(verdict.epoch_bump_duplicates),
+                       "unknown": len(verdict.unknown), "indeterminate_found": verdict.indeterminate_found,
+                       "indeterminate_missing": verdict.indeterminate_missing,
+                       "unavailable_s": {p: g for p, (g, _) in verdict.unavailable.items()},
+                       "faults": kinds, "fault_log": run.faults, "crashes": run.crashes, "fatal": fatal,
+                       "isr_full_at_end": ok_end, "records_read": verdict.records_read,
+                       "replica_records_checked": verdict.replica_records_checked, "passed": passed}, f, indent=1)
+    if passed and not a.keep and not a.dir:
+        shutil.rmtree(directory, ignore_errors=True)
+    else:
+        print(f"\nlogs and data kept in {directory}")
+    return 0 if passed else 1
+
+
+def parse(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd")
+    pr = sub.add_parser("produce", help="(internal) one producer process")
+    pr.add_argument("--bootstrap", required=True)
+    pr.add_argument("--partitions", type=int, required=True)
+    pr.add_argument("--name", required=True)
+    pr.add_argument("--rate", type=float, default=100)
+    pr.add_argument("--out", required=True)
+    pr.add_argument("--idempotent", action="store_true")
+    pr.add_argument("--compression", default="none")
+    pr.add_argument("--max-pending", type=int, default=2000)
+    ap.add_argument("--minutes", type=float, default=1.0)
+    ap.add_argument("--interval", type=float, default=4.0, help="mean seconds between faults")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--controllers", type=int, default=3)
+    ap.add_argument("--brokers", type=int, default=4)
+    ap.add_argument("--partitions", type=int, default=6)
+    ap.add_argument("--producers", type=int, default=4)
+    ap.add_argument("--rate", type=float, default=100, help="records/s per producer")
+    ap.add_argument("--faults", dest="fault_kinds", default="kill,pause,restart",
+                    type=lambda s: s.split(","))
+    ap.add_argument("--controller-share", type=float, default=0.25,
+                    help="fraction of faults that hit the active controller instead of a broker")
+    ap.add_argument("--replica-lag-ms", type=int, default=5000)
+    ap.add_argument("--settle", type=float, default=30.0, help="max seconds to wait for a full ISR after a fault")
+    ap.add_argument("--final-settle", type=float, default=120.0)
+    ap.add_argument("--warmup", type=float, default=3.0)
+    ap.add_argument("--dir", help="keep the cluster here (default: a temporary directory, removed on success)")
+    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--analyse", metavar="DIR", help="no run: the verdict again from a stopped run's --dir")
+    return ap.parse_args(argv)
+
+
+if __name__ == "__main__":
+    args = parse()
+    if args.cmd == "produce":
+        sys.exit(produce_main(args))
+    sys.exit(analyse_main(args) if args.analyse else main(args))
