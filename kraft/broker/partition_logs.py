@@ -170,13 +170,20 @@ class PartitionLogs:
             names.write_partition_metadata(os.path.join(path, names.PARTITION_METADATA_FILE), topic_id)
             return PartitionLog(topic, partition, topic_id, self._open_log(path, None, None), log_dir, 0)
 
-        if len(todo) == 1:
-            made = [make(todo[0])]
-        else:
-            with concurrent.futures.ThreadPoolExecutor(min(CREATE_WORKERS, len(todo)),
+        # The first new log of each log dir is made here, on the owner thread: whatever a log
+        # dir sets up lazily for its logs is then in place before the workers share it.
+        first: dict = {}
+        for item in todo:
+            first.setdefault(item[3], item)
+        made = {id(item): make(item) for item in first.values()}
+        rest = [item for item in todo if id(item) not in made]
+        if rest:
+            with concurrent.futures.ThreadPoolExecutor(min(CREATE_WORKERS, len(rest)),
                                                        thread_name_prefix="kraft-log-create") as pool:
-                made = list(pool.map(make, todo))  # the first failure is raised, as before
-        for (index, tp, _, _), plog in zip(todo, made):
+                for item, plog in zip(rest, pool.map(make, rest)):  # the first failure is raised
+                    made[id(item)] = plog
+        for item in todo:
+            index, tp, plog = item[0], item[1], made[id(item)]
             self._watch(plog)
             self._logs[tp] = plog
             out[index] = plog
