@@ -57,6 +57,8 @@ class FetchHandler:
         self.state = state
         self.on_high_watermark = on_high_watermark  # on_high_watermark(plog): a follower moved the HW
         self._parked: dict = {}  # PartitionLog -> set of _Parked
+        self._due: set = set()  # parked fetches to look again at the end of this loop turn
+        self._wake_scheduled = False
 
     def handle(self, request: FetchRequest, version: int):
         if version >= 7 and request.session_id != 0:
@@ -89,11 +91,30 @@ class FetchHandler:
         return parked.fut
 
     def wake(self, plog) -> None:
-        """An append to ``plog``: parked fetches on it look again."""
+        """An append to ``plog``: parked fetches on it look again — once the current loop turn
+        is over, and once however many of their partitions were appended to in it. A Produce
+        to 1,000 partitions used to answer a follower's parked fetch after the first append
+        (one partition of data, then another full fetch for the other 999), re-reading all
+        1,000 partitions on the way. Without a running loop (tests), at once."""
         waiting = self._parked.get(plog)
-        if waiting:
+        if not waiting:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
             for parked in list(waiting):
                 parked.check()
+            return
+        self._due.update(waiting)
+        if not self._wake_scheduled:
+            self._wake_scheduled = True
+            loop.call_soon(self._wake_due)
+
+    def _wake_due(self) -> None:
+        self._wake_scheduled = False
+        due, self._due = self._due, set()
+        for parked in due:
+            parked.check()
 
     def wake_all(self) -> None:
         """A new metadata image: every parked fetch looks again, once. (Waking each partition
