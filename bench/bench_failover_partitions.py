@@ -15,8 +15,9 @@ Metadata as librdkafka does (retries, leader changes).
     * brokers' view: when no surviving broker's Metadata answer names A as a leader;
     * controller's view: the append time (batch timestamp in ``__cluster_metadata``) of the
       FenceBrokerRecord for A and of the last PartitionChangeRecord that moved a leader off A.
-(2) Restart A, wait until it is back in every ISR; B now leads everything. SIGTERM B (a
-    controlled shutdown). Figures: time until no Metadata answer names B, B's exit code and
+(2) Restart A, wait until it is back in every ISR and one broker (B, or A after the
+    preferred-leader rebalance, every 5 s here) leads everything; SIGTERM it (a controlled
+    shutdown). Figures: time until no Metadata answer names B, B's exit code and
     time to exit, delivery errors the client saw (the target: none), librdkafka's internal
     retries, and the longest time any partition went without an acknowledgement.
 
@@ -241,7 +242,8 @@ def run(args) -> dict:
     workdir = args.dir or tempfile.mkdtemp(prefix="bench-failover-")
     overrides = {"broker.session.timeout.ms": str(args.session_ms),
                  "broker.heartbeat.interval.ms": str(args.heartbeat_ms),
-                 "auto.leader.rebalance.enable": "false"}
+                 # preferred leaders (A, the first replica) come back within 5 s after a fence
+                 "auto.leader.rebalance.enable": "true", "leader.imbalance.check.interval.seconds": "5"}
     cluster = LocalCluster(workdir, 3, combined=True, overrides=overrides).create()
     out: dict = {"args": vars(args)}
     prober = None
@@ -259,13 +261,9 @@ def run(args) -> dict:
             fut.result(90)
         full = wait_view(cluster, [a, b, c], TOPIC, lambda v: len(v) == n and all(
             ld == a and len(isr) == 3 for ld, isr in v.values()), 60)
-        if len(full) < 3:  # a broker fenced while it made 1,000 logs: give A its leaderships back
-            from confluent_kafka import ElectionType, TopicPartition
-            wait_view(cluster, [a, b, c], TOPIC, lambda v: len(v) == n and all(len(isr) == 3 for _, isr in v.values()),
-                      120)
-            admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(TOPIC, p) for p in range(n)]).result(120)
+        if len(full) < 3:  # a broker fenced while it made 1,000 logs: the rebalance gives A its leaderships back
             full = wait_view(cluster, [a, b, c], TOPIC, lambda v: len(v) == n and all(
-                ld == a and len(isr) == 3 for ld, isr in v.values()), 120)
+                ld == a and len(isr) == 3 for ld, isr in v.values()), 180)
         assert len(full) == 3, "the topic did not get A as leader with a full ISR everywhere"
         print(f"cluster up: active controller {c}, A={a} leads {n} partitions, B={b}", flush=True)
         prober = Prober(cluster.broker_bootstrap, TOPIC, n, args.interval)
@@ -295,23 +293,28 @@ def run(args) -> dict:
             "client_errors": len(prober.errors)}
         print("SIGKILL:", json.dumps(out["kill"]), flush=True)
 
-        # (2) Restart A, wait until it is in every ISR again, then SIGTERM B (it leads all).
+        # (2) Restart A, wait until it is in every ISR again and one broker leads every
+        # partition (B, or A again once the preferred-leader rebalance ran), then SIGTERM it.
         cluster.start(a)
-        back = wait_view(cluster, [b, c], TOPIC, lambda v: all(len(isr) == 3 and ld == b for ld, isr in v.values()), 180)
+        one = lambda v: len(v) == n and all(len(isr) == 3 for _, isr in v.values()) and len({ld for ld, _ in v.values()}) == 1
+        back = wait_view(cluster, [b, c], TOPIC, one, 180)
         assert len(back) == 2, "A did not rejoin every ISR"
-        time.sleep(args.settle)
+        time.sleep(args.settle + 6)  # past one rebalance interval: leadership stays where it is now
+        wait_view(cluster, [b, c], TOPIC, one, 60)
+        b = next(iter(leaders(cluster.broker_address(c), TOPIC).values()))[0]
+        a_or_c = [i for i in cluster.ids if i != b]
         t1 = prober.set_mark()
         retries0 = dict(prober.stats)
         cluster._expected_exit.add(b)
         cluster.procs[b].send_signal(signal.SIGTERM)
-        seen = wait_view(cluster, [a, c], TOPIC, lambda v: len(v) == n and all(ld not in (b, -1) for ld, _ in v.values()),
+        seen = wait_view(cluster, a_or_c, TOPIC, lambda v: len(v) == n and all(ld not in (b, -1) for ld, _ in v.values()),
                          60, 0.02)
         code = cluster.procs[b].wait(120)
         exited = time.monotonic() - t1
         time.sleep(args.after)
         acks = [t - t1 for t in prober.first_after if t is not None]
         out["sigterm"] = {
-            "moved_view_s": {str(k): v - t1 for k, v in seen.items()}, "exit_code": code, "exit_s": exited,
+            "broker": b, "moved_view_s": {str(k): v - t1 for k, v in seen.items()}, "exit_code": code, "exit_s": exited,
             "client_errors": len(prober.errors), "error_examples": prober.errors[:3],
             "librdkafka_retries": prober.stats.get("txretries", 0) - retries0.get("txretries", 0),
             "max_ack_gap_s": max(prober.max_gap), "ack_all_s": max(acks) if len(acks) == n else None}
