@@ -67,6 +67,8 @@ class FetchHandler:
         self.clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self.sessions = FetchSessions(FetchSessionCache(session_cache_slots))
         self._parked: dict = {}  # PartitionLog -> set of _Parked
+        self._due: set = set()  # parked fetches to look again at the end of this loop turn
+        self._wake_scheduled = False
 
     def handle(self, request: FetchRequest, version: int):
         replica = request.replica_state.replica_id if version >= 15 else request.replica_id
@@ -97,11 +99,41 @@ class FetchHandler:
         return _encode(reads, version, session_id, code)
 
     def wake(self, plog) -> None:
-        """An append to ``plog``: parked fetches on it look again."""
+        """An append to ``plog``: parked fetches on it look again — once the current loop turn
+        is over, and once however many of their partitions were appended to in it. A Produce
+        to 1,000 partitions used to answer a follower's parked fetch after the first append
+        (one partition of data, then another full fetch for the other 999), re-reading all
+        1,000 partitions on the way. Without a running loop (tests), at once."""
         waiting = self._parked.get(plog)
-        if waiting:
+        if not waiting:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
             for parked in list(waiting):
                 parked.check()
+            return
+        self._due.update(waiting)
+        if not self._wake_scheduled:
+            self._wake_scheduled = True
+            loop.call_soon(self._wake_due)
+
+    def _wake_due(self) -> None:
+        self._wake_scheduled = False
+        due, self._due = self._due, set()
+        for parked in due:
+            parked.check()
+
+    def wake_all(self) -> None:
+        """A new metadata image: every parked fetch looks again, once. (Waking each partition
+        in turn re-read a fetch parked on N partitions N times: a follower's fetch of 1,000
+        partitions cost a million partition reads per image on the leader.)"""
+        seen = set()
+        for waiting in list(self._parked.values()):
+            for parked in list(waiting):
+                if parked not in seen:
+                    seen.add(parked)
+                    parked.check()
 
     def _read_all(self, wanted, max_bytes: int, version: int):
         remaining = max_bytes

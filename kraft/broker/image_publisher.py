@@ -63,8 +63,7 @@ def publish_image(logs: PartitionLogs, previous: MetadataImage, image: MetadataI
         else:
             logs.delete(*tp)
             changes.deleted.append(tp)
-    for tp, topic_id in wanted.items():
-        if logs.get(*tp) is None:
-            logs.create(tp[0], tp[1], topic_id)
-            changes.created.append(tp)
+    missing = [(tp, topic_id) for tp, topic_id in wanted.items() if logs.get(*tp) is None]
+    logs.create_many(missing)  # at once: a new topic of 1,000 partitions is 6,000 fsyncs
+    changes.created.extend(tp for tp, _ in missing)
     return changes

@@ -34,6 +34,9 @@ from kraft.log.segmented_log import SegmentedLog
 
 log = logging.getLogger("kraft.broker.logs")
 
+#: threads making the files of new partition logs at once (``create_many``)
+CREATE_WORKERS = 32
+
 
 class PartitionLog:
     """One local partition: its log and what the broker keeps beside it.
@@ -135,20 +138,56 @@ class PartitionLogs:
     def create(self, topic: str, partition: int, topic_id: uuid.UUID) -> PartitionLog:
         """The partition's log, created empty in the log dir holding the fewest partitions
         (Kafka's default placement) if it does not exist yet."""
-        existing = self._logs.get((topic, partition))
-        if existing is not None:
-            return existing
+        return self.create_many([((topic, partition), topic_id)])[0]
+
+    def create_many(self, wanted) -> list[PartitionLog]:
+        """``create`` for every ``((topic, partition), topic_id)`` in ``wanted``; the files of
+        new logs are made on up to ``CREATE_WORKERS`` threads at once. A new log costs about six
+        fsyncs (partition.metadata, the epoch checkpoint, their directories): one after the
+        other, a topic of 1,000 partitions held the event loop for 17 s on a loaded disk, longer
+        than a broker session, so every broker was fenced. The fsyncs release the GIL and the
+        file system commits concurrent ones together (1.1 s for the same 1,000 on 32 threads)."""
         counts = {d: 0 for d in self.log_dirs}
         for plog in self._logs.values():
             counts[plog.log_dir] = counts.get(plog.log_dir, 0) + 1
-        log_dir = min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
-        path = os.path.join(log_dir, names.partition_dir_name(topic, partition))
-        os.makedirs(path, exist_ok=True)
-        names.write_partition_metadata(os.path.join(path, names.PARTITION_METADATA_FILE), topic_id)
-        plog = PartitionLog(topic, partition, topic_id, self._open_log(path, None, None), log_dir, 0)
-        self._watch(plog)
-        self._logs[(topic, partition)] = plog
-        return plog
+        out, todo = [], []
+        for tp, topic_id in wanted:
+            existing = self._logs.get(tp)
+            if existing is not None:
+                out.append(existing)
+                continue
+            log_dir = min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+            counts[log_dir] += 1
+            todo.append((len(out), tp, topic_id, log_dir))
+            out.append(None)
+        if not todo:
+            return out
+
+        def make(item):
+            _, (topic, partition), topic_id, log_dir = item
+            path = os.path.join(log_dir, names.partition_dir_name(topic, partition))
+            os.makedirs(path, exist_ok=True)
+            names.write_partition_metadata(os.path.join(path, names.PARTITION_METADATA_FILE), topic_id)
+            return PartitionLog(topic, partition, topic_id, self._open_log(path, None, None), log_dir, 0)
+
+        # The first new log of each log dir is made here, on the owner thread: whatever a log
+        # dir sets up lazily for its logs is then in place before the workers share it.
+        first: dict = {}
+        for item in todo:
+            first.setdefault(item[3], item)
+        made = {id(item): make(item) for item in first.values()}
+        rest = [item for item in todo if id(item) not in made]
+        if rest:
+            with concurrent.futures.ThreadPoolExecutor(min(CREATE_WORKERS, len(rest)),
+                                                       thread_name_prefix="kraft-log-create") as pool:
+                for item, plog in zip(rest, pool.map(make, rest)):  # the first failure is raised
+                    made[id(item)] = plog
+        for item in todo:
+            index, tp, plog = item[0], item[1], made[id(item)]
+            self._watch(plog)
+            self._logs[tp] = plog
+            out[index] = plog
+        return out
 
     def delete(self, topic: str, partition: int, suffix: str = names.DELETE_SUFFIX) -> str | None:
         """Close the partition's log and rename its directory ``<topic>-<N>.<uuid>-delete``

@@ -318,6 +318,24 @@ class SegmentedLog:
             self._set_fatal(exc)
             raise
 
+    def write_epoch_checkpoint(self) -> bool:
+        """Write the leader-epoch checkpoint now if it changed since it was last written; the
+        next flush then has only the data to sync. Any thread (a broker that became leader of
+        many partitions writes theirs side by side instead of one flusher cycle each).
+        Returns whether it wrote."""
+        with self._lock:
+            self._check_usable()
+            cache = self.epoch_cache
+            if not cache.dirty:
+                return False
+            entries, version = cache.entries(), cache.version
+        try:
+            self._write_epoch_checkpoint(entries, version)
+        except FatalLogError as exc:
+            self._set_fatal(exc)
+            raise
+        return True
+
     def _write_epoch_checkpoint(self, entries, version: int) -> None:
         with self._checkpoint_lock:
             if version > self.epoch_cache.written_version:  # never let an older snapshot win

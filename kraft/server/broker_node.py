@@ -129,8 +129,7 @@ class BrokerNode:
         changes = publish_image(self.logs, previous, image, self.cfg.node_id)
         self.state.image = image
         self.replication.on_image(image)
-        for plog in self.logs:
-            self.handlers.fetch.wake(plog)
+        self.handlers.fetch.wake_all()
         return changes
 
     def port(self, listener: str | None = None) -> int:

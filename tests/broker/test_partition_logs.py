@@ -254,3 +254,26 @@ def test_the_metadata_log_sharing_a_log_dir_is_not_a_partition(tmp_path, caplog)
     assert "partition.metadata" not in caplog.text
     assert (tmp_path / "__cluster_metadata-0").is_dir()
     logs.close()
+
+
+def test_create_many_makes_every_log_balanced_over_log_dirs_and_keeps_existing_ones(tmp_path):
+    """A topic's new logs are made together (on worker threads); each is a complete, usable
+    log in the emptier log dir, and a log that already exists is returned, not remade."""
+    dirs = [str(tmp_path / "a"), str(tmp_path / "b")]
+    logs = PartitionLogs(dirs, _cfg())
+    first = logs.create("foo", 0, FOO)
+    first.log.append(_batch(["kept"]), leader_epoch=0)
+    made = logs.create_many([(("foo", p), FOO) for p in range(41)])
+    assert made[0] is first and first.log.end_offset == 1
+    assert [(p.topic, p.partition) for p in made] == [("foo", p) for p in range(41)]
+    assert len({p.log_dir for p in made}) == 2
+    assert sorted(sum(p.log_dir == d for p in made) for d in dirs) == [20, 21]
+    for plog in made[1:]:
+        assert plog.log.end_offset == 0 and logs.get("foo", plog.partition) is plog
+        assert names.read_partition_metadata(os.path.join(plog.directory, names.PARTITION_METADATA_FILE)) == FOO
+        plog.log.append(_batch(["x"]), leader_epoch=0)
+    logs.close()
+    reopened = PartitionLogs(dirs, _cfg())
+    assert len(reopened.open_all()) == 41
+    assert all(p.log.end_offset == 1 for p in reopened)
+    reopened.close()

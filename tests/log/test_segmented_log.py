@@ -326,3 +326,30 @@ def test_truncation_is_durable_when_it_returns(open_log, monkeypatch):
     monkeypatch.setattr(files, "fdatasync", lambda fd, what: (synced.append(what), real(fd, what)))
     log.truncate_to(10)
     assert synced == [log.segments[-1].path]
+
+
+def test_write_epoch_checkpoint_writes_a_new_epoch_once_and_the_flush_then_skips_it(tmp_path, monkeypatch):
+    """A new leader's epoch can be written from any thread ahead of the flush; the flush
+    does not write the same checkpoint again, and a later epoch is written again."""
+    from kraft.log import LogConfig as _Cfg
+    from kraft.log import SegmentedLog as _Log
+    from kraft.log.checkpoint import LeaderEpochCheckpointFile
+
+    log = _Log.open(str(tmp_path / "p"), _Cfg(background_flush=False))
+    try:
+        log.assign_epoch_start(4)
+        writes = []
+        real = log.epoch_cache.write
+        monkeypatch.setattr(log.epoch_cache, "write", lambda entries=None: writes.append(1) or real(entries))
+        assert log.write_epoch_checkpoint() is True
+        path = str(tmp_path / "p" / "leader-epoch-checkpoint")
+        assert [tuple(e) for e in LeaderEpochCheckpointFile(path).read()] == [(4, 0)]
+        assert log.write_epoch_checkpoint() is False
+        log.flush()
+        assert len(writes) == 1
+        log.assign_epoch_start(5)
+        log.flush()
+        assert len(writes) == 2
+        assert [tuple(e) for e in LeaderEpochCheckpointFile(path).read()] == [(5, 0)]  # epoch 4 held nothing
+    finally:
+        log.close()
