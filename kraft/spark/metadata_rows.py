@@ -1,8 +1,10 @@
 """Decoded metadata-log batches -> Arrow rows of the ``kraft-metadata`` schema.
 
-Metadata records are small and few (a cluster's metadata log, not its data), so each one is
-decoded in Python by ``kraft.metadata`` (the same code the controller replays) and the JSON
-column is kafka-dump-log's line. Control records are named as Kafka names them. A record
+Each batch's values go through ``kraft.metadata.batch_codec.decode_values`` (the native batch
+decoder the image loader uses) for TopicRecord, PartitionChangeRecord and RegisterBrokerRecord;
+the rest, and anything that decoder leaves alone, through ``decode_record`` (the same code the
+controller replays). The JSON column is kafka-dump-log's line (``record_json``'s compiled
+writers); rows are appended column by column, with no dict per record. Control records are named as Kafka names them. A record
 that does not decode becomes a row with ``error`` set (PERMISSIVE) or raises (FAILFAST).
 No file access here: that is ``segment_reader``.
 """
@@ -17,6 +19,7 @@ import pyarrow as pa
 
 from kraft.errors import CorruptRecordError
 from kraft.metadata import decode_record, record_json
+from kraft.metadata.batch_codec import PARTITION, decode_values, record_from_item
 from kraft.records import ControlType, decode_control_key, decode_control_record
 
 METADATA_SCHEMA = pa.schema([
@@ -60,25 +63,54 @@ def _plain(obj):
 
 def typed_columns(record) -> dict:
     """The typed columns a metadata record has (others stay null)."""
-    out = {}
-    name = type(record).__name__
-    if hasattr(record, "topic_id"):
-        out["topic_id"] = uuid_text(record.topic_id)
-    if name == "TopicRecord":
-        out["topic_name"] = record.name
-    if hasattr(record, "partition_id"):
-        out["partition_id"] = record.partition_id
-    if hasattr(record, "broker_id"):
-        out["broker_id"] = record.broker_id
-    elif name in ("FenceBrokerRecord", "UnfenceBrokerRecord"):  # Kafka calls the broker id "id" there
-        out["broker_id"] = record.id
-    if hasattr(record, "leader") and record.leader != -2:  # -2: PartitionChangeRecord's "unchanged"
-        out["leader"] = record.leader
+    return {name: get(record) for name, get in _typed_getters(type(record)) if get(record) is not None}
+
+
+_GETTERS: dict = {}
+_UUID_TEXT: dict = {}
+
+
+def _topic_id_text(record):
+    u = record.topic_id
+    text = _UUID_TEXT.get(u)
+    if text is None and u is not None:
+        if len(_UUID_TEXT) >= 1 << 16:
+            _UUID_TEXT.clear()
+        text = _UUID_TEXT[u] = uuid_text(u)
+    return text
+
+
+def _typed_getters(cls) -> tuple:
+    """``(column, record -> value or None)`` for the typed columns ``cls`` can fill; once per class."""
+    getters = _GETTERS.get(cls)
+    if getters is not None:
+        return getters
+    fields = {f.name for f in getattr(cls, "FIELDS", ())}
+    out = []
+    if "topic_id" in fields:
+        out.append(("topic_id", _topic_id_text))
+    if cls.__name__ == "TopicRecord":
+        out.append(("topic_name", lambda r: r.name))
+    if "partition_id" in fields:
+        out.append(("partition_id", lambda r: r.partition_id))
+    if "broker_id" in fields:
+        out.append(("broker_id", lambda r: r.broker_id))
+    elif cls.__name__ in ("FenceBrokerRecord", "UnfenceBrokerRecord"):  # Kafka calls the broker id "id" there
+        out.append(("broker_id", lambda r: r.id))
+    if "leader" in fields:  # -2: PartitionChangeRecord's "unchanged"
+        out.append(("leader", lambda r: None if r.leader == -2 else r.leader))
     for field in ("isr", "replicas"):
-        value = getattr(record, field, None)
-        if value is not None:
-            out[field] = list(value)
-    return out
+        if field in fields:
+            out.append((field, lambda r, f=field: None if getattr(r, f) is None else list(getattr(r, f))))
+    getters = _GETTERS[cls] = tuple(out)
+    return getters
+
+
+def _api_key(value) -> int:
+    """The api key of a framed metadata value (frame version, api key, version: uvarints),
+    -1 when it does not fit in one byte; only used to skip PartitionRecords (whose batch
+    decode gives image fields, not a record)."""
+    return value[1] if value is not None and len(value) > 1 and value[1] < 0x80 else -1
 
 
 class MetadataRows:
@@ -86,55 +118,86 @@ class MetadataRows:
 
     def __init__(self, node: str, source: str, failfast: bool):
         self.node, self.source, self.failfast = node, source, failfast
+        self._reset()
+
+    def _reset(self) -> None:
         self._cols = {name: [] for name in METADATA_SCHEMA.names}
+        self._n = 0
 
     def __len__(self) -> int:
-        return len(self._cols["offset"])
+        return self._n
 
     def add_batch(self, batch, decoded, first_offset: int, end_offset: int) -> None:
-        for i in range(len(decoded)):
+        wanted = [i for i in range(len(decoded)) if first_offset <= int(decoded.offsets[i]) < end_offset]
+        if not wanted:
+            return
+        epoch, base, control = batch.partition_leader_epoch, batch.base_offset, bool(batch.is_control)
+        values = [decoded.value(i) for i in wanted]
+        items = [None] * len(values)
+        if not control:
+            fast = [j for j, v in enumerate(values) if _api_key(v) not in (PARTITION, -1)]
+            for j, item in zip(fast, decode_values([values[j] for j in fast])):
+                items[j] = item
+        c = self._cols
+        for j, i in enumerate(wanted):
             offset = int(decoded.offsets[i])
-            if not first_offset <= offset < end_offset:
-                continue
-            row = {"offset": offset, "leader_epoch": batch.partition_leader_epoch,
-                   "timestamp": int(decoded.timestamps[i]), "batch_offset": batch.base_offset,
-                   "is_control": bool(batch.is_control)}
+            record = version = error = None
             try:
-                row.update(self._control(decoded, i) if batch.is_control else self._metadata(decoded, i))
+                if control:
+                    rtype, rversion, text = self._control(decoded, i)
+                else:
+                    record, version = self._record(values[j], items[j])
+                    rtype, rversion, text = type(record).__name__, version, record_json(record, version)
             except CorruptRecordError as exc:
                 if self.failfast:
                     raise
-                row["error"] = f"offset {offset}: {exc}"
-            self._append(row)
+                rtype = rversion = text = None
+                record, error = None, f"offset {offset}: {exc}"
+            c["node"].append(self.node)
+            c["source"].append(self.source)
+            c["offset"].append(offset)
+            c["leader_epoch"].append(epoch)
+            c["timestamp"].append(int(decoded.timestamps[i]))
+            c["batch_offset"].append(base)
+            c["is_control"].append(control)
+            c["record_type"].append(rtype)
+            c["record_version"].append(rversion)
+            c["json"].append(text)
+            c["error"].append(error)
+            self._typed(record)
+            self._n += 1
+
+    def _typed(self, record) -> None:
+        c = self._cols
+        got = dict.fromkeys(_TYPED)
+        if record is not None:
+            for name, get in _typed_getters(type(record)):
+                got[name] = get(record)
+        for name in _TYPED:
+            c[name].append(got[name])
+
+    @staticmethod
+    def _record(value, item):
+        if item is not None and item[0] != PARTITION:
+            return record_from_item(item), item[1]
+        if value is None:
+            raise CorruptRecordError("metadata record without a value")
+        return decode_record(value)
 
     def add_error(self, offset: int, message: str) -> None:
-        self._append({"offset": offset, "error": message})
+        row = {"node": self.node, "source": self.source, "offset": offset, "error": message}
+        for name, values in self._cols.items():
+            values.append(row.get(name))
+        self._n += 1
 
-    def _control(self, decoded, i) -> dict:
+    def _control(self, decoded, i) -> tuple:
         key, value = decoded.key(i), decoded.value(i)
         ctype = decode_control_key(key)
         msg = decode_control_record(key, value)
         name = CONTROL_NAMES.get(ctype, f"Control{ctype}")
-        return {"record_type": name, "record_version": None if msg is None else msg.version,
-                "json": None if msg is None else json.dumps(_plain(msg))}
-
-    def _metadata(self, decoded, i) -> dict:
-        value = decoded.value(i)
-        if value is None:
-            raise CorruptRecordError("metadata record without a value")
-        record, version = decode_record(value)
-        row = {"record_type": type(record).__name__, "record_version": version,
-               "json": record_json(record, version)}
-        row.update(typed_columns(record))
-        return row
-
-    def _append(self, row: dict) -> None:
-        row.setdefault("node", self.node)
-        row.setdefault("source", self.source)
-        for name, values in self._cols.items():
-            values.append(row.get(name))
+        return name, None if msg is None else msg.version, None if msg is None else json.dumps(_plain(msg))
 
     def take(self) -> pa.RecordBatch:
         out = pa.RecordBatch.from_pydict(self._cols, schema=METADATA_SCHEMA)
-        self._cols = {name: [] for name in METADATA_SCHEMA.names}
+        self._reset()
         return out
