@@ -226,7 +226,7 @@ class ProduceHandler:
             if plog.log.flushed_offset >= target and plog.high_watermark >= target:
                 ack.one_done()
                 continue
-            self._durable.setdefault(plog, []).append((target, ack))
+            self._durable.setdefault(plog, []).append((target, ack, part))
             plog.log.request_flush()
         if not fut.done():
             timeout = max(request.timeout_ms, 0) / 1000
@@ -254,15 +254,39 @@ class ProduceHandler:
             return
         hw = plog.high_watermark
         keep = []
-        for target, ack in waiting:
+        for entry in waiting:
+            target, ack, _ = entry
             if offset >= target and hw >= target:
                 ack.one_done()
             else:
-                keep.append((target, ack))
+                keep.append(entry)
         if keep:
             self._durable[plog] = keep
         else:
             del self._durable[plog]
+
+    def release_unled(self) -> int:
+        """After each metadata image: acks=-1 waits on partitions this broker no longer leads in
+        the epoch they were appended in (a new leader, a reassignment that moved the partition
+        away, a deleted log) are answered NOT_LEADER_OR_FOLLOWER now, as Kafka's delayed produce
+        is, so the client retries at the new leader instead of timing out. This also keeps a
+        log that became a follower from acknowledging them when the new leader's high watermark
+        passes offsets it may have truncated and refetched. Returns the waits answered."""
+        released = 0
+        for plog in list(self._durable):
+            code, led, reg = self.state.local_leader(plog.topic, plog.partition)
+            entries = self._durable[plog]
+            if code == NONE and led is plog and all(p.reg.leader_epoch == reg.leader_epoch for _, _, p in entries):
+                continue
+            del self._durable[plog]
+            for _, ack, part in entries:
+                part.code, part.base_offset = int(ErrorCode.NOT_LEADER_OR_FOLLOWER), -1
+                part.message = "the partition's leadership moved while the write waited for the in-sync replicas"
+                if reg is not None:
+                    part.leader = (reg.leader, reg.leader_epoch, None)
+                ack.one_done()
+                released += 1
+        return released
 
     def _response(self, parts, version: int) -> ProduceResponse:
         topics: dict[str, list] = {}

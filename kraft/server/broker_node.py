@@ -128,6 +128,7 @@ class BrokerNode:
         changes = publish_image(self.logs, previous, image, self.cfg.node_id)
         self.state.image = image
         self.replication.on_image(image)
+        self.handlers.produce.release_unled()
         for plog in self.logs:
             self.handlers.fetch.wake(plog)
         return changes
