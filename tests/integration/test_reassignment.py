@@ -288,3 +288,27 @@ def test_preferred_leader_election_moves_leadership_back_after_a_restart(cluster
     everything = [(off, v) for _, off, _, v in acked + more]
     for node in (1, 2, 3):
         assert wait_for(lambda: holds_all(cluster, node, topic, everything), 30), node
+
+
+def test_auto_leader_rebalance_moves_leadership_back_by_itself(tmp_path):
+    """``auto.leader.rebalance.enable`` (Kafka's default): every
+    ``leader.imbalance.check.interval.seconds`` the active controller runs preferred elections
+    for brokers over ``leader.imbalance.per.broker.percentage``, with no command."""
+    c = LocalCluster(str(tmp_path), 3, combined=True, overrides={
+        **OVERRIDES, "auto.leader.rebalance.enable": "true", "leader.imbalance.check.interval.seconds": "1"}).create()
+    c.start()
+    try:
+        assert wait_for(lambda: all_see_all(c), 60, 0.2), f"brokers did not all register; {c.unexpected_exits()}"
+        create(admin_of(c), NewTopic("auto", 1, replica_assignment=[[1, 2, 3]]))
+        assert wait_for(lambda: (m := partition_meta(c, "auto")) is not None and sorted(m.isrs) == [1, 2, 3], 30)
+        acked = produce(c.broker_bootstrap, "auto", [b"r-%04d" % i for i in range(100)], acks="all", partition_=0)
+        c.stop(1)
+        assert wait_for(lambda: (m := partition_meta(c, "auto")) is not None and m.leader in (2, 3), 30)
+        c.start(1)
+        assert wait_for(lambda: (m := partition_meta(c, "auto")) is not None and m.leader == 1
+                        and sorted(m.isrs) == [1, 2, 3], 90), "leadership did not come back to broker 1"
+        everything = [(off, v) for _, off, _, v in acked]
+        assert holds_all(c, 1, "auto", everything)
+        assert not c.unexpected_exits(), {i: c.log_tail(i) for i in c.unexpected_exits()}
+    finally:
+        c.close()
