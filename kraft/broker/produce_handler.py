@@ -266,9 +266,8 @@ class ProduceHandler:
             del self._durable[plog]
 
     def release_unled(self) -> int:
-        """After each metadata image: acks=-1 waits on partitions this broker no longer leads in
-        the epoch they were appended in (a new leader, a reassignment that moved the partition
-        away, a deleted log) are answered NOT_LEADER_OR_FOLLOWER now, as Kafka's delayed produce
+        """After each metadata image: acks=-1 waits on partitions this broker no longer leads
+        (a new leader, a reassignment that moved the partition away, a deleted log) are answered NOT_LEADER_OR_FOLLOWER now, as Kafka's delayed produce
         is, so the client retries at the new leader instead of timing out. This also keeps a
         log that became a follower from acknowledging them when the new leader's high watermark
         passes offsets it may have truncated and refetched. Returns the waits answered."""
@@ -276,8 +275,8 @@ class ProduceHandler:
         for plog in list(self._durable):
             code, led, reg = self.state.local_leader(plog.topic, plog.partition)
             entries = self._durable[plog]
-            if code == NONE and led is plog and all(p.reg.leader_epoch == reg.leader_epoch for _, _, p in entries):
-                continue
+            if code == NONE and led is plog:
+                continue  # still led here (a new epoch too, as Kafka: the HW still decides)
             del self._durable[plog]
             for _, ack, part in entries:
                 part.code, part.base_offset = int(ErrorCode.NOT_LEADER_OR_FOLLOWER), -1

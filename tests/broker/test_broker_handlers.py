@@ -245,6 +245,9 @@ def test_an_acks_all_wait_is_answered_not_leader_when_leadership_moves(broker, r
         await asyncio.sleep(0)
         assert not waiting.done()
         assert broker.handlers.produce.release_unled() == 0  # same image: still led, still waiting
+        # A reassignment that keeps this leader bumps the epoch: the HW still decides.
+        broker.set_image(_moved(broker.state.image, 1, replicas=(1, 3), isr=(1, 3)))
+        assert broker.handlers.produce.release_unled() == 0 and not waiting.done()
         broker.set_image(_moved(broker.state.image, 3, replicas=replicas))
         assert broker.handlers.produce.release_unled() == 1
         return await asyncio.wait_for(waiting, 1)
