@@ -5,8 +5,9 @@ checks, Kafka's ``Partition.checkCurrentLeaderEpoch``) and how far consumers may
 (the high watermark). No I/O and no asyncio; the server layer owns the loop.
 
 High watermark: a partition whose ISR is this leader alone has HW = log end offset (RF 1 is
-exactly Kafka's behaviour); with other ISR members ``replication`` (``LeaderReplication``)
-moves it as followers fetch (HW = min LEO over the ISR). ``producer_states`` holds each
+exactly Kafka's behaviour) unless a replica is being added to it; with other replicas
+``replication`` (``LeaderReplication``) moves it as followers fetch (HW = min LEO over the
+maximal ISR). ``producer_states`` holds each
 partition's idempotent-producer table.
 """
 
@@ -94,6 +95,10 @@ class BrokerState:
 
     def advance_high_watermark(self, plog, reg) -> int:
         """Kafka's HW rule (see the module doc)."""
+        if reg is not None and reg.leader == self.broker_id and (plog.topic, plog.partition) in self.replication.states:
+            # Other replicas: an ISR of this leader alone may be growing (an expansion in flight
+            # counts in the maximal ISR, e.g. a reassignment's new replica), so the HW is theirs.
+            return self.replication.high_watermark(plog, reg)
         if reg is not None and tuple(reg.isr) == (self.broker_id,):
             plog.high_watermark = plog.log.end_offset
         elif reg is not None and reg.leader == self.broker_id:

@@ -5,9 +5,10 @@ KIP-455) over AlterPartitionReassignments and ListPartitionReassignments, with i
 only as ``"any"``) and its output lines.
 
 --execute prints the current assignment of the file's partitions (the rollback file) and starts
-the moves; --verify says per partition whether the move is done, still running, or the replica
-set is something else; --cancel cancels the file's moves that are still running (their
-partitions go back to the replicas they had). Not here: --generate, throttles
+the moves (refused while other moves run, unless --additional); --verify says per partition
+whether the move is done, still running, or the replica set is something else; --cancel
+cancels the file's moves that are still running (their partitions go back to the replicas they
+had). Not here: --generate, throttles
 (``--throttle``, ``--replica-alter-log-dirs-throttle``), moves between log directories.
 Parsing and wording are pure functions; the requests go through ``PartitionAdmin``.
 """
@@ -114,7 +115,11 @@ def _ongoing(response) -> set:
     return {(t.name, p.partition_index) for t in response.topics for p in t.partitions}
 
 
-async def execute(admin: PartitionAdmin, targets: dict) -> list[str]:
+async def execute(admin: PartitionAdmin, targets: dict, additional: bool = False) -> list[str]:
+    if not additional and _ongoing(await admin.ongoing()):
+        raise ReassignmentError("Cannot execute because there is an existing partition assignment. Use --additional "
+                                "to override this and create a new partition assignment in addition to the existing "
+                                "one.")
     current = await admin.assignment(sorted({t for t, _ in targets}))
     missing = sorted({t for t, p in targets if (t, p) not in current})
     if missing:
@@ -157,12 +162,12 @@ async def cancel(admin: PartitionAdmin, targets: dict) -> list[str]:
 def _run(args) -> int:
     with open(args.reassignment_json_file) as f:
         targets = parse_reassignment(f.read())
-    action = execute if args.execute else verify if args.verify else cancel
-
     async def go():
         admin = PartitionAdmin(args.bootstrap_server, timeout_s=args.timeout)
         try:
-            return await action(admin, targets)
+            if args.execute:
+                return await execute(admin, targets, args.additional)
+            return await (verify if args.verify else cancel)(admin, targets)
         finally:
             await admin.close()
     print("\n".join(asyncio.run(go())))
@@ -180,5 +185,7 @@ def register(sub) -> None:
     g.add_argument("--execute", action="store_true", help="start the reassignment in the file")
     g.add_argument("--verify", action="store_true", help="report whether each move of the file is done")
     g.add_argument("--cancel", action="store_true", help="cancel the file's moves still in progress")
+    p.add_argument("--additional", action="store_true",
+                   help="with --execute: start these moves although others are in progress")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds each request may take")
     p.set_defaults(func=_run)

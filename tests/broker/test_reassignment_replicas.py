@@ -173,3 +173,35 @@ def test_a_cancelled_reassignment_drops_the_new_replicas_log_and_keeps_the_leade
     finally:
         a.close()
         b.close()
+
+
+def test_writes_after_the_isr_expansion_is_proposed_wait_for_the_new_replica(tmp_path):
+    """The leader alone in the ISR proposed the caught-up new replica (AlterPartition in
+    flight). The controller will complete the reassignment in the same record and may make the
+    new replica leader, so from the proposal on the HW is the maximal ISR's: a write the new
+    replica has not fetched is not acknowledged (else it would be lost with the move)."""
+    image = _image((1,))
+    a = Broker(tmp_path, 1, image)
+    b = Broker(tmp_path, 2, image)
+    try:
+        replicas, removing, adding = reassignment_targets(_reg(image).replicas, [2])
+        image = _changed(image, build(TID, 0, _reg(image), _accept(image), target_replicas=replicas,
+                                      target_removing=removing, target_adding=adding))
+        a.publish(image)
+        b.publish(image)
+
+        def write(n):
+            for i in range(n):
+                a.plog.log.append(bytearray(build_batch([b"x"])), assign_offsets=True, leader_epoch=1)
+            return a.state.advance_high_watermark(a.plog, _reg(image))
+        assert write(5) == 5  # ISR {1}: the leader's end is the HW
+        _round(b, a)
+        _round(b, a)  # the fetch at 5 shows it caught up: expansion proposed
+        assert a.state.replication.poll_alter_partition().topics[0].partitions[0].new_isr == [1, 2]
+        assert write(3) == 5  # the committed ISR is still {1}, but broker 2 lacks 5..7
+        _round(b, a)
+        _round(b, a)
+        assert a.state.advance_high_watermark(a.plog, _reg(image)) == 8 and b.plog.log.end_offset == 8
+    finally:
+        a.close()
+        b.close()

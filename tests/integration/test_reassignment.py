@@ -215,6 +215,9 @@ def test_a_reassignment_that_cannot_catch_up_is_cancelled_back_to_the_original_r
         code, out = kraft(capsys, "reassign-partitions", "--bootstrap-server", cluster.broker_bootstrap,
                           "--reassignment-json-file", f, "--verify")
         assert f"Reassignment of partition {topic}-0 is still in progress." in out
+        code, out = kraft(capsys, "reassign-partitions", "--bootstrap-server", cluster.broker_bootstrap,
+                          "--reassignment-json-file", f, "--execute")
+        assert code == 1 and "Use --additional" in out, out  # one move at a time unless asked
         # target first, then the leaving one (brokers' images follow the controller's shortly)
         assert wait_for(lambda: (m := partition_meta(cluster, topic)) is not None and m.replicas == [1, 3, 2], 30)
         middle = produce(cluster.broker_bootstrap, topic, [b"m-%04d" % i for i in range(100)], acks="all",
