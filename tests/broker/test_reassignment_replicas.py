@@ -19,10 +19,11 @@ from kraft.broker.image_publisher import publish_image
 from kraft.broker.partition_logs import PartitionLogs
 from kraft.broker.replica_fetcher import ReplicaFetchers, TruncateFullyAndStartAt
 from kraft.controller.partition_change import build, reassignment_targets, reverted_reassignment
+from kraft.errors import ErrorCode
 from kraft.log.config import LogConfig
 from kraft.metadata import MetadataDelta, PartitionRecord, RegisterBrokerRecord, TopicRecord
 from kraft.metadata.image import EMPTY_IMAGE
-from kraft.protocol import EncodedParts, FetchResponse
+from kraft.protocol import AlterPartitionResponse, EncodedParts, FetchResponse
 from kraft.records import build_batch, iter_batches
 
 TID = uuid.UUID(int=7)
@@ -179,7 +180,8 @@ def test_writes_after_the_isr_expansion_is_proposed_wait_for_the_new_replica(tmp
     """The leader alone in the ISR proposed the caught-up new replica (AlterPartition in
     flight). The controller will complete the reassignment in the same record and may make the
     new replica leader, so from the proposal on the HW is the maximal ISR's: a write the new
-    replica has not fetched is not acknowledged (else it would be lost with the move)."""
+    replica has not fetched is not acknowledged (else it would be lost with the move), also
+    after the controller answered NEW_LEADER_ELECTED and before the image shows it."""
     image = _image((1,))
     a = Broker(tmp_path, 1, image)
     b = Broker(tmp_path, 2, image)
@@ -199,9 +201,16 @@ def test_writes_after_the_isr_expansion_is_proposed_wait_for_the_new_replica(tmp
         _round(b, a)  # the fetch at 5 shows it caught up: expansion proposed
         assert a.state.replication.poll_alter_partition().topics[0].partitions[0].new_isr == [1, 2]
         assert write(3) == 5  # the committed ISR is still {1}, but broker 2 lacks 5..7
+        # The controller applied it and completed the move: broker 2 leads. Until the image
+        # says so, broker 1 still waits for broker 2 (Kafka keeps the state pending).
+        A = AlterPartitionResponse
+        a.state.replication.on_alter_partition_response(A(error_code=0, topics=[A.Topic(topic_id=TID, partitions=[
+            A.Topic.Partition(partition_index=0, error_code=int(ErrorCode.NEW_LEADER_ELECTED), leader_id=-1,
+                              leader_epoch=-1, isr=[], partition_epoch=-1)])]))
+        assert write(2) == 5
         _round(b, a)
         _round(b, a)
-        assert a.state.advance_high_watermark(a.plog, _reg(image)) == 8 and b.plog.log.end_offset == 8
+        assert a.state.advance_high_watermark(a.plog, _reg(image)) == 10 and b.plog.log.end_offset == 10
     finally:
         a.close()
         b.close()
