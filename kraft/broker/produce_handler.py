@@ -19,7 +19,8 @@ ISR before the append (NOT_ENOUGH_REPLICAS) and when it completes
 producer state at append time (in request order, so pipelined idempotent requests see each
 other): duplicates of the last five batches are answered with their original offsets and
 not appended; OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH reject the batch. A partition led elsewhere gets
-NOT_LEADER_OR_FOLLOWER with the current leader (v10+). No sockets: the server passes the
+NOT_LEADER_OR_FOLLOWER with the current leader (v10+), and so does an acks=-1 wait once an
+image shows this broker no longer leads its partition (``release_unled``). No sockets: the server passes the
 request and sends what comes back (a response, a future of one, or None).
 """
 
@@ -68,7 +69,7 @@ class ProduceHandler:
         self.clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self._executor = executor or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kraft-validate")
         self._waiting: collections.deque = collections.deque()  # requests checked off the loop, in order
-        self._durable: dict = {}  # PartitionLog -> [(offset, _Ack)] waiting for fsync (acks=-1)
+        self._durable: dict = {}  # PartitionLog -> [(offset, _Ack, _Part)] waiting for fsync and HW (acks=-1)
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -267,8 +268,9 @@ class ProduceHandler:
 
     def release_unled(self) -> int:
         """After each metadata image: acks=-1 waits on partitions this broker no longer leads
-        (a new leader, a reassignment that moved the partition away, a deleted log) are answered NOT_LEADER_OR_FOLLOWER now, as Kafka's delayed produce
-        is, so the client retries at the new leader instead of timing out. This also keeps a
+        (a new leader, a reassignment that moved the partition away, a deleted log) are
+        answered NOT_LEADER_OR_FOLLOWER now, as Kafka's delayed produce is, so the client
+        retries at the new leader instead of timing out. This also keeps a
         log that became a follower from acknowledging them when the new leader's high watermark
         passes offsets it may have truncated and refetched. Returns the waits answered."""
         released = 0

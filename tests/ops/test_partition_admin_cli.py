@@ -73,8 +73,8 @@ def test_election_results_are_worded_as_kafka_and_failures_kept_apart():
     lines, failed = result_lines("PREFERRED", resp)
     assert lines == ["Successfully completed leader election (PREFERRED) for partitions t-0",
                      "Valid replica already elected for partitions t-1"]
-    assert failed == ["Error completing leader election (PREFERRED) for partition: t-2: "
-                      "PREFERRED_LEADER_NOT_AVAILABLE"]
+    assert failed == [("Error completing leader election (PREFERRED) for partition: t-2: "
+                       "PREFERRED_LEADER_NOT_AVAILABLE")]
 
 
 def test_election_partitions_file_and_its_duplicates():
