@@ -6,8 +6,10 @@ an RF-1 partition moves to another broker, and an RF-1 partition grows to RF 3. 
 every acknowledged record sits at its acknowledged offset in the files of every new replica,
 the old replica's directory is gone, and the producer saw no error. A reassignment to a
 broker that cannot catch up is cancelled back to the original replicas; a replica removed
-while its broker was down is set aside (``-stray``) when it comes back; after a restart the
-preferred replica leads again once ``leader-election --election-type preferred`` runs."""
+while its broker was down leaves that broker's disk when it comes back (deleted when its
+replayed image still named it, else renamed ``-stray``, Kafka's stray handling); after a
+restart the preferred replica leads again once ``leader-election --election-type preferred``
+runs, or by itself with ``auto.leader.rebalance.enable``."""
 
 from __future__ import annotations
 
@@ -243,7 +245,7 @@ def test_a_reassignment_that_cannot_catch_up_is_cancelled_back_to_the_original_r
     assert sorted(partition_meta(cluster, topic).isrs) == [1, 2]
 
 
-def test_a_replica_removed_while_its_broker_was_down_is_set_aside_when_it_returns(cluster, tmp_path, capsys):
+def test_a_replica_removed_while_its_broker_was_down_leaves_its_disk_when_it_returns(cluster, tmp_path, capsys):
     topic = "stray"
     create(admin_of(cluster), NewTopic(topic, 1, replica_assignment=[[1, 2]]))
     assert wait_for(lambda: (m := partition_meta(cluster, topic)) is not None and sorted(m.isrs) == [1, 2], 30)
