@@ -38,7 +38,11 @@ DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30000
 _NO_LEO = np.iinfo(np.int64).max
 NONE = int(ErrorCode.NONE)
 
-#: AlterPartition errors after which our view is stale: wait for the image to change.
+#: AlterPartition errors after which our view is stale: wait for the image to change. The
+#: proposal stays pending (its replica stays in the maximal ISR, as Kafka leaves the partition
+#: state pending): NEW_LEADER_ELECTED means the ISR change was applied and completed a
+#: reassignment that made another replica leader, so until the image says so, writes must
+#: still wait for the replica that is about to lead.
 _WAIT_FOR_IMAGE = frozenset(int(c) for c in (
     ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.NEW_LEADER_ELECTED))

@@ -20,7 +20,8 @@ no longer leads in the epoch of the append (Kafka's DelayedProduce). Batches wit
 id go through the partition's producer state at append time (in request order, so pipelined idempotent requests see each
 other): duplicates of the last five batches are answered with their original offsets and
 not appended; OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH reject the batch. A partition led elsewhere gets
-NOT_LEADER_OR_FOLLOWER with the current leader (v10+). No sockets: the server passes the
+NOT_LEADER_OR_FOLLOWER with the current leader (v10+), and so does an acks=-1 wait once an
+image shows this broker no longer leads its partition (``release_unled``). No sockets: the server passes the
 request and sends what comes back (a response, a future of one, or None).
 """
 
@@ -296,6 +297,36 @@ class ProduceHandler:
             self._durable[plog] = keep
         else:
             del self._durable[plog]
+
+    def release_unled(self) -> int:
+        """After each metadata image: acks=-1 waits on partitions this broker no longer leads
+        in the leader epoch of their append (a new leader, a reassignment that moved the
+        partition away, a deleted log) are answered NOT_LEADER_OR_FOLLOWER now, as Kafka's
+        delayed produce is, so the client retries at the new leader instead of timing out.
+        This also keeps a log that became a follower from acknowledging them when the new
+        leader's high watermark passes offsets it may have truncated and refetched. A lapsed
+        lease alone releases nothing: what the HW covers in the append's epoch is committed.
+        Returns the waits answered."""
+        released = 0
+        for plog in list(self._durable):
+            keep = []
+            for entry in self._durable[plog]:
+                _, ack, part = entry
+                if self._leads(part):
+                    keep.append(entry)
+                    continue
+                _, reg = self.state.partition(part.topic, part.index)
+                part.code, part.base_offset = int(ErrorCode.NOT_LEADER_OR_FOLLOWER), -1
+                part.message = "the partition's leadership moved while the write waited for the in-sync replicas"
+                if reg is not None:
+                    part.leader = (reg.leader, reg.leader_epoch, None)
+                ack.one_done()
+                released += 1
+            if keep:
+                self._durable[plog] = keep
+            else:
+                del self._durable[plog]
+        return released
 
     def _response(self, parts, version: int) -> ProduceResponse:
         topics: dict[str, list] = {}

@@ -16,7 +16,7 @@ HANDLERS = {**topic_handlers.HANDLERS, **broker_handlers.HANDLERS, **cluster_han
             **reassignments.HANDLERS, **alter_partition.HANDLERS, **elect_leaders.HANDLERS, **alter_reassignments.HANDLERS}
 ERROR_RESPONSES = {**topic_handlers.ERROR_RESPONSES, **broker_handlers.ERROR_RESPONSES, **admin_errors.ERROR_RESPONSES,
                    **alter_partition.ERROR_RESPONSES, **elect_leaders.ERROR_RESPONSES,
-                   **alter_reassignments.ERROR_RESPONSES}
+                   **alter_reassignments.ERROR_RESPONSES, **reassignments.ERROR_RESPONSES}
 # Pure reads: answered from the committed image on any controller (Kafka's controllers answer
 # DescribeConfigs/DescribeAcls/ListPartitionReassignments from their committed state too).
 READ_ONLY = frozenset(cluster_handlers.HANDLERS) | {32, 29, 46}

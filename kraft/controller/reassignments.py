@@ -45,3 +45,10 @@ def handle_list_partition_reassignments(ctx: ControllerContext, request) -> Cont
 
 
 HANDLERS = {46: handle_list_partition_reassignments}
+
+
+def list_reassignments_error(req, version: int, code: int, message: str | None = None):
+    return ListPartitionReassignmentsResponse(error_code=int(code), error_message=message, topics=[])
+
+
+ERROR_RESPONSES = {46: list_reassignments_error}

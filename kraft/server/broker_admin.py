@@ -2,7 +2,9 @@
 
 Writes are forwarded to the active controller (Kafka forwards them too, in an Envelope; we
 send the request itself, KIP-590's "direct" variant): CreateTopics, DeleteTopics,
-CreatePartitions, AlterConfigs, IncrementalAlterConfigs, CreateAcls, DeleteAcls. The
+CreatePartitions, AlterConfigs, IncrementalAlterConfigs, CreateAcls, DeleteAcls, ElectLeaders,
+AlterPartitionReassignments and ListPartitionReassignments (read from the controller, whose
+view of a reassignment is the current one, as Kafka forwards it). The
 controller answers once the records committed; the broker passes that answer back at the
 client's version, or NOT_CONTROLLER if no controller answered within the request's timeout
 (clients refresh metadata and retry). Reads are answered from the broker's image with the
@@ -34,7 +36,7 @@ from kraft.protocol.messages.describe_cluster import ENDPOINT_BROKERS, DescribeC
 log = logging.getLogger("kraft.broker.admin")
 
 #: API keys a broker forwards to the active controller.
-FORWARDED_APIS = frozenset({19, 20, 37, 33, 44, 30, 31})
+FORWARDED_APIS = frozenset({19, 20, 37, 33, 44, 30, 31, 43, 45, 46})
 #: API keys a broker answers from its image: DescribeConfigs, DescribeAcls, DescribeCluster.
 IMAGE_READ_APIS = frozenset({32, 29, 60})
 DEFAULT_TIMEOUT_MS = 30_000

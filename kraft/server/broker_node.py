@@ -129,6 +129,7 @@ class BrokerNode:
         changes = publish_image(self.logs, previous, image, self.cfg.node_id)
         self.state.image = image
         self.replication.on_image(image)
+        self.handlers.produce.release_unled()
         self.handlers.fetch.wake_all()
         return changes
 

@@ -248,6 +248,34 @@ def test_acks_all_wait_fails_once_leadership_moved_even_if_the_hw_covers_its_off
     assert resp.responses[0].partition_responses[0].error_code == E.NOT_LEADER_OR_FOLLOWER
 
 
+def _moved(image, leader, *, replicas=(3,), isr=(3,)):
+    """``bar``-0 led by ``leader`` in a new leader epoch (a reassignment completing, a failover)."""
+    d = MetadataDelta(image)
+    d.replay(PartitionChangeRecord(partition_id=0, topic_id=BAR, leader=leader, replicas=list(replicas),
+                                   isr=list(isr)))
+    return d.apply()
+
+
+@pytest.mark.parametrize("replicas", [(3,), (3, 1)], ids=["moved-away", "now-a-follower"])
+def test_an_acks_all_wait_is_answered_not_leader_when_leadership_moves(broker, replicas):
+    """Kafka's DelayedProduce: a write waiting for the ISR on a partition this broker stops
+    leading (the reassignment moved it away and its log is deleted, or it became a follower)
+    is answered NOT_LEADER_OR_FOLLOWER at once, never left to time out, and never acknowledged
+    by the follower-side HW later."""
+    async def go():
+        waiting = broker.call(produce(build_batch([b"b"]), topic="bar", acks=-1, timeout_ms=10_000), 11)
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        assert broker.handlers.produce.release_unled() == 0  # same image: still led, still waiting
+        broker.set_image(_moved(broker.state.image, 3, replicas=replicas))
+        assert broker.handlers.produce.release_unled() == 1
+        return await asyncio.wait_for(waiting, 1)
+    p = run(go()).responses[0].partition_responses[0]
+    assert p.error_code == E.NOT_LEADER_OR_FOLLOWER and p.base_offset == -1
+    assert p.current_leader.leader_id == 3
+    assert (broker.logs.get("bar", 0) is None) == (1 not in replicas)
+
+
 def test_log_append_time_topic_stamps_the_batch(broker):
     d = MetadataDelta(broker.state.image)
     d.replay(ConfigRecord(resource_type=2, resource_name="foo", name="message.timestamp.type", value="LogAppendTime"))
