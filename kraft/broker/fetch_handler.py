@@ -12,10 +12,11 @@ sees the same as read_uncommitted: without transactions the last stable offset i
 watermark. Fetch sessions (KIP-227) are not kept: every answer says session 0, so clients
 send full fetches; an incremental one gets FETCH_SESSION_ID_NOT_FOUND.
 
-Zero copy: the records are views of the segment files' maps (``log_reads.read_view``); the
-answer is an ``EncodedParts`` whose record parts are those views, spliced into the encoding
-of the rest of the response at marker positions, and the server writes them to the socket
-as they are. A request that finds fewer than ``min_bytes`` parks until an append to one of
+One copy: the records are read from the segment files with ``pread`` (``log_reads.read_bytes``;
+not views of their maps, which would raise SIGBUS if a follower truncated a segment while the
+answer waits to be written); the answer is an ``EncodedParts`` whose record parts are those
+buffers, spliced into the encoding of the rest of the response at marker positions, and the
+server writes them to the socket as they are. A request that finds fewer than ``min_bytes`` parks until an append to one of
 its partitions (``wake``) or ``max_wait_ms``.
 """
 
@@ -27,7 +28,7 @@ import struct
 
 from kraft.broker.broker_state import NONE, BrokerState
 from kraft.errors import ErrorCode, FatalLogError, KraftError, OffsetOutOfRangeError
-from kraft.log.log_reads import read_view
+from kraft.log.log_reads import read_bytes
 from kraft.protocol import EncodedParts, FetchRequest, FetchResponse
 from kraft.protocol.primitives import uvarint_bytes
 
@@ -127,8 +128,8 @@ class FetchHandler:
         r.hw = self.state.advance_high_watermark(plog, reg)
         r.log_start = log.start_offset
         try:
-            r.records = read_view(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)),
-                                  upper_offset=r.hw, min_one=first)
+            r.records = read_bytes(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)),
+                                   upper_offset=r.hw, min_one=first)
         except OffsetOutOfRangeError:
             r.code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
         except FatalLogError:
@@ -170,7 +171,7 @@ class FetchHandler:
             self.on_high_watermark(plog)
         r.hw = self.state.advance_high_watermark(plog, reg)
         try:
-            r.records = read_view(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)), min_one=first)
+            r.records = read_bytes(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)), min_one=first)
         except OffsetOutOfRangeError:
             r.code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
         except FatalLogError:
