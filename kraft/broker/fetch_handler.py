@@ -16,8 +16,8 @@ One copy: the records are read from the segment files with ``pread`` (``log_read
 not views of their maps, which would raise SIGBUS if a follower truncated a segment while the
 answer waits to be written); the answer is an ``EncodedParts`` whose record parts are those
 buffers, spliced into the encoding of the rest of the response at marker positions, and the
-server writes them to the socket as they are. A request that finds fewer than ``min_bytes`` parks until an append to one of
-its partitions (``wake``) or ``max_wait_ms``.
+server writes them to the socket as they are. A request that finds fewer than ``min_bytes``
+parks until an append to one of its partitions (``wake``) or ``max_wait_ms``.
 """
 
 from __future__ import annotations
