@@ -3,12 +3,14 @@
 The broker runs as its own process (``python -m kraft.server.broker_node``). A confluent-kafka
 (librdkafka) producer sends ``--records`` records of 100 bytes (batch.size 16 KB, lz4,
 acks=1, linger.ms 5) to one partition; then a consumer reads them all from the beginning
-(``consume`` in batches). The anchor, in the same run: the same number of payload bytes
+(``consume`` in batches), then our own ``kraft.client.consumer.Consumer`` (native decode into
+columns), a raw Fetch loop and kcat. The anchor, in the same run: the same number of payload bytes
 written raw to a file in 16 KB writes with one fsync at the end, then read back raw
 (page cache, as the broker's fetch is). Reports MB/s (payload bytes), records/s, and the
-ratio to the anchor. With ``--profile`` py-spy samples the broker during produce and the
-Python time per Produce request is the produce-handler samples x interval / requests (the
-request count comes from librdkafka's statistics).
+ratio to the anchor. With ``--profile`` py-spy samples the broker during produce; the time
+per Produce request is the broker's CPU time (from /proc, all threads) / requests (the count
+comes from librdkafka's statistics), split by the share of py-spy samples in each part of
+the request path (shares only: under load py-spy counts runnable-but-waiting threads).
 
     python bench/bench_broker.py [--records 2000000] [--profile]
 
@@ -88,21 +90,58 @@ def produce(bootstrap: str, n: int):
     return elapsed, stats.get("produce_requests", 0)
 
 
+#: librdkafka consumer settings for reading a backlog fast (printed with the figure). By
+#: default it stops fetching at 100,000 queued messages and then backs off for
+#: fetch.queue.backoff.ms (1 s); the partition leader must be known before ``assign`` or the
+#: first ListOffsets waits 500 ms ("no current leader for partition"), hence list_topics.
+CONSUMER_TUNING = {"fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 8 << 20,
+                   "queued.min.messages": 5_000_000, "queued.max.messages.kbytes": 2_097_151,
+                   "fetch.queue.backoff.ms": 1, "enable.partition.eof": False}
+
+
 def consume(bootstrap: str, n: int):
+    """confluent-kafka Consumer, ``consume()`` in batches of 100,000 Message objects."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 8 << 20,
-                  "queued.max.messages.kbytes": 1 << 20})
-    c.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
+                  **CONSUMER_TUNING})
     got, began = 0, time.perf_counter()
+    c.list_topics(TOPIC, timeout=10)
+    c.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
+    first = None
     while got < n:
         msgs = c.consume(100_000, 5.0)
         if not msgs:
             break
+        if first is None:
+            first = time.perf_counter() - began
         got += len(msgs)
     elapsed = time.perf_counter() - began
     c.close()
-    return elapsed, got
+    return elapsed, got, first or 0.0
+
+
+def kraft_consume(bootstrap: str, n: int):
+    """kraft.client.consumer.Consumer: every record decoded into columns by the native codec.
+    Returns (seconds, records, key+value bytes, client CPU seconds)."""
+    import asyncio
+    sys.path.insert(0, ROOT)
+    from kraft.client.consumer import Consumer
+
+    async def go():
+        async with Consumer(bootstrap, max_bytes=64 << 20, partition_max_bytes=8 << 20) as c:
+            await c.assign([(TOPIC, 0)])
+            began, cpu = time.perf_counter(), time.process_time()
+            await c.seek_to_beginning()
+            got = nbytes = 0
+            while got < n:
+                parts = await c.poll(timeout_ms=5000)
+                if not parts:
+                    break
+                for part in parts:
+                    got += len(part)
+                    nbytes += part.nbytes
+            return time.perf_counter() - began, got, nbytes, time.process_time() - cpu
+    return asyncio.run(go())
 
 
 def kcat_produce(bootstrap: str, n: int, workdir: str):
@@ -187,31 +226,41 @@ def profile_produce(pid: int, seconds_file: str):
     if shutil.which("py-spy") is None:
         return None
     return subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "250",
-                             "--output", seconds_file, "--nonblocking"],
+                             "--output", seconds_file, "--nonblocking", "--threads"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def handler_seconds(raw_path: str, rate: int = 250):
-    """Seconds of samples (by stack content) from a py-spy raw (collapsed) file."""
-    out = collections.Counter()
+#: (label, frame that marks it) for the produce-phase profile; a sample counts in every
+#: category whose frame is on its stack.
+PROFILE_CATEGORIES = [
+    ("request read (socket, StreamReader)", "StreamReader.read"),
+    ("request decode", "decode_request (kraft/protocol/framing.py"),
+    ("produce handler", "ProduceHandler.handle"),
+    ("  log append (pwrite, index)", "SegmentedLog.append"),
+    ("  batch checks", "inspect_batches"),
+    ("response encode", "encode_response (kraft/protocol/framing.py"),
+    ("response write (socket)", "_SelectorSocketTransport.write"),
+    ("flusher threads (fdatasync)", "fdatasync (kraft/log/files.py"),
+]
+
+
+def profile_shares(raw_path: str):
+    """Share of the broker's non-idle py-spy samples in each category, and the samples. Shares,
+    not sample seconds: on a loaded machine py-spy counts a thread waiting for a CPU as busy,
+    so only the proportions are trusted; the bench scales them by the broker's measured CPU."""
+    counts, busy = collections.Counter(), 0
     with open(raw_path) as f:
         for line in f:
             stack, _, count = line.rstrip().rpartition(" ")
+            if stack.endswith(("EpollSelector.select (selectors.py:454)", "Condition.wait (threading.py:320)")) \
+                    or "select (selectors.py" in stack.rsplit(";", 1)[-1]:
+                continue
             n = int(count)
-            out["all"] += n
-            if "produce_handler.py" in stack:
-                out["produce handler"] += n
-                if "append (kraft/log/segmented_log.py" in stack or "segmented_log.py" in stack:
-                    out["  log append"] += n
-                if "inspect_batches" in stack:
-                    out["  batch check"] += n
-            if "network.py" in stack and "_read_requests" in stack:
-                out["request read+decode"] += n
-            if "_write_responses" in stack:
-                out["response write"] += n
-            if "idle" in stack or "select (selectors.py" in stack:
-                out["idle (select)"] += n
-    return {k: v / rate for k, v in out.items()}
+            busy += n
+            for label, frame in PROFILE_CATEGORIES:
+                if frame in stack:
+                    counts[label] += n
+    return {label: counts[label] / busy for label, _ in PROFILE_CATEGORIES} if busy else {}, busy
 
 
 def main():
@@ -235,8 +284,10 @@ def main():
             spy.send_signal(signal.SIGINT)
             spy.wait(30)
         cpu2 = cpu_seconds(proc.pid)
-        c_s, got = consume(bootstrap, args.records)
+        c_s, got, c_first = consume(bootstrap, args.records)
         cpu3 = cpu_seconds(proc.pid)
+        k_s, k_got, k_bytes, k_cpu = kraft_consume(bootstrap, args.records)
+        cpu_k = cpu_seconds(proc.pid)
         rf_s, rf_bytes = raw_fetch(bootstrap, args.records)
         cpu_rf = cpu_seconds(proc.pid)
         kp_s = kc_s = None
@@ -252,27 +303,39 @@ def main():
     w_s, r_s = raw_anchor(workdir, total)
     mb = total / 1e6
     print(f"records: {args.records} x {RECORD} B = {mb:.0f} MB payload (lz4, batch 16 KB, acks=1)")
-    print(f"produce : {mb / p_s:8.1f} MB/s  {args.records / p_s:12,.0f} records/s  ({p_s:.2f} s, "
-          f"{requests} Produce requests; broker CPU {cpu1 - cpu0:.2f} s)")
-    print(f"anchor  : {mb / w_s:8.1f} MB/s raw write + fsync   produce/anchor = {w_s / p_s:.3f}")
-    print(f"fetch   : {mb / c_s:8.1f} MB/s  {got / c_s:12,.0f} records/s  ({c_s:.2f} s, {got} records; "
-          f"broker CPU {cpu3 - cpu2:.2f} s)")
-    print(f"anchor  : {mb / r_s:8.1f} MB/s raw read            fetch/anchor = {r_s / c_s:.3f}")
-    print(f"raw fetch (kraft client, records not decoded): {rf_bytes / 1e6 / rf_s:8.1f} MB/s of batches "
-          f"({rf_bytes / 1e6:.0f} MB in {rf_s:.2f} s; broker CPU {cpu_rf - cpu3:.2f} s)  fetch/anchor = "
-          f"{(rf_bytes / total) * r_s / rf_s:.3f}")
-    print(f"broker CPU per payload MB: produce {(cpu1 - cpu0) / mb * 1e3:.2f} ms, fetch {(cpu3 - cpu2) / mb * 1e3:.2f} ms "
-          f"(one core could take {mb / max(cpu1 - cpu0, 1e-9):.0f} MB/s in, {mb / max(cpu3 - cpu2, 1e-9):.0f} MB/s out)")
+    print("producers:")
+    print(f"  confluent-kafka : {mb / p_s:8.1f} MB/s  {args.records / p_s:12,.0f} records/s  ({p_s:.2f} s, "
+          f"{requests} Produce requests; broker CPU {cpu1 - cpu0:.2f} s)  produce/anchor = {w_s / p_s:.3f}")
     if kp_s is not None:
-        print(f"kcat produce: {mb / kp_s:8.1f} MB/s  {args.records / kp_s:12,.0f} records/s  (broker CPU "
+        print(f"  kcat -P         : {mb / kp_s:8.1f} MB/s  {args.records / kp_s:12,.0f} records/s  (broker CPU "
               f"{cpu4 - cpu_rf:.2f} s)  produce/anchor = {w_s / kp_s:.3f}")
-        print(f"kcat fetch  : {mb / kc_s:8.1f} MB/s  {args.records / kc_s:12,.0f} records/s  (broker CPU "
-              f"{cpu5 - cpu4:.2f} s)  fetch/anchor = {r_s / kc_s:.3f}")
+    print(f"  anchor          : {mb / w_s:8.1f} MB/s raw write in 16 KB writes + one fsync")
+    print("consumers, every record from the start (MB/s of record payload):")
+    print(f"  kraft Consumer  : {mb / k_s:8.1f} MB/s  {k_got / k_s:12,.0f} records/s  ({k_s:.2f} s, {k_got} records "
+          f"decoded to numpy columns, {k_bytes / 1e6:.0f} MB keys+values; client CPU {k_cpu:.2f} s, broker CPU "
+          f"{cpu_k - cpu3:.2f} s)  fetch/anchor = {r_s / k_s:.3f}")
+    print(f"  confluent-kafka : {mb / c_s:8.1f} MB/s  {got / c_s:12,.0f} records/s  ({c_s:.2f} s, consume() of "
+          f"100,000 Messages; first after {c_first:.2f} s, {mb / max(c_s - c_first, 1e-9):.1f} MB/s after it; "
+          f"broker CPU {cpu3 - cpu2:.2f} s)  fetch/anchor = {r_s / c_s:.3f}")
+    print(f"      tuned with {CONSUMER_TUNING} and list_topics() before assign()")
+    if kc_s is not None:
+        print(f"  kcat -C -e      : {mb / kc_s:8.1f} MB/s  {args.records / kc_s:12,.0f} records/s  (kcat's own "
+              f"{args.records} records, output to /dev/null; broker CPU {cpu5 - cpu4:.2f} s)  fetch/anchor = "
+              f"{r_s / kc_s:.3f}")
+    print(f"  raw Fetch v12   : {rf_bytes / 1e6 / rf_s:8.1f} MB/s of batches, not decoded (NodeClient; "
+          f"{rf_bytes / 1e6:.0f} MB in {rf_s:.2f} s; broker CPU {cpu_rf - cpu_k:.2f} s)  fetch/anchor = "
+          f"{(rf_bytes / total) * r_s / rf_s:.3f}")
+    print(f"  anchor          : {mb / r_s:8.1f} MB/s raw read of a file (page cache, 1 MB reads)")
+    print(f"broker CPU per payload MB: produce {(cpu1 - cpu0) / mb * 1e3:.2f} ms, fetch (kraft Consumer) "
+          f"{(cpu_k - cpu3) / mb * 1e3:.2f} ms (one core could take {mb / max(cpu1 - cpu0, 1e-9):.0f} MB/s in, "
+          f"{mb / max(cpu_k - cpu3, 1e-9):.0f} MB/s out)")
     if spy is not None and os.path.exists(raw_path) and requests:
-        secs = handler_seconds(raw_path)
-        print(f"profile (py-spy, broker process, produce phase; {secs.get('all', 0):.2f} s sampled):")
-        for k, v in sorted(secs.items(), key=lambda kv: -kv[1]):
-            print(f"  {k:24s} {v:7.2f} s  {v / requests * 1e6:8.1f} us per Produce request")
+        shares, samples = profile_shares(raw_path)
+        per_request = (cpu1 - cpu0) / requests * 1e6
+        print(f"profile (py-spy, broker process, produce phase, {samples} busy samples): broker CPU "
+              f"{per_request:.1f} us per Produce request (all threads, user + system), of which:")
+        for label, share in shares.items():
+            print(f"  {label:38s} {share * 100:5.1f} %  {share * per_request:7.1f} us per request")
     shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -226,9 +226,29 @@ INT_SETTINGS.update({
     "log.retention.bytes": (-1, -1),
     "log.retention.check.interval.ms": (300_000, 1),
     "log.flush.offset.checkpoint.interval.ms": (60_000, 0),
-    "log.flush.interval.ms": (1000, 0),
+    # Kafka's meaning and defaults (never: Kafka trusts replication, not fsync): the most
+    # messages / ms an appended record may stay unflushed. They only shorten the linger below.
+    "log.flush.interval.ms": (INT64_MAX, 0),
+    "log.flush.interval.messages": (INT64_MAX, 1),
+    # kraft's own: partition logs are durable by group commit (fdatasync covering every
+    # acks=all answer; acks=0/1 data flushed at the latest this long after its append).
+    "kraft.log.flush.linger.ms": (1000, 0),
 })
-LONG_SETTINGS = LONG_SETTINGS | {"log.retention.bytes", "log.retention.check.interval.ms", "log.flush.interval.ms"}
+LONG_SETTINGS = LONG_SETTINGS | {"log.retention.bytes", "log.retention.check.interval.ms", "log.flush.interval.ms",
+                                 "log.flush.interval.messages", "kraft.log.flush.linger.ms"}
+
+
+def log_flush_linger_ms(values: dict) -> float:
+    """How long partition-log appends may wait for their fdatasync: ``kraft.log.flush.linger.ms``,
+    shortened by Kafka's ``log.flush.interval.ms`` when that is set lower."""
+    return float(min(values["kraft.log.flush.linger.ms"], values["log.flush.interval.ms"]))
+
+
+def log_flush_messages(values: dict) -> int | None:
+    """Kafka's ``log.flush.interval.messages``: flush once this many offsets are unflushed
+    (None: the default, no such limit)."""
+    n = values["log.flush.interval.messages"]
+    return None if n >= INT64_MAX else n
 STR_SETTINGS.update({"log.retention.ms": "", "log.retention.minutes": "", "log.message.timestamp.type": "CreateTime"})
 
 

@@ -17,11 +17,12 @@ fetch every partition of its session); after it, the session decides which resul
 the answer and which session id it names. Every pre-KIP-227 client sends session epoch -1 and
 gets today's sessionless full answer.
 
-Zero copy: the records are views of the segment files' maps (``log_reads.read_view``); the
-answer is an ``EncodedParts`` whose record parts are those views, spliced into the encoding
-of the rest of the response at marker positions, and the server writes them to the socket
-as they are. A request that finds fewer than ``min_bytes`` parks until an append to one of
-its partitions (``wake``) or ``max_wait_ms``.
+One copy: the records are read from the segment files with ``pread`` (``log_reads.read_bytes``;
+not views of their maps, which would raise SIGBUS if a follower truncated a segment while the
+answer waits to be written); the answer is an ``EncodedParts`` whose record parts are those
+buffers, spliced into the encoding of the rest of the response at marker positions, and the
+server writes them to the socket as they are. A request that finds fewer than ``min_bytes``
+parks until an append to one of its partitions (``wake``) or ``max_wait_ms``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import time
 from kraft.broker.broker_state import NONE, BrokerState
 from kraft.broker.fetch_sessions import DEFAULT_CACHE_SLOTS, FetchSessionCache, FetchSessions
 from kraft.errors import ErrorCode, FatalLogError, KraftError, OffsetOutOfRangeError
-from kraft.log.log_reads import read_view
+from kraft.log.log_reads import read_bytes
 from kraft.protocol import EncodedParts, FetchRequest, FetchResponse
 from kraft.protocol.primitives import uvarint_bytes
 
@@ -167,8 +168,8 @@ class FetchHandler:
         r.hw = self.state.advance_high_watermark(plog, reg)
         r.log_start = log.start_offset
         try:
-            r.records = read_view(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)),
-                                  upper_offset=r.hw, min_one=first)
+            r.records = read_bytes(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)),
+                                   upper_offset=r.hw, min_one=first)
         except OffsetOutOfRangeError:
             r.code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
         except FatalLogError:
@@ -210,7 +211,7 @@ class FetchHandler:
             self.on_high_watermark(plog)
         r.hw = self.state.advance_high_watermark(plog, reg)
         try:
-            r.records = read_view(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)), min_one=first)
+            r.records = read_bytes(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)), min_one=first)
         except OffsetOutOfRangeError:
             r.code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
         except FatalLogError:

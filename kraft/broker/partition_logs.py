@@ -10,8 +10,10 @@ recovers every partition; a removed partition's directory is renamed to
 ``-delete`` directories left by a crash are removed at open.
 
 Which partitions exist is decided by the caller (``image_publisher``); this module only
-creates, opens, deletes and checkpoints. One owner thread (the event loop) calls it; logs'
-flusher threads call ``on_flushed``.
+creates, opens, deletes and checkpoints. One owner thread (the event loop) calls it. The
+logs of one log dir share a ``SharedFlusher`` (``flusher_threads`` threads run every
+partition's group-commit cycles: 2,000 partitions do not mean 2,000 threads); its threads
+call ``on_flushed``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from kraft.log.checkpoint import OffsetCheckpointFile
 from kraft.log.config import LogConfig
 from kraft.log.replicated_log import METADATA_DIR
 from kraft.log.segmented_log import SegmentedLog
+from kraft.log.shared_flusher import SharedFlusher
 
 log = logging.getLogger("kraft.broker.logs")
 
@@ -64,7 +67,8 @@ class PartitionLog:
 
 class PartitionLogs:
     def __init__(self, log_dirs, config: LogConfig, *, retention_ms: int = -1, retention_bytes: int = -1,
-                 on_flushed: Callable[[PartitionLog, int], None] | None = None, clock_ms=None):
+                 on_flushed: Callable[[PartitionLog, int], None] | None = None, clock_ms=None,
+                 flusher_threads: int = 2):
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         self.config = config
         self.retention_ms = retention_ms
@@ -72,6 +76,8 @@ class PartitionLogs:
         self.on_flushed = on_flushed
         self.clock_ms = clock_ms
         self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self.flusher_threads = flusher_threads
+        self._flushers: dict[str, SharedFlusher] = {}  # log dir -> its flusher, made on first use
         # Directory removal (possibly gigabytes) stays off the loop thread.
         self._deleter = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kraft-log-delete")
         self._deletions: list[concurrent.futures.Future] = []
@@ -105,7 +111,7 @@ class PartitionLogs:
                 if tp in self._logs:
                     raise StateFileError(f"partition {tp[0]}-{tp[1]} is in two log directories: "
                                          f"{self._logs[tp].directory} and {path}")
-                seg_log = self._open_log(path, recovery.get(tp), starts.get(tp))
+                seg_log = self._open_log(log_dir, path, recovery.get(tp), starts.get(tp))
                 plog = PartitionLog(tp[0], tp[1], topic_id, seg_log, log_dir, hws.get(tp, 0))
                 self._watch(plog)
                 self._logs[tp] = plog
@@ -115,10 +121,13 @@ class PartitionLogs:
     def _read_checkpoint(self, log_dir: str, name: str) -> dict:
         return OffsetCheckpointFile(os.path.join(log_dir, name)).read()
 
-    def _open_log(self, path: str, recovery_point, start_offset) -> SegmentedLog:
+    def _open_log(self, log_dir: str, path: str, recovery_point, start_offset) -> SegmentedLog:
         kwargs = {} if self.clock_ms is None else {"clock_ms": self.clock_ms}
+        flusher = self._flushers.get(log_dir)
+        if flusher is None and self.config.background_flush:
+            flusher = self._flushers[log_dir] = SharedFlusher(os.path.basename(log_dir), self.flusher_threads)
         return SegmentedLog.open(path, self.config, recovery_point=recovery_point, log_start_offset=start_offset,
-                                 **kwargs)
+                                 flusher=flusher, **kwargs)
 
     def _watch(self, plog: PartitionLog) -> None:
         if self.on_flushed is not None:
@@ -168,7 +177,7 @@ class PartitionLogs:
             path = os.path.join(log_dir, names.partition_dir_name(topic, partition))
             os.makedirs(path, exist_ok=True)
             names.write_partition_metadata(os.path.join(path, names.PARTITION_METADATA_FILE), topic_id)
-            return PartitionLog(topic, partition, topic_id, self._open_log(path, None, None), log_dir, 0)
+            return PartitionLog(topic, partition, topic_id, self._open_log(log_dir, path, None, None), log_dir, 0)
 
         # The first new log of each log dir is made here, on the owner thread: whatever a log
         # dir sets up lazily for its logs is then in place before the workers share it.
@@ -242,5 +251,7 @@ class PartitionLogs:
         self._closed = True
         for plog in self._logs.values():
             plog.log.close()
+        for flusher in self._flushers.values():
+            flusher.stop()
         self.write_checkpoints()
         self._deleter.shutdown(wait=True)

@@ -160,7 +160,7 @@ class NodeClient:
             self._connecting = None
 
     async def _read_loop(self, reader, writer) -> None:
-        decoder = FrameDecoder(self.max_frame_bytes)
+        decoder = FrameDecoder(self.max_frame_bytes, large_frames_in_place=True)
         error: Exception = PeerGoneError(f"connection to {self.address} closed by the peer")
         try:
             while True:

@@ -29,6 +29,9 @@ class LogConfig:
     #: then calls fdatasync (0: flush as soon as anything is appended; appends made during
     #: a flush always share the next one).
     append_linger_ms: float = 0.0
+    #: ``flush.messages`` (Kafka's ``log.flush.interval.messages``): request a flush once this
+    #: many offsets are unflushed, without waiting out the linger (None: no such limit).
+    flush_interval_messages: int | None = None
     #: Run the group-commit flusher thread. Without it, ``request_flush`` flushes inline.
     background_flush: bool = True
     #: Require contiguous offsets and never-decreasing leader epochs, on append and in
@@ -45,6 +48,8 @@ class LogConfig:
             raise ConfigError(f"index.interval.bytes must be >= 0, got {self.index_interval_bytes}")
         if self.max_batch_bytes is not None and self.max_batch_bytes <= 0:
             raise ConfigError(f"max.message.bytes must be positive, got {self.max_batch_bytes}")
+        if self.flush_interval_messages is not None and self.flush_interval_messages < 1:
+            raise ConfigError(f"flush.messages must be >= 1, got {self.flush_interval_messages}")
         if self.append_linger_ms < 0:
             raise ConfigError(f"append.linger.ms must be >= 0, got {self.append_linger_ms}")
 

@@ -12,6 +12,10 @@ the flush cycle and a "has the log failed" test. This module knows nothing else 
 log, and what a flush does (fdatasync, checkpoints, reporting) is the log's. An error in a
 cycle ends the thread; the log has already made itself fatal (fsync errors are never
 retried).
+
+With a ``SharedFlusher`` (many logs, few threads) there is no thread here: ``mark_dirty`` and
+``request`` hand the flusher the time the next cycle is due and its threads call
+``run_due``; the schedule and the cycle are the same.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ class GroupCommit:
 
     def __init__(self, name: str, lock: threading.RLock, flush_cycle: Callable[[], None],
                  failed: Callable[[], bool], on_thread_error: Callable[[BaseException], None],
-                 linger_ms: float, background: bool = True):
+                 linger_ms: float, background: bool = True, flusher=None, flush_messages: int | None = None,
+                 end_offset: int = 0):
         self._name = name
         self._lock = lock
         self._wake = threading.Condition(lock)
@@ -43,13 +48,16 @@ class GroupCommit:
         self._dirty_since: float | None = None  # monotonic time of the first unflushed change
         self._requested = False
         self._stopping = False
+        self._flush_messages = flush_messages  # request a flush once this many offsets are unflushed
+        self._cycle_offset = end_offset  # the end offset the last cycle covers
         self.fsync_estimate = 0.0  # seconds, smoothed over recent flushes
+        self._flusher = flusher if background else None  # a SharedFlusher runs the cycles
         self._thread = threading.Thread(target=self._run, name=f"kraft-flusher:{name}", daemon=True) \
-            if background else None
+            if background and flusher is None else None
 
     @property
     def background(self) -> bool:
-        return self._thread is not None
+        return self._thread is not None or self._flusher is not None
 
     @property
     def dirty(self) -> bool:
@@ -61,20 +69,31 @@ class GroupCommit:
             self._thread.start()
 
     # --- what the log tells the schedule (log's lock held) ------------------------------------
-    def mark_dirty(self) -> None:
+    def mark_dirty(self, end_offset: int = 0) -> None:
         """A change needs the next flush; the first one starts the linger clock."""
+        if self._flush_messages is not None and end_offset - self._cycle_offset >= self._flush_messages:
+            self._dirty_since = self._dirty_since or time.monotonic()
+            self.request()
+            return
         if self._dirty_since is None:
             self._dirty_since = time.monotonic()
-            self._wake.notify()
+            if self._flusher is not None:
+                self._flusher.schedule(self, self._dirty_since + max(0.0, self._linger_s - self.fsync_estimate))
+            else:
+                self._wake.notify()
 
     def request(self) -> None:
         """Flush as soon as possible instead of after the linger (if anything is unflushed)."""
         if self._dirty_since is not None:
             self._requested = True
-            self._wake.notify()
+            if self._flusher is not None:
+                self._flusher.schedule(self, time.monotonic())
+            else:
+                self._wake.notify()
 
-    def cycle_started(self) -> None:
+    def cycle_started(self, end_offset: int = 0) -> None:
         """A flush cycle took its snapshot of the log: later changes are for the next one."""
+        self._cycle_offset = end_offset
         self._dirty_since = None
         self._requested = False
 
@@ -94,6 +113,15 @@ class GroupCommit:
             self._wake.notify_all()
         if self._thread is not None and self._thread.is_alive():
             self._thread.join()
+        if self._flusher is not None:
+            self._flusher.forget(self)
+
+    def run_due(self) -> None:
+        """A shared flusher's thread: run the cycle if the log still needs one."""
+        with self._lock:
+            if self._stopping or self._dirty_since is None or self._failed():
+                return
+        self._cycle()
 
     def _wait_for_work(self) -> bool:
         """Block until a flush is due; False when the thread should exit."""
@@ -116,11 +144,17 @@ class GroupCommit:
 
     def _run(self) -> None:
         while self._wait_for_work():
-            try:
-                self._flush_cycle()
-            except FatalLogError:
-                return  # already recorded by the log and reported to on_fatal
-            except BaseException as exc:  # a bug must not leave writers waiting forever
-                _log.exception("flusher of %s failed", self._name)
-                self._on_thread_error(exc)
+            if not self._cycle():
                 return
+
+    def _cycle(self) -> bool:
+        """One flush cycle; False if the log is now fatal."""
+        try:
+            self._flush_cycle()
+            return True
+        except FatalLogError:
+            return False  # already recorded by the log and reported to on_fatal
+        except BaseException as exc:  # a bug must not leave writers waiting forever
+            _log.exception("flusher of %s failed", self._name)
+            self._on_thread_error(exc)
+            return False

@@ -3,8 +3,9 @@ segment files (Fetch), and the offset for a timestamp or of the largest timestam
 (ListOffsets).
 
 ``read_view`` never copies batch bytes: it finds the byte range with the offset index and a
-header walk, and returns a ``memoryview`` of the segment's read-only map, which the server
-writes to the socket as it is. Batches are not CRC-checked here (every byte was validated
+header walk, and returns a ``memoryview`` of the segment's read-only map, for reads used
+before the log can change. ``read_bytes`` finds the same range and reads it with ``pread``
+(one copy, no map): Fetch answers, which may be written after a truncation. Batches are not CRC-checked here (every byte was validated
 when appended or recovered; clients check CRCs themselves). Functions over a
 ``SegmentedLog``'s segments (its ``_bases`` and ``_segment_with_index``, the lazily loaded
 indexes: a sibling module of the log, not a client of it), called on the thread that owns the
@@ -23,6 +24,7 @@ from kraft.records import RecordBatch
 
 _HEADER = struct.Struct(">qiib")  # base offset, length, partition leader epoch, magic
 _LAST_DELTA_AT, _MAX_TS_AT = 23, 35
+_LOG_OVERHEAD = 12  # base offset + length: enough to know a batch's size
 _I32, _I64 = struct.Struct(">i"), struct.Struct(">q")
 EMPTY = memoryview(b"")
 
@@ -33,13 +35,49 @@ def read_view(log: SegmentedLog, offset: int, max_bytes: int, upper_offset: int 
     batch alone when ``min_one`` and it is larger, Kafka's ``minOneMessage``), never past
     ``upper_offset`` (exclusive; default the log end; a high watermark for consumers) and
     never across a segment. Empty at or beyond ``upper_offset``. OffsetOutOfRangeError
-    outside ``[start_offset, end_offset]``."""
+    outside ``[start_offset, end_offset]``. A view of the segment's map: use it before the
+    log can be truncated (``read_bytes`` for bytes that leave the call)."""
+    found = _locate(log, offset, max_bytes, upper_offset, min_one)
+    if found is None:
+        return EMPTY
+    seg, position, stop = found
+    view = seg.view(position, stop - position)
+    end, first_size = hotloops.whole_batches(view, 0, max_bytes)
+    if end:
+        return view[:end]
+    if first_size < 0:
+        raise LogCorruptionError(f"invalid batch at position {position} of {seg.path}")
+    return view[:first_size] if min_one else EMPTY
+
+
+def read_bytes(log: SegmentedLog, offset: int, max_bytes: int, upper_offset: int | None = None,
+               min_one: bool = True) -> memoryview:
+    """What ``read_view`` returns, read with ``pread`` into memory of its own (a view of
+    bytes, not of the file's map): what a Fetch answer carries. The answer may wait in the
+    connection's queue behind earlier ones, and a follower may truncate the segment
+    meanwhile; a map of a truncated file raises SIGBUS when touched, a copy cannot."""
+    found = _locate(log, offset, max_bytes, upper_offset, min_one)
+    if found is None:
+        return EMPTY
+    seg, position, stop = found
+    chunk = seg.pread(min(stop - position, max(max_bytes, _LOG_OVERHEAD)), position)
+    end, first_size = hotloops.whole_batches(chunk, 0, max_bytes)
+    if end:
+        return memoryview(chunk)[:end]
+    if first_size < 0:
+        raise LogCorruptionError(f"invalid batch at position {position} of {seg.path}")
+    return memoryview(seg.pread(first_size, position)) if min_one else EMPTY
+
+
+def _locate(log: SegmentedLog, offset: int, max_bytes: int, upper_offset: int | None, min_one: bool):
+    """``(segment, position, stop)``: the readable byte range for a read at ``offset`` (see
+    ``read_view``), or None when there is nothing to read."""
     end_offset = log.end_offset
     upper = end_offset if upper_offset is None else min(upper_offset, end_offset)
     if offset < log.start_offset or offset > end_offset:
         raise OffsetOutOfRangeError(f"offset {offset} outside [{log.start_offset}, {end_offset}] of {log.directory}")
     if offset >= upper or max_bytes <= 0 and not min_one:
-        return EMPTY
+        return None
     bases = log._bases
     i = bisect.bisect_right(bases, offset) - 1
     while 0 <= i < len(bases):
@@ -49,7 +87,7 @@ def read_view(log: SegmentedLog, offset: int, max_bytes: int, upper_offset: int 
             i += 1
             continue
         if seg.base_offset >= upper:
-            return EMPTY
+            return None
         # Where the readable part ends in this segment: the batch holding ``upper`` starts it.
         stop = seg.size
         if upper < seg.next_offset:
@@ -57,15 +95,9 @@ def read_view(log: SegmentedLog, offset: int, max_bytes: int, upper_offset: int 
             if stop is None:  # pragma: no cover - upper < next_offset means a batch holds it
                 stop = seg.size
         if stop <= position:
-            return EMPTY
-        view = seg.view(position, stop - position)
-        end, first_size = hotloops.whole_batches(view, 0, max_bytes)
-        if end:
-            return view[:end]
-        if first_size < 0:
-            raise LogCorruptionError(f"invalid batch at position {position} of {seg.path}")
-        return view[:first_size] if min_one else EMPTY
-    return EMPTY
+            return None
+        return seg, position, stop
+    return None
 
 
 def _walk(seg, position: int, stop: int):

@@ -2,7 +2,7 @@
 read, roll, truncate, delete below a snapshot, and the leader-epoch cache beside it.
 
 Threading: one owner thread (the server's event loop) calls every public method; the
-log's own flusher thread only fdatasyncs and reports. ``_lock`` guards what both touch.
+log's flusher thread (its own, or a ``SharedFlusher``'s) only fdatasyncs and reports. ``_lock`` guards what both touch.
 Durability contract:
 
 * ``append`` returns as soon as the bytes are in the page cache. An offset is *flushed*
@@ -90,7 +90,7 @@ class SegmentedLog:
     end_offset`` (a truncation lowers it; only a completed fdatasync raises it)."""
 
     def __init__(self, directory, config, segments, epoch_cache, start_offset, report,
-                 on_flushed, on_fatal, clock_ms, on_flush_stats=None):
+                 on_flushed, on_fatal, clock_ms, on_flush_stats=None, flusher=None):
         self.directory = directory
         self.config = config
         self.epoch_cache: LeaderEpochCache = epoch_cache
@@ -116,14 +116,15 @@ class SegmentedLog:
         self._fatal: FatalLogError | None = None
         self._group = GroupCommit(directory, self._lock, self._flush_once, lambda: self._fatal is not None,
                                   lambda exc: self._set_fatal(FatalLogError(f"flusher thread failed: {exc!r}")),
-                                  config.append_linger_ms, config.background_flush)
+                                  config.append_linger_ms, config.background_flush, flusher,
+                                  config.flush_interval_messages, self._end)
         self._group.start()
 
     # --- opening -------------------------------------------------------------------------------
     @classmethod
     def open(cls, directory: str, config: LogConfig | None = None, *, recovery_point: int | None = None,
              log_start_offset: int | None = None, on_flushed=None, on_fatal=None, clock_ms=None,
-             on_flush_stats=None):
+             on_flush_stats=None, flusher=None):
         """Open (creating if needed) the log in ``directory`` and recover it.
 
         ``recovery_point``: offset below which the caller knows the log was flushed (Kafka's
@@ -132,7 +133,8 @@ class SegmentedLog:
         segment is always scanned. ``log_start_offset``: the persisted log start (e.g. the
         earliest snapshot's end offset); at least the first segment's base offset.
         ``on_flushed(offset)``, ``on_fatal(FatalLogError)`` and ``on_flush_stats(FlushStats)``
-        are called from the flusher thread (or the thread that flushed).
+        are called from the flusher thread (or the thread that flushed); ``flusher``: a
+        ``SharedFlusher`` whose threads run this log's flush cycles instead of one of its own.
         Raises LogCorruptionError for invalid data before the tail segment, StateFileError
         for a malformed leader-epoch-checkpoint."""
         config = config or LogConfig()
@@ -141,7 +143,7 @@ class SegmentedLog:
                                                            log_start_offset, clock_ms())
         end = segments[-1].next_offset
         log = cls(directory, config, segments, cache, min(start, end), report, on_flushed,
-                  on_fatal, clock_ms, on_flush_stats)
+                  on_fatal, clock_ms, on_flush_stats, flusher)
         if start > end:  # everything on disk is below the persisted start: drop it
             log.truncate_fully_and_start_at(start)
         return log
@@ -202,7 +204,7 @@ class SegmentedLog:
 
     def _mark_dirty(self) -> None:
         """Under ``_lock``: something needs the next flush; start the linger clock."""
-        self._group.mark_dirty()
+        self._group.mark_dirty(self._end)
 
     # --- append --------------------------------------------------------------------------------
     def append(self, batches, *, assign_offsets: bool = True, leader_epoch: int | None = None,
@@ -540,7 +542,7 @@ class SegmentedLog:
                 fd, path = os.dup(seg.fd), seg.path  # a dup: truncation may close seg.fd meanwhile
                 cache = self.epoch_cache
                 epochs = (cache.entries(), cache.version) if cache.dirty else None
-                self._group.cycle_started()
+                self._group.cycle_started(target)
                 self._trunc_low = target
                 counts = tuple(self._appended)
             try:

@@ -38,25 +38,50 @@ class FrameDecoder:
 
     A negative size or one above ``max_frame_bytes`` raises :class:`ProtocolError` as soon as
     the 4 size bytes arrive, without waiting for (or reserving room for) the body; after that
-    the decoder stays failed. Frames are returned as ``bytes``.
+    the decoder stays failed. Frames are returned as ``bytes``, except with
+    ``large_frames_in_place``: a frame of at least ``LARGE_FRAME`` bytes is then received
+    into a ``bytearray`` of its size, copied once, and returned as that bytearray (a client's
+    multi-megabyte fetch answers would otherwise be copied by every growth of the stream
+    buffer and again when cut out of it). The decoder never touches a returned frame again.
     """
 
-    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES):
+    LARGE_FRAME = 1 << 20
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, *, large_frames_in_place: bool = False):
         self.max_frame_bytes = max_frame_bytes
         self._buf = bytearray()
         self._failed: ProtocolError | None = None
+        self._in_place = large_frames_in_place
+        self._large: bytearray | None = None  # the large frame being received
+        self._filled = 0
 
     @property
     def buffered(self) -> int:
         """Bytes held for an incomplete frame."""
-        return len(self._buf)
+        return len(self._buf) + self._filled
+
+    def _fill_large(self, data) -> int:
+        """Copy the start of ``data`` into the large frame; returns the bytes taken."""
+        large, at = self._large, self._filled
+        n = min(len(data), len(large) - at)
+        large[at:at + n] = data[:n]
+        self._filled = at + n
+        return n
 
     def feed(self, data) -> list[bytes]:
         if self._failed is not None:
             raise self._failed
+        frames = []
+        if self._large is not None:
+            data = memoryview(data)
+            taken = self._fill_large(data)
+            if self._filled < len(self._large):
+                return frames
+            frames.append(self._large)
+            self._large, self._filled = None, 0
+            data = data[taken:]
         buf = self._buf
         buf += data
-        frames = []
         start, end = 0, len(buf)
         while end - start >= 4:
             (size,) = _I32.unpack_from(buf, start)
@@ -66,6 +91,11 @@ class FrameDecoder:
                 self._buf = bytearray()
                 raise self._failed
             if end - start - 4 < size:
+                if self._in_place and size >= self.LARGE_FRAME:
+                    self._large, self._filled = bytearray(size), 0
+                    with memoryview(buf) as view:  # released before ``del buf[:start]``
+                        self._fill_large(view[start + 4:end])
+                    start = end
                 break
             frames.append(bytes(buf[start + 4:start + 4 + size]))
             start += 4 + size

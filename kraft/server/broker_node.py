@@ -32,7 +32,7 @@ from kraft.broker.broker_state import BrokerLimits, BrokerState
 from kraft.broker.handlers import BrokerHandlers
 from kraft.broker.image_publisher import publish_image
 from kraft.broker.partition_logs import PartitionLogs
-from kraft.config import NodeConfig, log_retention_ms
+from kraft.config import NodeConfig, log_flush_linger_ms, log_flush_messages, log_retention_ms
 from kraft.errors import StorageError
 from kraft.log import LogConfig
 from kraft.log.dir_lock import lock_directories
@@ -77,7 +77,7 @@ class BrokerNode:
             self._locks = lock_directories(list(cfg.log_dirs))
         v = cfg.values
         log_cfg = LogConfig(segment_bytes=v["log.segment.bytes"], max_batch_bytes=None,
-                            append_linger_ms=float(v["log.flush.interval.ms"]))
+                            append_linger_ms=log_flush_linger_ms(v), flush_interval_messages=log_flush_messages(v))
 
         def on_flushed(plog, offset):  # a log's flusher thread
             if self.handlers is not None:

@@ -14,7 +14,7 @@ from kraft.broker.image_publisher import publish_image
 from kraft.broker.partition_logs import PartitionLogs
 from kraft.errors import StateFileError
 from kraft.log import LogConfig
-from kraft.log.log_reads import max_timestamp_offset, offset_for_timestamp, read_view
+from kraft.log.log_reads import max_timestamp_offset, offset_for_timestamp, read_bytes, read_view
 from kraft.metadata import MetadataDelta, PartitionRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord
 from kraft.metadata.image import EMPTY_IMAGE
 from kraft.records import build_batch, iter_batches
@@ -277,3 +277,18 @@ def test_create_many_makes_every_log_balanced_over_log_dirs_and_keeps_existing_o
     assert len(reopened.open_all()) == 41
     assert all(p.log.end_offset == 1 for p in reopened)
     reopened.close()
+
+
+def test_read_bytes_is_read_view_copied_out_of_the_map(tmp_path):
+    logs = PartitionLogs([str(tmp_path)], _cfg())
+    plog = logs.create("foo", 0, FOO)
+    for i in range(5):
+        plog.log.append(_batch([f"r{i}-{j}" for j in range(10)]), leader_epoch=0)
+    cases = [(0, 1 << 20, None, True), (13, 200, None, True), (13, 1, None, True), (13, 1, None, False),
+             (20, 1 << 20, 35, True), (50, 100, None, True)]
+    for offset, max_bytes, upper, min_one in cases:
+        view = read_view(plog.log, offset, max_bytes, upper_offset=upper, min_one=min_one)
+        copy = read_bytes(plog.log, offset, max_bytes, upper_offset=upper, min_one=min_one)
+        assert bytes(copy) == bytes(view), (offset, max_bytes, upper, min_one)
+        assert not isinstance(copy.obj, type(view.obj)) or not len(copy)  # bytes of its own, not the map
+    logs.close()

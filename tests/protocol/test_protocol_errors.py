@@ -266,3 +266,23 @@ def test_uuid_text_form_matches_kafka():
     for bad in ("", "AAAA", "AAAAAAAAAAAAAAAAAAAAA$", "AAAAAAAAAAAAAAAAAAAAAQxx", None):
         with pytest.raises(ValueError):
             uuid_from_base64(bad)
+
+
+def test_frame_decoder_receives_large_frames_in_place_across_any_split():
+    """Clients receive multi-megabyte fetch answers into one buffer of the frame's size; the
+    frames around it and every split point must still come out whole and in order."""
+    big = bytes(range(256)) * (FrameDecoder.LARGE_FRAME // 256 + 3)
+    small = b"tail"
+    stream = (struct.pack(">i", 2) + b"hi" + struct.pack(">i", len(big)) + big
+              + struct.pack(">i", len(small)) + small)
+    for step in (3, 4096, 65537, len(stream)):
+        decoder = FrameDecoder(len(big), large_frames_in_place=True)
+        got = []
+        for i in range(0, len(stream), step):
+            got += decoder.feed(stream[i:i + step])
+        assert [bytes(f) for f in got] == [b"hi", big, small], step
+        assert decoder.buffered == 0
+        if step < len(stream):
+            assert isinstance(got[1], bytearray)  # received in place, not cut out of the stream buffer
+    decoder = FrameDecoder(len(big), large_frames_in_place=True)
+    assert decoder.feed(stream[:100]) == [b"hi"] and decoder.buffered == 100 - 10
