@@ -51,6 +51,7 @@ class Elections:
         self.config = config
         self.rng = rng
         self._last_peer_gone_ms = -(1 << 62)
+        self.describe_target = lambda: None  # the reassignment target (the core sets this)
 
     # ------------------------------------------------------------ timers
     def poll_candidate(self, s: CandidateState, now: int) -> int:
@@ -303,4 +304,5 @@ class Elections:
         if not isinstance(s, LeaderState):
             return describe_quorum_response(ErrorCode.NOT_LEADER_OR_FOLLOWER, s.leader_id, s.epoch)
         return describe_quorum_response(NONE, self.node_id, s.epoch, s.high_watermark,
-                                        s.progress.describe_voters(now), s.progress.describe_observers(now))
+                                        s.progress.describe_voters(now), s.progress.describe_observers(now),
+                                        self.describe_target())

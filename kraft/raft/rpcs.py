@@ -288,13 +288,16 @@ def replica_state(replica_id: int, directory_id: bytes | None, log_end_offset: i
 
 
 def describe_quorum_response(error_code: int, leader_id: int, leader_epoch: int, high_watermark: int = -1,
-                             current_voters=(), observers=()) -> DescribeQuorumResponse:
+                             current_voters=(), observers=(), target=None) -> DescribeQuorumResponse:
+    """``target``: the reassignment's target VoterSet, reported in kraft's TargetVoters tag."""
     W = DescribeQuorumResponse
     top, part = split_error(error_code)
     p = W.Topic.Partition(partition_index=PARTITION, error_code=part, leader_id=leader_id, leader_epoch=leader_epoch,
                           high_watermark=high_watermark, current_voters=list(current_voters),
                           observers=list(observers))
-    return W(error_code=top, topics=[W.Topic(topic_name=TOPIC, partitions=[p])])
+    targets = None if target is None else [W.TargetVoter(voter_id=k.id, voter_directory_id=directory_uuid(
+        k.directory_id)) for k in target.keys()]
+    return W(error_code=top, topics=[W.Topic(topic_name=TOPIC, partitions=[p])], target_voters=targets)
 
 
 def describe_quorum_unknown_partitions(r: DescribeQuorumRequest) -> DescribeQuorumResponse:

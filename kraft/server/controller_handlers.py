@@ -18,7 +18,8 @@ import logging
 import time
 
 from kraft.errors import ErrorCode, InvalidRequestError
-from kraft.protocol import (AddRaftVoterRequest, RemoveRaftVoterRequest, UpdateRaftVoterRequest)
+from kraft.protocol import (AddRaftVoterRequest, ReassignRaftVotersRequest, RemoveRaftVoterRequest,
+                            UpdateRaftVoterRequest)
 from kraft.protocol import (ApiVersionsRequest, BeginQuorumEpochRequest, DescribeClusterRequest,
                             DescribeClusterResponse, DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest,
                             FetchSnapshotRequest, ProduceRequest, VoteRequest, api_versions_response,
@@ -34,9 +35,11 @@ log = logging.getLogger("kraft.handlers")
 
 # What this listener answers: ApiVersions, Produce (writer), Fetch, Vote, BeginQuorumEpoch,
 # EndQuorumEpoch, DescribeQuorum, FetchSnapshot, DescribeCluster. Fetch v18's follower HighWatermark is not used.
-SERVED_APIS = frozenset({18, 0, 1, 52, 53, 54, 55, 59, 60, 80, 81, 82})  # 80-82: KIP-853 voter changes
+SERVED_APIS = frozenset({18, 0, 1, 52, 53, 54, 55, 59, 60, 80, 81, 82,  # 80-82: KIP-853 voter changes
+                         10002})  # kraft's ReassignRaftVoters (seed 002's target voters)
 _RAFT_REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest,
-                  DescribeQuorumRequest, AddRaftVoterRequest, RemoveRaftVoterRequest, UpdateRaftVoterRequest)
+                  DescribeQuorumRequest, AddRaftVoterRequest, RemoveRaftVoterRequest, UpdateRaftVoterRequest,
+                  ReassignRaftVotersRequest)
 
 
 class ControllerHandlers:
