@@ -114,6 +114,7 @@ class RaftCore:
         self.elections.describe_target = lambda: self.control.target
         self.follower_replication.control = self.control
         self.follower_replication.local_endpoints = tuple(local_endpoints)
+        self.elections.local_endpoints = tuple(local_endpoints)
         self._deadline = now_ms
         self.quorum.initialize(election_state, OffsetAndEpoch(log.end_offset(), log.last_fetched_epoch()), now_ms)
         self.local_log.request_flush()
@@ -392,6 +393,7 @@ class RaftCore:
 
     def _poll_leader(self, s: LeaderState, now: int) -> int:
         self.sync_leader_voters(s, now)
+        self.membership.refresh_own_endpoints(s, self.follower_replication.local_endpoints, now)
         self.reassignment.poll(s, now)  # the next step toward the target voters, if due
         self.sync_leader_voters(s, now)
         if s.resign_requested or s.check_quorum_expired(now) or self._removed_leader_done(s):

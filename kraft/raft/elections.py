@@ -52,6 +52,7 @@ class Elections:
         self.rng = rng
         self._last_peer_gone_ms = -(1 << 62)
         self.describe_target = lambda: None  # the reassignment target (the core sets this)
+        self.local_endpoints: tuple = ()  # our listeners, announced in BeginQuorumEpoch
 
     # ------------------------------------------------------------ timers
     def poll_candidate(self, s: CandidateState, now: int) -> int:
@@ -100,7 +101,8 @@ class Elections:
             for voter in s.voters.keys():
                 if voter.id != self.node_id and requests.is_ready(voter.id, now):
                     self.outbox.send(voter.id, begin_quorum_epoch_request(
-                        self.node_id, s.epoch, voter.id, voter.directory_id, self.config.cluster_id), now)
+                        self.node_id, s.epoch, voter.id, voter.directory_id, self.config.cluster_id,
+                        self.local_endpoints), now)
         return s.begin_epoch_due
 
     def _solicit_votes(self, s, pre_vote: bool, now: int) -> int:

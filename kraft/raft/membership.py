@@ -197,6 +197,19 @@ class Membership:
             self._append(s, voters.with_endpoints(key.id, endpoints), now)
         return answer(NONE)
 
+    # ------------------------------------------------------------ the leader's own entry
+    def refresh_own_endpoints(self, s: LeaderState, local_endpoints: tuple, now: int) -> None:
+        """A leader whose Voters-record entry lacks its listeners (added by a reassignment that
+        named only its id, and elected before its UpdateRaftVoter) writes them itself, as it
+        would accept them from a follower: otherwise nobody could learn its address."""
+        if not local_endpoints or self.control.kraft_version < 1 or s.resign_requested:
+            return
+        voters = self.control.voters.last()
+        if voters.key(self.local.id) != self.local or voters.endpoints(self.local.id) == tuple(local_endpoints):
+            return
+        if self.pending is None and 0 <= self.control.voters.last_offset() < s.high_watermark:
+            self._append(s, voters.with_endpoints(self.local.id, tuple(local_endpoints)), now)
+
     # ------------------------------------------------------------ completion
     def _park(self, s: LeaderState, change: PendingChange) -> None:
         self.pending = change

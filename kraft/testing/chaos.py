@@ -33,7 +33,7 @@ class ChaosProfile:
     max_voters: int = 5
     max_observers: int = 2
     wire_codec: bool = False  # every message through the real codec (see SimCluster)
-    membership: bool = False  # a dynamic quorum whose voters are added and removed under faults
+    membership: bool = False  # a dynamic quorum whose voters are added, removed and reassigned under faults
 
 
 PROFILES = {
@@ -107,7 +107,7 @@ class _Chaos:
         ids = sorted(c.nodes)
         kinds = ["crash", "crash", "partition", "partition", "heal", "wipe", "crash_leader"]
         if self.profile.membership:
-            kinds += ["add", "add", "remove", "remove"]
+            kinds += ["add", "add", "remove", "remove", "reassign", "reassign", "cancel"]
         kind = rng.choice(kinds)
         if kind in ("crash", "crash_leader"):
             leader = c.leader()
@@ -137,6 +137,8 @@ class _Chaos:
             c.heal()
         elif kind in ("add", "remove"):
             self.change_voters(kind)
+        elif kind in ("reassign", "cancel"):
+            self.reassign(kind == "cancel")
         elif kind == "wipe" and self.profile.membership and not self.wiped:
             victim = rng.choice(ids)
             if all(self._healthy_majority(vs, lost=victim) for vs in self._voter_sets()):
@@ -190,6 +192,20 @@ class _Chaos:
             key = rng.choice(keys)
             if all(self._healthy_majority(vs.without_voter(key)) for vs in sets):
                 c.admin("remove", key)
+
+    def reassign(self, cancel: bool) -> None:
+        """Seed 002's target voters: a random target (ids, or now and then the exact replica
+        keys of the nodes' current disks), or a cancel. No operator check here: the leader
+        takes a step only while caught-up voters are a majority of the set it makes."""
+        c, rng = self.cluster, self.rng
+        if cancel:
+            c.reassign([], cancel=True)
+            return
+        ids = sorted(c.nodes)
+        chosen = rng.sample(ids, rng.randint(1, min(5, len(ids))))
+        if rng.random() < 0.3:
+            chosen = [ReplicaKey(i, c.nodes[i].directory_id) for i in chosen]
+        c.reassign(chosen)
 
     def run(self) -> ChaosResult:
         c, p = self.cluster, self.profile
