@@ -20,7 +20,7 @@ import kraft
 from kraft.errors import KraftError
 
 # Modules under kraft.cli that provide subcommands, in help order.
-_SUBCOMMANDS = ("demo", "dump_log", "storage", "server", "metadata_quorum", "produce", "metadata_shell", "pipeline")
+_SUBCOMMANDS = ("demo", "dump_log", "storage", "server", "metadata_quorum", "produce", "metadata_shell", "pipeline", "features")
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

@@ -50,6 +50,7 @@ from kraft.raft.election import ElectionState, LeaderAndEpoch
 from kraft.raft.elections import Elections
 from kraft.raft.follower_replication import FollowerReplication
 from kraft.raft.leader import LeaderState
+from kraft.raft.kraft_version import upgrade_kraft_version
 from kraft.raft.leader_replication import LeaderReplication
 from kraft.raft.local_log import LocalLog
 from kraft.raft.membership import Membership
@@ -254,6 +255,14 @@ class RaftCore:
         if due is not None:
             self._deadline = min(self._deadline, max(due, now_ms))
         return last
+
+    def upgrade_kraft_version(self, level: int, validate_only: bool, now_ms: int):
+        """Kafka 4.1's static-to-dynamic upgrade on the leader (``kraft.raft.kraft_version``):
+        (error code, message, offset whose commit completes it, or None)."""
+        self._now = now_ms
+        out = upgrade_kraft_version(self.membership, self.quorum.state, level, validate_only, now_ms)
+        self._poll(now_ms)
+        return out
 
     def resign(self, now_ms: int, epoch: int | None = None) -> None:
         """Graceful resignation: the leader steps down, naming its most up-to-date followers

@@ -165,10 +165,15 @@ class Reassignment:
         return None
 
     def _caught_up(self, s: LeaderState, key: ReplicaKey, now: int) -> bool:
+        """Fetched up to our end within the fetch timeout, and no other replica of its id has
+        fetched since (a node whose disk was replaced runs as a new replica: the old one is gone)."""
         if key == self.local:
             return True
         p = s.progress.voter_progress(key)
-        return p is not None and p.last_caught_up_ms >= now - self.config.fetch_timeout_ms
+        if p is None or p.last_caught_up_ms < now - self.config.fetch_timeout_ms:
+            return False
+        return not any(k.id == key.id and k != key and o.last_fetch_ms > p.last_fetch_ms
+                       for k, o in s.progress.observers.items())
 
     def _caught_up_majority(self, s: LeaderState, voters: VoterSet, now: int, extra=()) -> bool:
         """Are the caught-up replicas (``extra``: an observer just checked) a majority of ``voters``?"""

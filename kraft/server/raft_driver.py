@@ -124,6 +124,18 @@ class RaftDriver:
         self._drain()
         return fut
 
+    def upgrade_kraft_version(self, level: int, validate_only: bool):
+        """The core's kraft.version upgrade (leader only): (error code, message, offset)."""
+        out = self.core.upgrade_kraft_version(level, validate_only, wall_ms())
+        self._drain()
+        return out
+
+    def wait_committed(self, offset: int) -> asyncio.Future:
+        """A future completed once ``offset`` is committed (or failed when leadership ends)."""
+        fut = self.loop.create_future()
+        self.commits.add(offset, fut)
+        return fut
+
     def propose(self, values) -> tuple[int, asyncio.Future]:
         """Append ``values`` as one atomic group on the leader; returns (last offset, future
         that completes once committed). Raises NotLeaderError."""
