@@ -19,7 +19,7 @@ import pytest
 
 from kraft.cli.local_cluster import LocalCluster, wait_for
 from kraft.log.replicated_log import METADATA_DIR
-from kraft.log.state_files import QuorumStateFile
+from kraft.log.state_files import QuorumStateFile, uuid_bytes_to_text
 from kraft.records import VotersRecord, decode_control_record, iter_batches
 
 from .quorum_helpers import describe, node_batches, node_values, run, write_batches
@@ -51,6 +51,16 @@ def voters_records(cluster, node):
                     if isinstance(m, VotersRecord):
                         out.append((r.offset, m))
     return sorted(out, key=lambda x: x[0])
+
+
+def voters_caught_up(cluster, ids):
+    """Wait until voters ``ids`` hold everything committed (a lagging follower has not fetched
+    the last writes yet: committed means on a majority, not on all)."""
+    def check():
+        d = run(describe(cluster, 10))
+        ends = {v.replica_id: v.log_end_offset for v in d.voters}
+        return d if set(ids) <= set(ends) and all(ends[i] >= d.high_watermark for i in ids) else None
+    assert wait_for(check, 60), run(describe(cluster, 10))
 
 
 def assert_acked_on(cluster, acked, nodes):
@@ -116,6 +126,7 @@ def test_standalone_grow_shrink_then_reassign_to_three_new_nodes_killing_the_lea
         acked += run(write_batches(cluster, 3, tag="after"))
         assert mq(cluster, "describe", "--status") == 0
         assert "TargetVoters" not in capsys.readouterr().out
+        voters_caught_up(cluster, (4, 5, 6))
         cluster.stop()
         assert_acked_on(cluster, acked, (4, 5, 6))
         assert_one_leader_per_epoch(cluster, (1, 2, 3, 4, 5, 6))
@@ -164,6 +175,7 @@ def test_a_quorum_of_three_survives_losing_a_voters_disk_and_re_adds_it(tmp_path
     cluster = LocalCluster(str(tmp_path / "wipe"), 3, overrides=FAST, dynamic=True).create()
     try:
         cluster.start(1)
+        run(describe(cluster, 30))  # the standalone leader is up
         for node in (2, 3):
             cluster.start(node)
             wait_for(caught_up_observer(cluster, node), 30)
@@ -206,6 +218,7 @@ def test_a_quorum_of_three_survives_losing_a_voters_disk_and_re_adds_it(tmp_path
             acked += run(write_batches(cluster, 3, tag="new-leader", deadline_s=60))
             cluster.start(leader)
             acked += run(write_batches(cluster, 1, tag="all-back", deadline_s=60))
+            voters_caught_up(cluster, (1, 2, 3))
         cluster.stop()
         assert_acked_on(cluster, acked, (1, 2, 3))
         assert_one_leader_per_epoch(cluster, (1, 2, 3))
@@ -216,7 +229,7 @@ def test_a_quorum_of_three_survives_losing_a_voters_disk_and_re_adds_it(tmp_path
         # The old replica key is in no Voters record after the one that removed it.
         for node in (1, 2, 3):
             records = voters_records(cluster, node)
-            keys = [{(v.voter_id, uuid_to_base64(v.directory_id)) for v in r.voters} for _, r in records]
+            keys = [{(v.voter_id, uuid_bytes_to_text(v.directory_id)) for v in r.voters} for _, r in records]
             gone = next(i for i, k in enumerate(keys) if (victim, old_dir) not in k and any(
                 (victim, old_dir) in earlier for earlier in keys[:i]))
             assert all((victim, old_dir) not in k for k in keys[gone:]), (node, keys)
