@@ -35,3 +35,21 @@ def test_an_unknown_tag_is_skipped():
     with_other = plain[:-1] + b"\x01\x00\x02xy"
     msg = decode_control_record(control_key(ControlType.KRAFT_VOTERS), with_other)
     assert msg.voters == VOTERS and msg.target_voters is None
+
+
+def test_dump_log_shows_the_target(tmp_path):
+    """``kraft dump-log`` decodes the Voters record with its TargetVoters."""
+    from kraft.cli.dump_log import dump_file
+    from kraft.raft.control_state import membership_control_batch
+    from kraft.raft.voters import VoterSet
+    from kraft.types import ReplicaKey
+
+    voters = VoterSet([ReplicaKey(1, b"a" * 16)])
+    target = VoterSet([ReplicaKey(4), ReplicaKey(5, b"e" * 16)])
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(membership_control_batch(voters, None, 0, 3, 0, target))
+    doc = dump_file(str(path))
+    msg = doc["batches"][0]["records"][0]["control"]["message"]
+    assert [v["voter_id"] for v in msg["voters"]] == [1]
+    assert [v["voter_id"] for v in msg["target_voters"]] == [4, 5]
+    assert msg["target_voters"][0]["directory_id"] == "00" * 16  # any replica of node 4
