@@ -61,7 +61,7 @@ def _upgrade(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser("features", help="upgrade finalized features (UpdateFeatures), e.g. kraft.version=1")
     p.add_argument("--bootstrap-controller", "--bootstrap-server", dest="bootstrap_controller", required=True,
-                   metavar="HOST:PORT[,HOST:PORT]")
+                   metavar="HOST:PORT[,HOST:PORT]", help="controller addresses; the request goes to the leader")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the change to commit")
     ss = p.add_subparsers(dest="features_command", metavar="ACTION", required=True)
     u = ss.add_parser("upgrade", help="raise features to the given levels")

@@ -278,5 +278,6 @@ def register(sub) -> None:
     g.add_argument("--listener-name", default="CONTROLLER",
                    help="listener name for entries given as ID@HOST:PORT (default CONTROLLER)")
     g.add_argument("--wait", action="store_true", help="return once the reassignment is done")
-    g.add_argument("--wait-timeout", type=float, default=300.0, metavar="SECONDS")
+    g.add_argument("--wait-timeout", type=float, default=300.0, metavar="SECONDS",
+                   help="with --wait: give up after this many seconds")
     g.set_defaults(func=_reassign)
