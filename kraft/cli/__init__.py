@@ -21,7 +21,7 @@ from kraft.errors import KraftError
 
 # Modules under kraft.cli that provide subcommands, in help order.
 _SUBCOMMANDS = ("demo", "dump_log", "storage", "server", "metadata_quorum", "produce", "metadata_shell", "pipeline",
-               "reassign_partitions", "leader_election")
+               "features", "reassign_partitions", "leader_election")
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

@@ -1,6 +1,8 @@
 """``kraft metadata-quorum --bootstrap-controller HOST:PORT describe --status|--replication``,
 ``add-controller --command-config FILE`` and ``remove-controller --controller-id N
---controller-directory-id D`` (KIP-853 voter changes, sent to the leader),
+--controller-directory-id D`` (KIP-853 voter changes, sent to the leader), and kraft's own
+``reassign --target-voters 4,5,6 | --cancel`` (seed 002: the leader moves the voters to the
+target one at a time; ``describe --status`` shows TargetVoters until it is done),
 with the output layout of Kafka's ``kafka-metadata-quorum.sh`` (MetadataQuorumCommand, 3.9+:
 voters as ``{"id": N, "directoryId": "...", "endpoints": ["NAME://host:port"]}``, directoryId
 left out when it is zero, and a DirectoryId column in ``--replication``); ``--json`` for machines."""
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 
 from kraft.protocol.primitives import ZERO_UUID, uuid_to_base64
@@ -57,6 +60,15 @@ def _status(d, cluster_id: str | None = None) -> dict:
                 "MaxFollowerLag": max_lag, "MaxFollowerLagTimeMs": max_lag_ms,
                 "CurrentVoters": [_replica_node(d, v) for v in d.voters],
                 "CurrentObservers": [_replica_node(d, o) for o in d.observers]})
+    if getattr(d, "target_voters", None) is not None:  # kraft's own line, only during a reassignment
+        out["TargetVoters"] = [_target_node(t) for t in d.target_voters]
+    return out
+
+
+def _target_node(t) -> dict:
+    out = {"id": t.voter_id}
+    if t.voter_directory_id != ZERO_UUID:
+        out["directoryId"] = uuid_to_base64(t.voter_directory_id)
     return out
 
 
@@ -174,6 +186,66 @@ def _remove_controller(args) -> int:
     return 0
 
 
+_TARGET = re.compile(r"(\d+)(?:@(\[[^\]]+\]|[^:@\s]+):(\d+)(?::([A-Za-z0-9_-]{22}))?)?")
+
+
+def parse_target_voters(text: str, listener_name: str = "CONTROLLER"):
+    """``4,5,6`` or ``4@host:port:DIRID,...`` (``storage format --initial-controllers``'
+    syntax; host:port and the directory id optional), entries separated by commas or
+    newlines; as (id, directory id bytes or None, [(listener, host, port)])."""
+    from kraft.errors import KraftError
+    from kraft.log.state_files import uuid_text_to_bytes
+
+    out = []
+    for item in filter(None, (x.strip() for x in re.split(r"[,\n]", text or "") if not x.strip().startswith("#"))):
+        m = _TARGET.fullmatch(item)
+        if m is None:
+            raise KraftError(f"--target-voters: expected ID or ID@HOST:PORT[:DIRECTORY_ID], got {item!r}")
+        listeners = [] if m.group(2) is None else [(listener_name, m.group(2).strip("[]"), int(m.group(3)))]
+        if listeners and not 0 < listeners[0][2] <= 65535:
+            raise KraftError(f"--target-voters: bad port in {item!r}")
+        out.append((int(m.group(1)), uuid_text_to_bytes(m.group(4)) if m.group(4) else None, listeners))
+    if not out:
+        raise KraftError("--target-voters: no voters given")
+    if len({t[0] for t in out}) != len(out):
+        raise KraftError("--target-voters: a node id appears twice")
+    return out
+
+
+def _reassign(args) -> int:
+    import os
+
+    from kraft.client.voter_changes import reassign_voters, wait_for_reassignment
+    from kraft.errors import KraftError
+
+    targets = []
+    if not args.cancel:
+        if args.target_voters is None:
+            raise KraftError("reassign: give --target-voters or --cancel")
+        text = args.target_voters
+        if os.path.isfile(text):
+            with open(text, encoding="utf-8") as f:
+                text = f.read()
+        targets = parse_target_voters(text, args.listener_name)
+    client = QuorumClient([parse_address(s) for s in args.bootstrap_controller.split(",")])
+
+    async def go():
+        try:
+            await reassign_voters(client, targets, cancel=args.cancel, deadline_s=args.timeout)
+            if args.wait:
+                return await wait_for_reassignment(client, deadline_s=args.wait_timeout)
+        finally:
+            await client.close()
+    d = asyncio.run(go())
+    if args.cancel:
+        print("Cancelled the voter reassignment (the step under way completes)")
+    else:
+        print(f"Reassigning the voters to {[t[0] for t in targets]} one voter at a time")
+    if d is not None:
+        print(f"Done: voters {sorted(v.replica_id for v in d.voters)}, leader {d.leader_id} in epoch {d.leader_epoch}")
+    return 0
+
+
 def register(sub) -> None:
     p = sub.add_parser("metadata-quorum", help="describe the metadata quorum (DescribeQuorum)")
     p.add_argument("--bootstrap-controller", "--bootstrap-server", dest="bootstrap_controller", required=True,
@@ -198,3 +270,14 @@ def register(sub) -> None:
     r.add_argument("--controller-directory-id", required=True, metavar="DIRECTORY_ID",
                    help="the voter's metadata directory id (describe --status shows it)")
     r.set_defaults(func=_remove_controller)
+    g = ss.add_parser("reassign", help="move the voters to a target set one voter at a time (kraft's own, "
+                      "ReassignRaftVoters)")
+    g.add_argument("--target-voters", metavar="IDS|FILE",
+                   help="4,5,6 or 4@host:port:DIRECTORY_ID,...; or a file of such entries, one a line")
+    g.add_argument("--cancel", action="store_true", help="stop after the step under way")
+    g.add_argument("--listener-name", default="CONTROLLER",
+                   help="listener name for entries given as ID@HOST:PORT (default CONTROLLER)")
+    g.add_argument("--wait", action="store_true", help="return once the reassignment is done")
+    g.add_argument("--wait-timeout", type=float, default=300.0, metavar="SECONDS",
+                   help="with --wait: give up after this many seconds")
+    g.set_defaults(func=_reassign)

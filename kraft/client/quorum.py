@@ -34,6 +34,8 @@ class QuorumDescription:
     nodes: dict  # node id -> (host, port) of its controller listener
     error_code: int = 0
     endpoints: dict = field(default_factory=dict)  # node id -> ["NAME://host:port", ...]
+    # kraft's TargetVoters (a reassignment under way): DescribeQuorumResponse.TargetVoter, or None
+    target_voters: list | None = None
 
 
 def parse_address(s: str) -> tuple[str, int]:
@@ -91,7 +93,8 @@ class QuorumClient:
             return QuorumDescription(-1, -1, -1, [], [], dict(self.nodes), resp.error_code)
         p = resp.topics[0].partitions[0]
         return QuorumDescription(p.leader_id, p.leader_epoch, p.high_watermark, list(p.current_voters),
-                                 list(p.observers), dict(self.nodes), p.error_code, endpoints)
+                                 list(p.observers), dict(self.nodes), p.error_code, endpoints,
+                                 None if resp.target_voters is None else list(resp.target_voters))
 
     async def describe(self, deadline_s: float = 10.0) -> QuorumDescription:
         """Ask every known node at once and return the leader's answer; raises KraftError at
@@ -187,9 +190,16 @@ class QuorumWriter:
         self.leader: tuple[str, int] | None = None
 
     async def _find_leader(self, deadline_s: float) -> tuple[str, int]:
-        d = await self.client.describe(deadline_s)
-        self.leader = self.client.nodes[d.leader_id]
-        return self.leader
+        end = time.monotonic() + deadline_s
+        while True:
+            d = await self.client.describe(max(0.1, end - time.monotonic()))
+            # A leader just added to a dynamic quorum may not have its address in the voters yet.
+            self.leader = self.client.nodes.get(d.leader_id)
+            if self.leader is not None:
+                return self.leader
+            if time.monotonic() > end:
+                raise KraftError(f"no address known for leader {d.leader_id}")
+            await asyncio.sleep(0.05)
 
     async def write(self, batch: bytes, *, deadline_s: float = 30.0) -> int:
         """Commit ``batch``; returns its base offset. Retries only answers that prove the

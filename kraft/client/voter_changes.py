@@ -1,5 +1,6 @@
 """Operator-side voter changes of a dynamic quorum (KIP-853): AddRaftVoter and RemoveRaftVoter
-sent to the leader, found through DescribeQuorum from any bootstrap address.
+sent to the leader, found through DescribeQuorum from any bootstrap address; and kraft's own
+ReassignRaftVoters (seed 002's target voters).
 
 Retries while the answer proves nothing was changed — NOT_LEADER_OR_FOLLOWER (leadership
 moved), REQUEST_TIMED_OUT (another change pending, the new voter still catching up, no high
@@ -13,7 +14,7 @@ import asyncio
 import time
 
 from kraft.errors import ErrorCode, KraftError, NetworkError
-from kraft.protocol import AddRaftVoterRequest, RemoveRaftVoterRequest
+from kraft.protocol import AddRaftVoterRequest, ReassignRaftVotersRequest, RemoveRaftVoterRequest
 from kraft.protocol.primitives import uuid_from_wire
 from kraft.client.quorum import QuorumClient
 
@@ -75,3 +76,37 @@ async def remove_voter(client: QuorumClient, voter_id: int, directory_id: bytes,
     def removed(d):
         return all(v.replica_id != voter_id for v in d.voters)
     return await _to_leader(client, req, 0, deadline_s, f"remove voter {voter_id}", removed)
+
+
+async def reassign_voters(client: QuorumClient, targets, *, cancel: bool = False, deadline_s: float = 30.0):
+    """Record a target voter set (``targets``: (id, directory id bytes or None, [(name, host,
+    port)])) or cancel the one under way; returns once the leader has it in the log (the
+    steps follow on their own: watch DescribeQuorum's target_voters)."""
+    R = ReassignRaftVotersRequest
+    req = R(target_voters=[R.TargetVoter(voter_id=i, voter_directory_id=uuid_from_wire(d or bytes(16)),
+                                         listeners=[R.Listener(name=n, host=h, port=p) for n, h, p in listeners])
+                           for i, d, listeners in targets], cancel=cancel)
+    if cancel:
+        def settled(d):
+            return d.target_voters is None
+    else:
+        def settled(d):
+            return d.target_voters is not None and {t.voter_id for t in d.target_voters} == {t[0] for t in targets}
+    return await _to_leader(client, req, 0, deadline_s, "cancel the reassignment" if cancel else "reassign voters",
+                            settled)
+
+
+async def wait_for_reassignment(client: QuorumClient, *, deadline_s: float = 120.0):
+    """The quorum description once no target is left (the reassignment finished or was
+    cancelled); KraftError at the deadline."""
+    end = time.monotonic() + deadline_s
+    while True:
+        try:
+            d = await client.describe(max(0.5, min(5.0, end - time.monotonic())))
+            if d.target_voters is None:
+                return d
+        except KraftError:
+            pass
+        if time.monotonic() > end:
+            raise KraftError(f"the reassignment did not finish within {deadline_s:g} s")
+        await asyncio.sleep(0.2)

@@ -102,3 +102,5 @@ class ApiKey(IntEnum):
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
     ALTER_SHARE_GROUP_OFFSETS = 91
     DELETE_SHARE_GROUP_OFFSETS = 92
+    # kraft's own, far above Kafka's numbering (seed 002's target voters)
+    REASSIGN_RAFT_VOTERS = 10002

@@ -58,29 +58,42 @@ def control_records(data, first: int = 0, last: int = 1 << 62):
 
 
 def voter_set_of(record: VotersRecord) -> VoterSet:
+    return _voters_of(record.voters)
+
+
+def target_of(record: VotersRecord) -> VoterSet | None:
+    """The reassignment target a Voters record carries (seed 002), or None."""
+    return None if record.target_voters is None else _voters_of(record.target_voters)
+
+
+def _voters_of(entries) -> VoterSet:
     keys, endpoints = [], {}
-    for v in record.voters:
+    for v in entries:
         d = bytes(v.directory_id)
         keys.append(ReplicaKey(v.voter_id, None if d == ZERO_DIRECTORY else d))
         endpoints[v.voter_id] = tuple(v.endpoints)
     return VoterSet(keys, endpoints)
 
 
-def voters_record_of(voters: VoterSet) -> VotersRecord:
-    return VotersRecord(tuple(Voter(k.id, k.directory_id or ZERO_DIRECTORY, voters.endpoints(k.id), 0,
-                                    KRAFT_VERSION_MAX) for k in voters.keys()))
+def _entries(voters: VoterSet) -> tuple:
+    return tuple(Voter(k.id, k.directory_id or ZERO_DIRECTORY, voters.endpoints(k.id), 0, KRAFT_VERSION_MAX)
+                 for k in voters.keys())
+
+
+def voters_record_of(voters: VoterSet, target: VoterSet | None = None) -> VotersRecord:
+    return VotersRecord(_entries(voters), target_voters=None if target is None else _entries(target))
 
 
 def membership_control_batch(voters: VoterSet, kraft_version: int | None, base_offset: int, epoch: int,
-                             timestamp: int) -> bytes:
-    """Control batches holding (optionally) a KRaftVersion record and a Voters record,
-    at consecutive offsets from ``base_offset``."""
+                             timestamp: int, target: VoterSet | None = None) -> bytes:
+    """Control batches holding (optionally) a KRaftVersion record and a Voters record
+    (with the reassignment ``target``, if any), at consecutive offsets from ``base_offset``."""
     out, offset = [], base_offset
     if kraft_version is not None:
         out.append(build_control_batch(KRaftVersionRecord.TYPE, encode_control_value(KRaftVersionRecord(kraft_version)),
                                        base_offset=offset, partition_leader_epoch=epoch, timestamp=timestamp))
         offset += 1
-    out.append(build_control_batch(VotersRecord.TYPE, encode_control_value(voters_record_of(voters)),
+    out.append(build_control_batch(VotersRecord.TYPE, encode_control_value(voters_record_of(voters, target)),
                                    base_offset=offset, partition_leader_epoch=epoch, timestamp=timestamp))
     return b"".join(out)
 
@@ -96,6 +109,9 @@ class ControlState:
         self.voters = VoterSetHistory(bootstrap)
         self._kv_offsets = [-1]
         self._kv_levels = [0]
+        # The reassignment target (seed 002) of each Voters record, parallel to ``voters``'
+        # history: None where a record carries none (no reassignment under way).
+        self._targets: list[VoterSet | None] = [None]
 
     # --- queries --------------------------------------------------------------------
     @property
@@ -110,6 +126,14 @@ class ControlState:
             level = v
         return level
 
+    @property
+    def target(self) -> VoterSet | None:
+        """The voter set a reassignment moves to (the latest Voters record's), or None."""
+        return self._targets[-1]
+
+    def target_at(self, offset: int) -> VoterSet | None:
+        return self._targets[self.voters.index_at(offset)]
+
     def voters_from_bootstrap(self) -> bool:
         """Is the voter set the bootstrap one (no Voters record in the log yet)?"""
         return self.voters.last_offset() < 0
@@ -119,6 +143,7 @@ class ControlState:
         if isinstance(msg, VotersRecord):
             if offset > self.voters.last_offset():
                 self.voters.add_at(offset, voter_set_of(msg))
+                self._targets.append(target_of(msg))
         elif isinstance(msg, KRaftVersionRecord):
             if offset > self._kv_offsets[-1]:
                 self._kv_offsets.append(offset)
@@ -135,6 +160,7 @@ class ControlState:
     def truncate(self, end_offset: int) -> None:
         """The log was truncated to ``end_offset``: records at or above it are gone."""
         self.voters.truncate_new_entries(end_offset)
+        del self._targets[len(self.voters):]
         while len(self._kv_offsets) > 1 and self._kv_offsets[-1] >= end_offset:
             self._kv_offsets.pop()
             self._kv_levels.pop()
@@ -143,11 +169,13 @@ class ControlState:
         """The log now starts at a snapshot ending at ``snapshot_end``: its records (if any)
         replace all history; they hold from offset ``snapshot_end - 1``."""
         self.voters.reset(self.bootstrap)
+        self._targets = [None]
         self._kv_offsets, self._kv_levels = [-1], [0]
         at = snapshot_end - 1
         for _, msg in control_records(data):
             if isinstance(msg, VotersRecord):
                 self.voters.reset(voter_set_of(msg), at)
+                self._targets = [target_of(msg)]
             else:
                 self._kv_offsets, self._kv_levels = [at], [msg.kraft_version]
 

@@ -42,19 +42,21 @@ from __future__ import annotations
 
 from kraft.errors import NotLeaderError
 from kraft.protocol import (AddRaftVoterRequest, BeginQuorumEpochRequest, DescribeQuorumRequest,
-                            EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest, RemoveRaftVoterRequest,
-                            UpdateRaftVoterRequest, VoteRequest)
+                            EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest, ReassignRaftVotersRequest,
+                            RemoveRaftVoterRequest, UpdateRaftVoterRequest, VoteRequest)
 from kraft.raft.config import RaftConfig
 from kraft.raft.effects import Ready, Respond
 from kraft.raft.election import ElectionState, LeaderAndEpoch
 from kraft.raft.elections import Elections
 from kraft.raft.follower_replication import FollowerReplication
 from kraft.raft.leader import LeaderState
+from kraft.raft.kraft_version import upgrade_kraft_version
 from kraft.raft.leader_replication import LeaderReplication
 from kraft.raft.local_log import LocalLog
 from kraft.raft.membership import Membership
 from kraft.raft.envelopes import InboundRequest, InboundResponse, RequestFailed
 from kraft.raft.quorum_state import QuorumState
+from kraft.raft.reassignment import Reassignment
 from kraft.raft.requests import Outbox, RequestTracker
 from kraft.raft.roles import CandidateState, FollowerState, ProspectiveState, UnattachedState
 from kraft.raft.snapshot import SnapshotWriter
@@ -109,8 +111,11 @@ class RaftCore:
         self.membership = Membership(self.local, self.quorum, self.local_log, config, emit,
                                      self.leader_replication.drain, self.sync_leader_voters)
         self.leader_replication.on_commit = self.membership.on_high_watermark
+        self.reassignment = Reassignment(self.membership)
+        self.elections.describe_target = lambda: self.control.target
         self.follower_replication.control = self.control
         self.follower_replication.local_endpoints = tuple(local_endpoints)
+        self.elections.local_endpoints = tuple(local_endpoints)
         self._deadline = now_ms
         self.quorum.initialize(election_state, OffsetAndEpoch(log.end_offset(), log.last_fetched_epoch()), now_ms)
         self.local_log.request_flush()
@@ -175,6 +180,11 @@ class RaftCore:
     def voters(self) -> VoterSet:
         """The voter set in force (the latest one in the log, committed or not)."""
         return self.voter_history.last()
+
+    @property
+    def target_voters(self) -> VoterSet | None:
+        """The voter set a reassignment moves to (seed 002), or None."""
+        return self.control.target
 
     def leader_and_epoch(self) -> LeaderAndEpoch:
         return self.quorum.leader_and_epoch()
@@ -246,6 +256,14 @@ class RaftCore:
             self._deadline = min(self._deadline, max(due, now_ms))
         return last
 
+    def upgrade_kraft_version(self, level: int, validate_only: bool, now_ms: int):
+        """Kafka 4.1's static-to-dynamic upgrade on the leader (``kraft.raft.kraft_version``):
+        (error code, message, offset whose commit completes it, or None)."""
+        self._now = now_ms
+        out = upgrade_kraft_version(self.membership, self.quorum.state, level, validate_only, now_ms)
+        self._poll(now_ms)
+        return out
+
     def resign(self, now_ms: int, epoch: int | None = None) -> None:
         """Graceful resignation: the leader steps down, naming its most up-to-date followers
         as preferred successors (EndQuorumEpoch)."""
@@ -276,7 +294,7 @@ class RaftCore:
         membership = None
         if self.control.kraft_version_at(at) >= 1:
             membership = membership_control_batch(self.voter_history.at(at), self.control.kraft_version_at(at),
-                                                  1, snapshot_id.epoch, now_ms)
+                                                  1, snapshot_id.epoch, now_ms, self.control.target_at(at))
         return SnapshotWriter(raw, last_contained_log_timestamp, now_ms, self._on_snapshot_frozen, membership)
 
     def _on_snapshot_frozen(self, snapshot_id: OffsetAndEpoch) -> None:
@@ -300,6 +318,9 @@ class RaftCore:
             return
         if t is RemoveRaftVoterRequest:
             self.membership.handle_remove(message.handle, body, now)
+            return
+        if t is ReassignRaftVotersRequest:
+            self.reassignment.handle(message.handle, body, now)
             return
         e = self.elections
         if t is UpdateRaftVoterRequest:
@@ -380,6 +401,9 @@ class RaftCore:
         return (not self.quorum.is_voter() and s.high_watermark > self.voter_history.last_offset())
 
     def _poll_leader(self, s: LeaderState, now: int) -> int:
+        self.sync_leader_voters(s, now)
+        self.membership.refresh_own_endpoints(s, self.follower_replication.local_endpoints, now)
+        self.reassignment.poll(s, now)  # the next step toward the target voters, if due
         self.sync_leader_voters(s, now)
         if s.resign_requested or s.check_quorum_expired(now) or self._removed_leader_done(s):
             self.transitions.become_resigned(now)

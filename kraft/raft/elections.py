@@ -51,6 +51,8 @@ class Elections:
         self.config = config
         self.rng = rng
         self._last_peer_gone_ms = -(1 << 62)
+        self.describe_target = lambda: None  # the reassignment target (the core sets this)
+        self.local_endpoints: tuple = ()  # our listeners, announced in BeginQuorumEpoch
 
     # ------------------------------------------------------------ timers
     def poll_candidate(self, s: CandidateState, now: int) -> int:
@@ -99,7 +101,8 @@ class Elections:
             for voter in s.voters.keys():
                 if voter.id != self.node_id and requests.is_ready(voter.id, now):
                     self.outbox.send(voter.id, begin_quorum_epoch_request(
-                        self.node_id, s.epoch, voter.id, voter.directory_id, self.config.cluster_id), now)
+                        self.node_id, s.epoch, voter.id, voter.directory_id, self.config.cluster_id,
+                        self.local_endpoints), now)
         return s.begin_epoch_due
 
     def _solicit_votes(self, s, pre_vote: bool, now: int) -> int:
@@ -303,4 +306,5 @@ class Elections:
         if not isinstance(s, LeaderState):
             return describe_quorum_response(ErrorCode.NOT_LEADER_OR_FOLLOWER, s.leader_id, s.epoch)
         return describe_quorum_response(NONE, self.node_id, s.epoch, s.high_watermark,
-                                        s.progress.describe_voters(now), s.progress.describe_observers(now))
+                                        s.progress.describe_voters(now), s.progress.describe_observers(now),
+                                        self.describe_target())

@@ -65,6 +65,9 @@ class LeaderState(EpochState):
         # when it parked: the fetch that moves the HW would otherwise never carry it)
         self.hw_sent: dict[int, int] = {}
         self.resign_requested = False
+        # node id -> the directory id its latest valid Fetch carried (a static voter set has
+        # none; upgrading kraft.version to 1 writes them into the Voters record)
+        self.fetched_directories: dict[int, bytes] = {}
 
     def can_grant_vote(self, candidate, log_up_to_date, pre_vote, now_ms):
         return False

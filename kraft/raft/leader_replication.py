@@ -132,6 +132,8 @@ class LeaderReplication:
         # Valid: the replica's log matches ours below fetch_offset, and it has flushed it.
         end = log.end_offset()
         replica = ReplicaKey(r.replica_state.replica_id, directory_bytes(p.replica_directory_id))
+        if replica.directory_id is not None:  # a kraft.version 0 -> 1 upgrade needs the voters' (KIP-853)
+            s.fetched_directories[replica.id] = replica.directory_id
         if s.update_replica(replica, fetch_offset, now, end):
             self.on_high_watermark(s, now)
         s.hw_sent[r.replica_state.replica_id] = s.high_watermark  # every answer from here carries it

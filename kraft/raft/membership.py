@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Callable
 
 from kraft.errors import ErrorCode
-from kraft.protocol import (AddRaftVoterResponse, RemoveRaftVoterResponse, UpdateRaftVoterResponse)
+from kraft.protocol import (AddRaftVoterResponse, ReassignRaftVotersResponse, RemoveRaftVoterResponse,
+                            UpdateRaftVoterResponse)
 from kraft.raft.config import RaftConfig
 from kraft.raft.control_state import membership_control_batch
 from kraft.raft.effects import Respond
@@ -30,6 +31,7 @@ from kraft.types import Endpoint, ReplicaKey
 
 NONE = ErrorCode.NONE
 NO_DEADLINE = 1 << 62
+KEEP = object()  # a voter change carries the reassignment target (if any) forward
 
 
 class PendingChange:
@@ -48,6 +50,8 @@ class PendingChange:
 def _answer(kind: str, code: int, message: str | None = None):
     if kind == "add":
         return AddRaftVoterResponse(error_code=int(code), error_message=message)
+    if kind == "reassign":
+        return ReassignRaftVotersResponse(error_code=int(code), error_message=message)
     return RemoveRaftVoterResponse(error_code=int(code), error_message=message)
 
 
@@ -85,11 +89,15 @@ class Membership:
                     f"to commit (high watermark {s.high_watermark})")
         return None
 
-    def _append(self, s: LeaderState, voters, now: int) -> int:
-        """Append the Voters record of ``voters``; its offset."""
+    def _append(self, s: LeaderState, voters, now: int, target=KEEP) -> int:
+        """Append the Voters record of ``voters`` (with the reassignment ``target``: by default
+        the one in force, so a change made during a reassignment does not end it); its offset."""
         self._drain(s, now)
         offset = self.local_log.log.end_offset()
-        self.local_log.append_as_leader(membership_control_batch(voters, None, offset, s.epoch, now), s.epoch)
+        if target is KEEP:
+            target = self.control.target
+        self.local_log.append_as_leader(membership_control_batch(voters, None, offset, s.epoch, now, target),
+                                        s.epoch)
         s.start_appending_at(self.local_log.log.end_offset())
         self.local_log.request_flush()
         self._on_appended(s, now)
@@ -188,6 +196,19 @@ class Membership:
         if voters.endpoints(key.id) != endpoints:
             self._append(s, voters.with_endpoints(key.id, endpoints), now)
         return answer(NONE)
+
+    # ------------------------------------------------------------ the leader's own entry
+    def refresh_own_endpoints(self, s: LeaderState, local_endpoints: tuple, now: int) -> None:
+        """A leader whose Voters-record entry lacks its listeners (added by a reassignment that
+        named only its id, and elected before its UpdateRaftVoter) writes them itself, as it
+        would accept them from a follower: otherwise nobody could learn its address."""
+        if not local_endpoints or self.control.kraft_version < 1 or s.resign_requested:
+            return
+        voters = self.control.voters.last()
+        if voters.key(self.local.id) != self.local or voters.endpoints(self.local.id) == tuple(local_endpoints):
+            return
+        if self.pending is None and 0 <= self.control.voters.last_offset() < s.high_watermark:
+            self._append(s, voters.with_endpoints(self.local.id, tuple(local_endpoints)), now)
 
     # ------------------------------------------------------------ completion
     def _park(self, s: LeaderState, change: PendingChange) -> None:

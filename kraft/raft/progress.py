@@ -66,6 +66,8 @@ class ProgressTracker:
             p = old.get(k.id)
             if p is None or not p.key.matches(k):
                 p = self.observers.pop(k, None) or ReplicaProgress(k)
+            elif p.key != k:
+                p.key = k  # the same replica, its directory id now known (kraft.version 0 -> 1)
             new[k.id] = p
         for i, p in old.items():
             if i not in new and i != self.local.id:

@@ -165,11 +165,14 @@ def vote_response(error_code: int, leader_id: int, leader_epoch: int, vote_grant
 
 def begin_quorum_epoch_request(leader_id: int, leader_epoch: int, voter_id: int = -1,
                                voter_directory_id: bytes | None = None,
-                               cluster_id: str | None = None) -> BeginQuorumEpochRequest:
+                               cluster_id: str | None = None, leader_endpoints=()) -> BeginQuorumEpochRequest:
+    """``leader_endpoints``: the leader's listeners (``Endpoint``s), so that a voter that has
+    no address for it (a new voter whose Voters entry has none yet) can fetch (KIP-853)."""
     W = BeginQuorumEpochRequest
     return W(cluster_id=cluster_id, voter_id=voter_id, topics=[W.Topic(topic_name=TOPIC, partitions=[
         W.Topic.Partition(partition_index=PARTITION, voter_directory_id=directory_uuid(voter_directory_id),
-                          leader_id=leader_id, leader_epoch=leader_epoch)])])
+                          leader_id=leader_id, leader_epoch=leader_epoch)])],
+             leader_endpoints=[W.LeaderEndpoint(name=e.name, host=e.host, port=e.port) for e in leader_endpoints])
 
 
 def begin_quorum_epoch_response(error_code: int, leader_id: int, leader_epoch: int) -> BeginQuorumEpochResponse:
@@ -288,13 +291,16 @@ def replica_state(replica_id: int, directory_id: bytes | None, log_end_offset: i
 
 
 def describe_quorum_response(error_code: int, leader_id: int, leader_epoch: int, high_watermark: int = -1,
-                             current_voters=(), observers=()) -> DescribeQuorumResponse:
+                             current_voters=(), observers=(), target=None) -> DescribeQuorumResponse:
+    """``target``: the reassignment's target VoterSet, reported in kraft's TargetVoters tag."""
     W = DescribeQuorumResponse
     top, part = split_error(error_code)
     p = W.Topic.Partition(partition_index=PARTITION, error_code=part, leader_id=leader_id, leader_epoch=leader_epoch,
                           high_watermark=high_watermark, current_voters=list(current_voters),
                           observers=list(observers))
-    return W(error_code=top, topics=[W.Topic(topic_name=TOPIC, partitions=[p])])
+    targets = None if target is None else [W.TargetVoter(voter_id=k.id, voter_directory_id=directory_uuid(
+        k.directory_id)) for k in target.keys()]
+    return W(error_code=top, topics=[W.Topic(topic_name=TOPIC, partitions=[p])], target_voters=targets)
 
 
 def describe_quorum_unknown_partitions(r: DescribeQuorumRequest) -> DescribeQuorumResponse:

@@ -121,8 +121,14 @@ class VoterSetHistory:
 
     def at(self, offset: int) -> VoterSet:
         """The voter set in force for the record at ``offset``."""
-        i = bisect.bisect_right(self._offsets, offset) - 1
-        return self._sets[max(i, 0)]
+        return self._sets[self.index_at(offset)]
+
+    def index_at(self, offset: int) -> int:
+        """Position in the history of the entry in force at ``offset``."""
+        return max(bisect.bisect_right(self._offsets, offset) - 1, 0)
+
+    def __len__(self) -> int:
+        return len(self._sets)
 
     def truncate_new_entries(self, end_offset: int) -> None:
         """Forget changes at offsets >= ``end_offset`` (the log was truncated there)."""

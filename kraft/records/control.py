@@ -67,7 +67,15 @@ class Voter:
 class VotersRecord:
     voters: tuple = field(default_factory=tuple)
     version: int = 0
+    # kraft's own (seed 002): the voter set a reassignment is moving to, or None. Written as
+    # a tagged field of the record (tag TARGET_VOTERS_TAG) so Kafka's readers, which skip
+    # unknown tags, still parse the record; each step's record carries the target forward.
+    target_voters: tuple | None = None
     TYPE = ControlType.KRAFT_VOTERS
+
+
+#: Tag of VotersRecord's TargetVoters: far above any tag Kafka numbers from 0 upwards.
+TARGET_VOTERS_TAG = 10002
 
 
 # --- a tiny flexible-message writer/reader ---------------------------------------------
@@ -164,7 +172,12 @@ def encode_control_value(msg) -> bytes:
                     + _I16.pack(vt.min_supported_version) + _I16.pack(vt.max_supported_version)
                     + _NO_TAGS + _NO_TAGS)
 
-        return v + _compact_array(msg.voters, voter) + _NO_TAGS
+        tags = _NO_TAGS
+        if msg.target_voters is not None:
+            body = _compact_array(msg.target_voters, voter)
+            tags = (encode_unsigned_varint(1) + encode_unsigned_varint(TARGET_VOTERS_TAG)
+                    + encode_unsigned_varint(len(body)) + body)
+        return v + _compact_array(msg.voters, voter) + tags
     raise TypeError(f"not a control message: {msg!r}")
 
 
@@ -211,20 +224,34 @@ def decode_control_record(key, value):
     elif ctype == ControlType.KRAFT_VERSION:
         msg = KRaftVersionRecord(r.fixed(_I16), version)
     elif ctype == ControlType.KRAFT_VOTERS:
-        voters = []
-        for _ in range(r.array_len()):
-            vid, dir_id = r.fixed(_I32), r.take(16)
-            eps = []
-            for _ in range(r.array_len()):
-                eps.append(Endpoint(r.string(), r.string(), r.fixed(_U16)))
-                r.tags()
-            lo, hi = r.fixed(_I16), r.fixed(_I16)
-            r.tags()  # KRaftVersionFeature struct
-            r.tags()  # Voter struct
-            voters.append(Voter(vid, dir_id, tuple(eps), lo, hi))
-        msg = VotersRecord(tuple(voters), version)
+        voters = _read_voters(r)
+        target = None
+        for _ in range(r.uvarint()):  # the record's tagged fields
+            tag, size = r.uvarint(), r.uvarint()
+            data = r.take(size)
+            if tag == TARGET_VOTERS_TAG:
+                sub = _Reader(data)
+                target = _read_voters(sub)
+                sub.end()
+        r.end()
+        return VotersRecord(voters, version, target)
     else:
         return None
     r.tags()
     r.end()
     return msg
+
+
+def _read_voters(r: _Reader) -> tuple:
+    voters = []
+    for _ in range(r.array_len()):
+        vid, dir_id = r.fixed(_I32), r.take(16)
+        eps = []
+        for _ in range(r.array_len()):
+            eps.append(Endpoint(r.string(), r.string(), r.fixed(_U16)))
+            r.tags()
+        lo, hi = r.fixed(_I16), r.fixed(_I16)
+        r.tags()  # KRaftVersionFeature struct
+        r.tags()  # Voter struct
+        voters.append(Voter(vid, dir_id, tuple(eps), lo, hi))
+    return tuple(voters)

@@ -14,14 +14,18 @@ a request are appended as they arrived and answered once committed; acks=0 gets 
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import logging
 import time
 
 from kraft.errors import ErrorCode, InvalidRequestError
-from kraft.protocol import (AddRaftVoterRequest, RemoveRaftVoterRequest, UpdateRaftVoterRequest)
+from kraft.protocol import (AddRaftVoterRequest, ReassignRaftVotersRequest, RemoveRaftVoterRequest,
+                            UpdateRaftVoterRequest)
 from kraft.protocol import (ApiVersionsRequest, BeginQuorumEpochRequest, DescribeClusterRequest,
                             DescribeClusterResponse, DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest,
-                            FetchSnapshotRequest, ProduceRequest, VoteRequest, api_versions_response,
+                            FetchSnapshotRequest, ProduceRequest, UpdateFeaturesRequest, UpdateFeaturesResponse,
+                            VoteRequest, api_versions_response,
                             unsupported_api_versions_response)
 from kraft.raft.config import MAX_BATCH_SIZE_BYTES, MAX_RECORDS_PER_BATCH
 from kraft.raft.rpcs import request_source
@@ -31,12 +35,15 @@ from kraft.server.raft_driver import RaftDriver
 from kraft.server.wire_versions import ResponseFitter, upgrade_request
 
 log = logging.getLogger("kraft.handlers")
+KRAFT_VERSION = "kraft.version"
 
 # What this listener answers: ApiVersions, Produce (writer), Fetch, Vote, BeginQuorumEpoch,
 # EndQuorumEpoch, DescribeQuorum, FetchSnapshot, DescribeCluster. Fetch v18's follower HighWatermark is not used.
-SERVED_APIS = frozenset({18, 0, 1, 52, 53, 54, 55, 59, 60, 80, 81, 82})  # 80-82: KIP-853 voter changes
+SERVED_APIS = frozenset({18, 0, 1, 52, 53, 54, 55, 59, 60, 80, 81, 82,  # 80-82: KIP-853 voter changes
+                         10002})  # kraft's ReassignRaftVoters (seed 002's target voters)
 _RAFT_REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest,
-                  DescribeQuorumRequest, AddRaftVoterRequest, RemoveRaftVoterRequest, UpdateRaftVoterRequest)
+                  DescribeQuorumRequest, AddRaftVoterRequest, RemoveRaftVoterRequest, UpdateRaftVoterRequest,
+                  ReassignRaftVotersRequest)
 
 
 class ControllerHandlers:
@@ -73,6 +80,9 @@ class ControllerHandlers:
             return api_versions_response(None, only=self.served_apis, max_versions={1: 17})
         if isinstance(request, _RAFT_REQUESTS):
             return self._raft(request, version, ctx.peer)
+        if isinstance(request, UpdateFeaturesRequest) and any(
+                u.feature == KRAFT_VERSION for u in request.feature_updates):
+            return self._update_kraft_version(request, version)
         if self.controller_requests is not None and request.API_KEY in self.controller_requests.apis:
             return self.controller_requests.handle(request, version)
         if isinstance(request, DescribeClusterRequest):
@@ -97,6 +107,38 @@ class ControllerHandlers:
                 self._log_foreign_cluster(wire, peer)
             return fit(resp, version)
         return _then(fut, answer)
+
+    def _update_kraft_version(self, req, version: int):
+        """UpdateFeatures naming ``kraft.version``: the Raft layer's (Kafka 4.1's static-to-
+        dynamic upgrade, ``kraft.raft.kraft_version``); other features in the same request go
+        to the controller afterwards, and the answers are merged."""
+        W = UpdateFeaturesResponse
+        update = next(u for u in req.feature_updates if u.feature == KRAFT_VERSION)
+        rest = [u for u in req.feature_updates if u.feature != KRAFT_VERSION]
+        code, message, offset = self.driver.upgrade_kraft_version(update.max_version_level,
+                                                                  bool(getattr(req, "validate_only", False)))
+
+        async def answer():
+            c, m = code, message
+            if c == ErrorCode.NONE and offset is not None:
+                try:
+                    await asyncio.wait_for(self.driver.wait_committed(offset), max(1, req.timeout_ms) / 1000)
+                except Exception:  # timed out or leadership lost: the upgrade may or may not commit
+                    c, m = ErrorCode.REQUEST_TIMED_OUT, "the kraft.version upgrade did not commit in time"
+            if c == ErrorCode.NOT_CONTROLLER or not rest or self.controller_requests is None:
+                top = c if c == ErrorCode.NOT_CONTROLLER else ErrorCode.NONE
+                results = [] if top else [W.Result(feature=KRAFT_VERSION, error_code=int(c), error_message=m)]
+                results += [W.Result(feature=u.feature, error_code=int(ErrorCode.INVALID_REQUEST),
+                                     error_message="not applied") for u in rest] if not top else []
+                return W(error_code=int(top), error_message=m if top else None, results=results)
+            other = copy.copy(req)
+            other.feature_updates = rest
+            resp = self.controller_requests.handle(other, version)
+            if asyncio.isfuture(resp):
+                resp = await resp
+            resp.results = [W.Result(feature=KRAFT_VERSION, error_code=int(c), error_message=m), *resp.results]
+            return resp
+        return asyncio.ensure_future(answer())
 
     def _log_foreign_cluster(self, req, peer: str) -> None:
         """A peer of another cluster keeps asking: say so, at most once per peer per interval."""

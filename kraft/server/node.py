@@ -32,7 +32,7 @@ from kraft.log.bootstrap import read_bootstrap_checkpoint
 from kraft.log.dir_lock import lock_directories
 from kraft.log.retention import CLEAN_INTERVAL_MS, MetadataRetention
 from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties, QuorumStateFile, uuid_text_to_bytes
-from kraft.raft import RaftConfig, RaftCore
+from kraft.raft import RaftConfig, RaftCore, ReplicaKey, VoterSet
 from kraft.controller.quorum_controller import QuorumController
 from kraft.server.broker_role import BrokerRole
 from kraft.server.controller_handlers import ControllerHandlers
@@ -203,10 +203,15 @@ class KraftNode:
                 log.error("node %d: the metadata log held %d offsets of a leader epoch above %d, the highest "
                           "this node ever knew (damage to a batch header): truncated them; they are fetched "
                           "again from the leader", cfg.node_id, dropped, election.epoch)
-        voters = [v.node_id for v in cfg.voters]  # empty for a dynamic quorum (voters in the log)
+        # Empty for a dynamic quorum (voters in the log). A static set carries its listeners so
+        # that upgrading kraft.version to 1 can write them into the Voters record (KIP-853).
+        voters = [v.node_id for v in cfg.voters]
+        voter_set = VoterSet([ReplicaKey(v.node_id) for v in cfg.voters],
+                             {v.node_id: (Endpoint(cfg.controller_listener_names[0], v.host, v.port),)
+                              for v in cfg.voters} if cfg.controller_listener_names else None)
         # KIP-853: bootstrap servers get Kafka's ids -2, -3, ... (observers find the leader there).
         bootstrap = {-2 - i: hp for i, hp in enumerate(cfg.bootstrap_servers)}
-        core = RaftCore(cfg.node_id, self.log, raft_config(cfg, meta.cluster_id), voters, random.Random(),
+        core = RaftCore(cfg.node_id, self.log, raft_config(cfg, meta.cluster_id), voter_set, random.Random(),
                         election_state=election, now_ms=wall_ms(),
                         directory_id=uuid_text_to_bytes(meta.directory_id), bootstrap_ids=tuple(bootstrap),
                         local_endpoints=advertised_controller_endpoints(cfg))

@@ -118,8 +118,22 @@ class RaftDriver:
         handle = next(self._handles)
         fut = self.loop.create_future()
         self._pending[handle] = fut
+        if getattr(request, "leader_endpoints", None):
+            self._learn_leader_endpoints(request)
         self.core.step(InboundRequest(source, request, handle), wall_ms())
         self._drain()
+        return fut
+
+    def upgrade_kraft_version(self, level: int, validate_only: bool):
+        """The core's kraft.version upgrade (leader only): (error code, message, offset)."""
+        out = self.core.upgrade_kraft_version(level, validate_only, wall_ms())
+        self._drain()
+        return out
+
+    def wait_committed(self, offset: int) -> asyncio.Future:
+        """A future completed once ``offset`` is committed (or failed when leadership ends)."""
+        fut = self.loop.create_future()
+        self.commits.add(offset, fut)
         return fut
 
     def propose(self, values) -> tuple[int, asyncio.Future]:
@@ -220,6 +234,17 @@ class RaftDriver:
         client = self._clients[node_id] = self._new_client(*address)
         self._client_addresses[node_id] = address
         return client
+
+    def _learn_leader_endpoints(self, req) -> None:
+        """BeginQuorumEpoch v1 names the leader's listeners: where to fetch from when the
+        Voters record has no address for it yet (KIP-853)."""
+        try:
+            leader = req.topics[0].partitions[0].leader_id
+        except (AttributeError, IndexError):
+            return
+        for ep in req.leader_endpoints:
+            if ep.name == self.listener_name and leader >= 0 and leader != self.core.node_id:
+                self._learned[leader] = (ep.host, ep.port)
 
     def _learn_endpoints(self, resp) -> None:
         for ep in getattr(resp, "node_endpoints", None) or ():

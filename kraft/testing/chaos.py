@@ -33,7 +33,7 @@ class ChaosProfile:
     max_voters: int = 5
     max_observers: int = 2
     wire_codec: bool = False  # every message through the real codec (see SimCluster)
-    membership: bool = False  # a dynamic quorum whose voters are added and removed under faults
+    membership: bool = False  # a dynamic quorum whose voters are added, removed and reassigned under faults
 
 
 PROFILES = {
@@ -92,6 +92,7 @@ class _Chaos:
         self.rng = random.Random(seed * 7 + 3)
         self.faults = 0
         self.wiped = False
+        self.wiped_at = None
 
     def client(self) -> None:
         c = self.cluster
@@ -107,7 +108,7 @@ class _Chaos:
         ids = sorted(c.nodes)
         kinds = ["crash", "crash", "partition", "partition", "heal", "wipe", "crash_leader"]
         if self.profile.membership:
-            kinds += ["add", "add", "remove", "remove"]
+            kinds += ["add", "add", "remove", "remove", "reassign", "reassign", "cancel"]
         kind = rng.choice(kinds)
         if kind in ("crash", "crash_leader"):
             leader = c.leader()
@@ -137,10 +138,13 @@ class _Chaos:
             c.heal()
         elif kind in ("add", "remove"):
             self.change_voters(kind)
+        elif kind in ("reassign", "cancel"):
+            self.reassign(kind == "cancel")
         elif kind == "wipe" and self.profile.membership and not self.wiped:
             victim = rng.choice(ids)
-            if all(self._healthy_majority(vs, lost=victim) for vs in self._voter_sets()):
+            if all(self._healthy_majority(vs, lost=victim) for vs in self._voter_sets()) and not self._reassigning():
                 self.wiped = True
+                self.wiped_at = c.now
                 c.wipe(victim)
                 c.schedule(c.now + rng.randint(0, 3_000), c.restart, victim)
         elif kind == "wipe" and not self.wiped:
@@ -168,6 +172,9 @@ class _Chaos:
         healthy = sum(1 for k in keys if k.id != lost and k.id in nodes and k.directory_id == nodes[k.id].directory_id)
         return healthy >= len(keys) // 2 + 1
 
+    def _reassigning(self) -> bool:
+        return any(n.core.target_voters is not None for n in self.cluster.alive_nodes())
+
     def change_voters(self, kind: str) -> None:
         c, rng = self.cluster, self.rng
         leader = c.leader()
@@ -190,6 +197,27 @@ class _Chaos:
             key = rng.choice(keys)
             if all(self._healthy_majority(vs.without_voter(key)) for vs in sets):
                 c.admin("remove", key)
+
+    def reassign(self, cancel: bool) -> None:
+        """Seed 002's target voters: a random target (ids, or now and then the exact replica
+        keys of the nodes' current disks), or a cancel. No operator check here: the leader
+        takes a step only while caught-up voters are a majority of the set it makes. The
+        operator's one rule: no reassignment while a lost disk may still look caught up (one
+        fetch timeout: the leader cannot tell a just-wiped voter from a live one sooner), and
+        no disk lost while a reassignment runs — either could let a step shrink the voters
+        to a set whose majority includes the lost replica (liveness lost for good, as when
+        an operator removes the wrong voter; safety is checked regardless)."""
+        c, rng = self.cluster, self.rng
+        if cancel:
+            c.reassign([], cancel=True)
+            return
+        if self.wiped_at is not None and c.now < self.wiped_at + 2 * c.config.fetch_timeout_ms:
+            return
+        ids = sorted(c.nodes)
+        chosen = rng.sample(ids, rng.randint(1, min(5, len(ids))))
+        if rng.random() < 0.3:
+            chosen = [ReplicaKey(i, c.nodes[i].directory_id) for i in chosen]
+        c.reassign(chosen)
 
     def run(self) -> ChaosResult:
         c, p = self.cluster, self.profile

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 
 from kraft.errors import ErrorCode
-from kraft.protocol import AddRaftVoterRequest, RemoveRaftVoterRequest
+from kraft.protocol import AddRaftVoterRequest, ReassignRaftVotersRequest, RemoveRaftVoterRequest
 from kraft.raft import RaftConfig, ReplicaKey, VoterSet, rpcs
 from kraft.testing.invariants import InvariantChecker, InvariantViolation
 from kraft.testing.network import NetworkFaults, SimulatedNetwork
@@ -185,6 +185,24 @@ class SimCluster:
             body = RemoveRaftVoterRequest(cluster_id=self.config.cluster_id, voter_id=key.id,
                                           voter_directory_id=directory)
         node.admin_request(kind, body, self.now)
+        return True
+
+    def reassign(self, target, node: SimNode | None = None, cancel: bool = False) -> bool:
+        """An operator's ReassignRaftVoters (kraft's own, seed 002) sent to ``node`` (default:
+        the leader): ``target`` is node ids or ReplicaKeys; the answer lands in
+        ``admin_answers`` as ("reassign", code). False if there is no leader."""
+        node = node or self.leader()
+        if node is None:
+            return False
+        R = ReassignRaftVotersRequest
+        voters = []
+        for t in target:
+            key = t if isinstance(t, ReplicaKey) else ReplicaKey(int(t))
+            voters.append(R.TargetVoter(voter_id=key.id, voter_directory_id=rpcs.directory_uuid(key.directory_id),
+                                        listeners=[R.Listener(name=self.config.controller_listener_name,
+                                                              host="sim", port=key.id)]))
+        body = R(cluster_id=self.config.cluster_id, target_voters=voters, cancel=cancel)
+        node.admin_request("reassign", body, self.now)
         return True
 
     def isolate(self, node_id: int) -> None:

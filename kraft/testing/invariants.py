@@ -22,8 +22,9 @@ class InvariantChecker:
         self.max_persisted_epoch: dict[tuple, int] = {}
         self.node_hw: dict[tuple[int, int], int] = {}  # (node, incarnation) -> hw
         self.leader_hw: dict[tuple[int, int], int] = {}  # (node, epoch) -> hw
-        # (node, epoch) -> the voter set in force when that leader's HW last moved
-        self.leader_hw_voters: dict[tuple[int, int], object] = {}
+        self.leader_latest_voters: dict = {}  # (leader, epoch) -> its latest voter set at the last check
+        # (node, epoch) -> the voter sets that may have been in force when that leader's HW last moved
+        self.leader_hw_voters: dict[tuple[int, int], tuple] = {}
         self.checks = 0
 
     def check(self, cluster) -> None:
@@ -74,11 +75,22 @@ class InvariantChecker:
             prev = self.leader_hw.get(lkey, -1)
             if lhw < prev:
                 raise InvariantViolation(f"leader {nid} epoch {core.epoch}: HW went back")
+            latest = core.voter_history.last()
             if lhw != prev or lkey not in self.leader_hw_voters:
-                self.leader_hw_voters[lkey] = core.voter_history.last()
+                # One event may move the HW and then append a Voters record (a reassignment
+                # step taken as the previous one commits): the HW was counted in the set seen
+                # before the event or in the one after it.
+                self.leader_hw_voters[lkey] = (self.leader_latest_voters.get(lkey, latest), latest)
+            self.leader_latest_voters[lkey] = latest
             self.leader_hw[lkey] = lhw
             if lhw > 0:
-                self._check_majority_holds(cluster, core, lhw, self.leader_hw_voters[lkey])
+                before, after = self.leader_hw_voters[lkey]
+                try:
+                    self._check_majority_holds(cluster, core, lhw, after)
+                except InvariantViolation:
+                    if before is after:
+                        raise
+                    self._check_majority_holds(cluster, core, lhw, before)
         start = log.start_offset()
         if start > 0:
             earliest = log.earliest_snapshot_id()

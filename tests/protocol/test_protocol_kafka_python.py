@@ -77,10 +77,15 @@ def _their_name(name: str) -> str:
     return _RENAMES.get(name, name)
 
 
+def _kraft_only(f) -> bool:
+    """kraft's own tagged fields (tags from 10000 up) that Kafka's schemas do not have."""
+    return f.tag is not None and f.tag >= 10000
+
+
 def to_theirs(theirs_cls, obj: Struct, version: int, top: bool = True):
     kwargs = {}
     for f in type(obj).FIELDS:
-        if version not in f.versions:
+        if version not in f.versions or _kraft_only(f):
             continue
         value = getattr(obj, f.name)
         name = _their_name(f.name)
@@ -100,7 +105,7 @@ def to_theirs(theirs_cls, obj: Struct, version: int, top: bool = True):
 def assert_same_values(ours: Struct, theirs, version: int, path: str = ""):
     """Every field that exists at ``version`` holds the same value on both sides."""
     for f in type(ours).FIELDS:
-        if version not in f.versions:
+        if version not in f.versions or _kraft_only(f):
             continue
         where = f"{path}.{f.name}"
         mine, other = getattr(ours, f.name), getattr(theirs, _their_name(f.name))
@@ -123,6 +128,8 @@ def assert_same_values(ours: Struct, theirs, version: int, path: str = ""):
 
 def _ours_sample(ours_cls, version: int, nulls: bool = False):
     msg = sample(ours_cls, version, nulls=nulls)
+    if ours_cls is kp.DescribeQuorumResponse:
+        msg.target_voters = None  # kraft's own tagged field: see the test below
     if ours_cls is kp.ApiVersionsResponse:
         msg.error_code = 0  # kafka-python reads any error response at v0 (see test_protocol_golden)
     if ours_cls is kp.MetadataResponse:
@@ -184,3 +191,18 @@ def test_uuid_type_matches():
     msg = kp.FetchRequest(topics=[kp.FetchRequest.Topic(topic_id=kp.METADATA_TOPIC_ID)])
     theirs = KFetchRequest.decode(msg.encode(13), version=13)
     assert theirs.topics[0].topic_id == uuid.UUID(int=1)
+
+
+def test_kafka_python_reads_a_describe_quorum_carrying_kraft_target_voters():
+    """DescribeQuorum's TargetVoters (kraft's own tagged field) is skipped by Kafka's readers:
+    every field they know decodes to the same value as without it."""
+    for version in range(0, min(kp.DescribeQuorumResponse.MAX_VERSION, KDescribeQuorumResponse.max_version) + 1):
+        msg = _ours_sample(kp.DescribeQuorumResponse, version)
+        plain = msg.encode(version)
+        T = kp.DescribeQuorumResponse.TargetVoter
+        msg.target_voters = [T(voter_id=4, voter_directory_id=kp.primitives.ZERO_UUID)]
+        tagged = msg.encode(version)
+        assert tagged != plain
+        theirs = KDescribeQuorumResponse.decode(tagged, version=version)
+        assert_same_values(kp.DescribeQuorumResponse.decode(plain, version), theirs, version)
+        assert kp.DescribeQuorumResponse.decode(tagged, version).target_voters[0].voter_id == 4

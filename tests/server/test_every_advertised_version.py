@@ -288,6 +288,9 @@ def _voter_change_cases(api_key, expected):
                                       listeners=[L(name="CONTROLLER", host="h", port=1)])
         elif api_key == 81:
             req = RemoveRaftVoterRequest(voter_id=1, voter_directory_id=d)
+        elif api_key == 10002:  # kraft's ReassignRaftVoters
+            from kraft.protocol import ReassignRaftVotersRequest as R
+            req = R(target_voters=[R.TargetVoter(voter_id=9, voter_directory_id=d, listeners=[])])
         else:
             U = UpdateRaftVoterRequest
             req = U(current_leader_epoch=node.core.epoch, voter_id=1, voter_directory_id=d,
@@ -301,7 +304,7 @@ CASES = {0: _produce_cases, 1: _fetch_cases, 18: _api_versions_cases, 52: _elect
          53: _election_cases(_begin), 54: _election_cases(_end), 55: _describe_quorum_cases,
          59: _fetch_snapshot_cases, 60: _describe_cluster_cases, 19: _create_topics_cases, 20: _delete_topics_cases,
          37: _create_partitions_cases, 62: _registration_cases, 63: _heartbeat_cases, 64: _unregister_cases,
-         **{k: _voter_change_cases(k, ErrorCode.UNSUPPORTED_VERSION) for k in (80, 81, 82)},
+         **{k: _voter_change_cases(k, ErrorCode.UNSUPPORTED_VERSION) for k in (80, 81, 82, 10002)},
          **admin_cases(_expect, OK), **partition_cases(_expect, OK)}
 CONTROLLER_WRITES = (19, 20, 37, 62, 63, 64, 33, 44, 30, 31, 57, 67, 43, 45, 56)
 
@@ -375,7 +378,7 @@ def _follower_cases(node, version, api_key):
     if api_key == 55:
         return [(n, r, _expect(ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 for n, r, _ in _describe_quorum_cases(node, version)]
-    if api_key in (80, 81, 82):
+    if api_key in (80, 81, 82, 10002):
         return _voter_change_cases(api_key, ErrorCode.NOT_LEADER_OR_FOLLOWER)(node, version)
     if api_key == 32:  # a pure read of this node's committed image, which has no topics
         return [(n, r, _expect(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)) for n, r, _ in _LEADER_CASES[32](node, version)]

@@ -39,15 +39,23 @@ def test_chaos_seeds_with_membership_changes(first):
 
 
 def test_membership_seeds_do_change_the_voters():
-    """The profile must exercise what it claims: voters added and removed, committed."""
+    """The profile must exercise what it claims: voters added and removed, committed, and
+    target-voters reassignments (seed 002) recorded and driven to their end."""
     from kraft.testing.chaos import _Chaos, PROFILES
 
-    answers = []
+    answers, reached = [], 0
     for seed in range(20):
         chaos = _Chaos(seed, PROFILES["ci-membership"])
         chaos.run()
         answers += chaos.cluster.admin_answers
-    assert ("add", 0) in answers and ("remove", 0) in answers
+        # A reassignment that reached its target: a Voters record whose set is the target
+        # the record before it carried, and which carries none.
+        h = chaos.cluster.leader().core.control
+        sets, targets = h.voters._sets, h._targets
+        reached += any(targets[i - 1] is not None and targets[i] is None and sets[i].ids == targets[i - 1].ids
+                       for i in range(1, len(sets)))
+    assert ("add", 0) in answers and ("remove", 0) in answers and ("reassign", 0) in answers
+    assert reached >= 3, reached
 
 
 def test_same_seed_replays_exactly():

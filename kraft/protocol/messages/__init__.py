@@ -39,6 +39,7 @@ from kraft.protocol.messages.quorum_epoch import (BeginQuorumEpochRequest, Begin
 from kraft.protocol.messages.raft_voters import (AddRaftVoterRequest, AddRaftVoterResponse,
                                                  RemoveRaftVoterRequest, RemoveRaftVoterResponse,
                                                  UpdateRaftVoterRequest, UpdateRaftVoterResponse)
+from kraft.protocol.messages.reassign_raft_voters import ReassignRaftVotersRequest, ReassignRaftVotersResponse
 from kraft.protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from kraft.protocol.messages.vote import VoteRequest, VoteResponse
 
@@ -74,6 +75,7 @@ __all__ = [
     "MetadataRequest", "MetadataResponse",
     "OffsetForLeaderEpochRequest", "OffsetForLeaderEpochResponse",
     "ProduceRequest", "ProduceResponse",
+    "ReassignRaftVotersRequest", "ReassignRaftVotersResponse",
     "UnregisterBrokerRequest", "UnregisterBrokerResponse",
     "UpdateFeaturesRequest", "UpdateFeaturesResponse",
     "VoteRequest", "VoteResponse",

@@ -74,9 +74,18 @@ class DescribeQuorumResponse(Response):
             Field("listeners", Array(Listener), "2+"),
         )
 
+    class TargetVoter(Struct):
+        FIELDS = (
+            Field("voter_id", INT32),
+            Field("voter_directory_id", UUID),
+        )
+
     FIELDS = (
         Field("error_code", INT16),
         Field("error_message", STRING, "2+", nullable="2+", ignorable=True),
         Field("topics", Array(Topic)),
         Field("nodes", Array(Node), "2+"),
+        # kraft's own: the voters a reassignment (ReassignRaftVoters) moves to, until done.
+        # A tagged field, so Kafka's tools parse the response and ignore it.
+        Field("target_voters", Array(TargetVoter), nullable="0+", tag=10002, default=None),
     )
