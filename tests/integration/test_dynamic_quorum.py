@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from kraft.cli.local_cluster import LocalCluster, wait_for
+from kraft.errors import KraftError
 
 from .quorum_helpers import describe, node_values, node_batches, run, write_batches
 
@@ -32,9 +33,20 @@ def cluster(tmp_path):
         assert not c.unexpected_exits(), {i: c.log_tail(i) for i in c.unexpected_exits()}
 
 
+def describe_or_none(cluster, timeout: float = 5):
+    """DescribeQuorum, or None while no leader answers (a two-voter quorum has none while one
+    voter restarts): a condition polled by ``wait_for`` is retried, not failed, meanwhile."""
+    try:
+        return run(describe(cluster, timeout))
+    except (KraftError, OSError):
+        return None
+
+
 def caught_up_observer(cluster, node_id):
     def check():
-        d = run(describe(cluster, 5))
+        d = describe_or_none(cluster)
+        if d is None:
+            return None
         return d if any(o.replica_id == node_id and o.log_end_offset >= d.high_watermark
                         for o in d.observers) else None
     return check
@@ -150,8 +162,8 @@ def test_a_voter_restarted_on_another_port_updates_its_endpoint(cluster):
     cluster.start(2)
 
     def moved():
-        d = run(describe(cluster, 5))
-        return d if d.nodes.get(2) == ("127.0.0.1", cluster.ports[2]) else None
+        d = describe_or_none(cluster)
+        return d if d is not None and d.nodes.get(2) == ("127.0.0.1", cluster.ports[2]) else None
     wait_for(moved, 30)
     acked = run(write_batches(cluster, 3, tag="moved"))  # two voters: node 2 must take part
     assert acked
