@@ -27,14 +27,11 @@ import os
 import struct
 import threading
 import time
-from dataclasses import dataclass
-from typing import NamedTuple
 
 from kraft import records
 from kraft.errors import (
     CorruptRecordError,
     FatalLogError,
-    InvalidRecordError,
     LogCorruptionError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
@@ -44,41 +41,13 @@ from kraft.log import files, recovery
 from kraft.log.config import LogConfig
 from kraft.log.epoch_cache import LeaderEpochCache
 from kraft.log.group_commit import GroupCommit
+from kraft.log.log_results import FlushStats, LogAppendInfo, UnexpectedAppendOffsetError
 from kraft.log.recovery import RecoveryReport
 from kraft.log.segment import MAX_SEGMENT_SIZE, LogSegment
 from kraft.types import OffsetAndEpoch
 
 _INT32_MAX = (1 << 31) - 1
 _BASE_OFFSET = struct.Struct(">q")
-
-
-class UnexpectedAppendOffsetError(InvalidRecordError):
-    """A follower append whose first offset is below the log end offset (the caller must
-    truncate first). Defined here: kraft.errors has no such type."""
-
-
-class LogAppendInfo(NamedTuple):
-    """What ``append`` did (a NamedTuple: it is built on every append)."""
-
-    first_offset: int
-    last_offset: int
-    batch_count: int
-    size_bytes: int
-    max_timestamp: int
-    #: Where the batches went: segment base offset and file position.
-    segment_base_offset: int
-    position: int
-
-
-@dataclass(frozen=True)
-class FlushStats:
-    """One flush cycle, for metrics and the fsync profiler (``tools/fsync_profile.py``)."""
-
-    fsync_seconds: float
-    #: Bytes and batches appended since the previous flush cycle (what this one covered).
-    bytes: int
-    batches: int
-    flushed_offset: int
 
 
 def _wall_clock_ms() -> int:

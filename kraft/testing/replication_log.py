@@ -19,7 +19,7 @@ import bisect
 from kraft.broker.partition_logs import PartitionLog
 from kraft.errors import CorruptRecordError, OffsetOutOfRangeError
 from kraft.log.epoch_cache import LeaderEpochCache
-from kraft.log.segmented_log import LogAppendInfo, UnexpectedAppendOffsetError
+from kraft.log.log_results import LogAppendInfo, UnexpectedAppendOffsetError
 from kraft.records import assign_offsets, iter_batches, scan_batches
 
 
