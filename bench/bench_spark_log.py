@@ -8,8 +8,8 @@ Generated data: one partition ``bench-0`` of 1,000-record batches of 200-byte va
 16-byte keys (uncompressed, every tenth record with one header, batch timestamps one second
 apart over ten minutes), rolled into 64 MiB segments.
 
-Fair by construction: both sources are planned the same way (one input partition per
-segment), read the same files in the same Spark session (same configuration), give the
+Fair by construction: both sources are planned the same way (kraft-log's plan: 64 MiB
+segments packed into input partitions of up to ``maxPartitionBytes``), read the same files in the same Spark session (same configuration), give the
 same schema and run the same query, and their answers must be equal. The query is the
 traffic a ``kraft pipeline traffic`` user asks for: records and key/value bytes per topic,
 partition and minute (``GROUP BY topic, partition, timestamp DIV 60000``), so every record's
@@ -41,7 +41,7 @@ from kraft import records
 from kraft.log import LogConfig, SegmentedLog
 from kraft.spark import layout
 from kraft.spark.log_arrow import LOG_DDL
-from kraft.spark.log_source import read_slice
+from kraft.spark.log_source import KraftLogReader, read_slice
 
 RECORDS_PER_BATCH, VALUE_BYTES, KEY_BYTES = 1000, 200, 16
 
@@ -68,33 +68,32 @@ def generate(log_dir: str, gb: float) -> int:
     return total
 
 
-class _Slices(InputPartition):
-    pass
-
-
 _CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 
 class KafkaPythonLogReader(DataSourceReader):
-    """The anchor: same planning (one partition per segment), per-record decode in Python,
-    one tuple per record holding the columns of the schema it was asked for."""
+    """The anchor: kraft-log's own plan (the same input partitions: segments packed or cut
+    by ``maxPartitionBytes``), per-record decode in Python, one tuple per record holding the
+    columns of the schema it was asked for."""
 
     def __init__(self, options, schema):
-        self.path = options["path"]
+        self.options = dict(options)
         self.columns = [f.name for f in schema.fields]
 
     def partitions(self):
-        slices = []
-        for topic, partition, path in layout.partition_dirs(self.path):
-            slices += [(s.path, topic, partition) for s in layout.plan_segments(path)]
-        return [_Slices(s) for s in slices]
+        return KraftLogReader(self.options).partitions()
 
     def read(self, partition):
+        for fs in partition.value:
+            yield from self._read_slice(fs)
+
+    def _read_slice(self, fs):
         from kafka.record import MemoryRecords
 
-        path, topic, part = partition.value
-        with open(path, "rb") as f:
-            recs = MemoryRecords(f.read())
+        topic, part = fs.topic, fs.partition
+        with open(fs.path, "rb") as f:
+            f.seek(fs.position)
+            recs = MemoryRecords(f.read() if fs.end_position < 0 else f.read(fs.end_position - fs.position))
         get = {
             "topic": lambda b, r: topic, "partition": lambda b, r: part, "offset": lambda b, r: r.offset,
             "timestamp": lambda b, r: r.timestamp, "timestamp_type": lambda b, r: b.timestamp_type,
@@ -119,6 +118,49 @@ class KafkaPythonLogSource(DataSource):
 
     def reader(self, schema):
         return KafkaPythonLogReader(self.options, schema)
+
+
+class _Partition(InputPartition):
+    pass
+
+
+class _OneRowReader(DataSourceReader):
+    def __init__(self, options):
+        self.n = int(options["n"])
+
+    def partitions(self):
+        return [_Partition(i) for i in range(self.n)]
+
+    def read(self, partition):
+        import pyarrow as pa
+
+        yield pa.RecordBatch.from_pydict({"x": [partition.value]}, schema=pa.schema([("x", pa.int64())]))
+
+
+class OneRowSource(DataSource):
+    """What a task of a Python data source costs: one row per input partition."""
+
+    @classmethod
+    def name(cls):
+        return "one-row-per-task"
+
+    def schema(self):
+        return "x long"
+
+    def reader(self, schema):
+        return _OneRowReader(self.options)
+
+
+def task_overhead(spark, cores: int, repeat: int = 3) -> float:
+    """Core-seconds one more task of a Python data source costs (2 vs 32 one-row tasks)."""
+    def run(n):
+        t0 = time.perf_counter()
+        spark.read.format("one-row-per-task").option("n", n).load().groupBy().sum("x").collect()
+        return time.perf_counter() - t0
+    run(2)
+    few = statistics.median(run(2) for _ in range(repeat))
+    many = statistics.median(run(32) for _ in range(repeat))
+    return (many - few) * cores / 30
 
 
 #: The six columns the query needs, as a user schema (both sources accept it).
@@ -189,6 +231,7 @@ def main() -> int:
                                           {"spark.ui.showConsoleProgress": "false"})
         spark.sparkContext.setLogLevel("ERROR")
         spark.dataSource.register(KafkaPythonLogSource)
+        spark.dataSource.register(OneRowSource)
         results = {name: [] for name in SOURCES}
         answers = {}
         timed_query(spark, "kraft-log, full schema", log_dir)  # warm the JVM and the Python workers
@@ -205,6 +248,8 @@ def main() -> int:
         print(f"Spark {spark.version} {args.master} ({cores} executor cores), {n} rows, {size / 1e6:.0f} MB, "
               f"{spark.read.format('kraft-log').load(log_dir).rdd.getNumPartitions()} input partitions, "
               f"{len(answers['kraft-log, full schema'])} (topic, partition, minute) groups, median of {args.repeat}:")
+        print(f"  one task of a Python data source costs {task_overhead(spark, cores) * 1e3:.0f} ms of a core "
+              f"(one-row tasks, 32 against 2)")
         for fmt, times in results.items():
             secs = statistics.median(times)
             anchor = statistics.median(results[fmt.replace("kraft-log", "kafka-python-log")])

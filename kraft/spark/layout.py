@@ -177,6 +177,40 @@ def plan_segments(directory: str, first_offset: int = 0, end_offset: int = NO_LI
     return out
 
 
+def slice_bytes(fs: FileSlice) -> int:
+    """The bytes ``fs`` reads (0 if its file is gone: the executor will say so)."""
+    if fs.end_position >= 0:
+        return max(0, fs.end_position - fs.position)
+    try:
+        return max(0, os.path.getsize(fs.path) - fs.position)
+    except OSError:
+        return 0
+
+
+def pack_slices(slices: list[FileSlice], max_bytes: int, open_cost: int, min_partitions: int = 1
+                ) -> list[list[FileSlice]]:
+    """Consecutive slices grouped into input partitions of at most about ``max_bytes``, each
+    slice counted with ``open_cost`` more bytes (Spark's file sources: ``maxPartitionBytes``,
+    ``openCostInBytes``). A Python data source pays tens of milliseconds per task, so many
+    small segments are read by few tasks; but the target shrinks to ``total /
+    min_partitions`` (never below ``open_cost``) so small inputs still use every core, as
+    Spark's ``bytesPerCore`` does. The order is kept: a task reads neighbouring segments."""
+    sizes = [slice_bytes(s) for s in slices]
+    total = sum(sizes) + open_cost * len(slices)
+    target = min(max_bytes, max(open_cost, total // max(1, min_partitions)))
+    out: list[list[FileSlice]] = []
+    current, used = [], 0
+    for fs, size in zip(slices, sizes):
+        if current and used + size > target:
+            out.append(current)
+            current, used = [], 0
+        current.append(fs)
+        used += size + open_cost
+    if current:
+        out.append(current)
+    return out
+
+
 def plan_metadata(directory: str, node: str, history: bool) -> list[FileSlice]:
     """The latest snapshot plus the log after it; with ``history`` every segment and no
     snapshot (the log from its start replays to the same state)."""

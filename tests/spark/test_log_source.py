@@ -77,13 +77,15 @@ def test_pushdown_plans_only_the_segments_that_can_match(spark, logs):
     bases = _segments(log_dir / "orders-1")
     assert len(bases) >= 4
     start = bases[-2] + 3  # inside the second to last segment
-    df = spark.read.format("kraft-log").load(str(log_dir)).where(
+    # a slice per input partition (an open cost of maxPartitionBytes), so the count shows the pruning
+    one_each = spark.read.format("kraft-log").option("openCostInBytes", str(256 << 20))
+    df = one_each.load(str(log_dir)).where(
         f"topic = 'orders' AND partition = 1 AND offset >= {start}")
     assert df.rdd.getNumPartitions() == 2
     got = dict(_as_written(r) for r in df.collect())
     assert got == {k: v for k, v in expected.items() if k[:2] == ("orders", 1) and k[2] >= start}
 
-    everything = spark.read.format("kraft-log").load(str(log_dir))
+    everything = one_each.load(str(log_dir))
     assert everything.rdd.getNumPartitions() == sum(len(_segments(log_dir / f"{t}-{p}")) for t, p in PARTITIONS)
 
 
@@ -166,3 +168,35 @@ def test_a_stale_index_cannot_lose_or_repeat_records(tmp_path):
     reader = KraftLogReader({"path": str(log_dir), "topic": "orders", "partition": "0", "maxPartitionBytes": "1500"})
     assert len(reader.partitions()) >= 3
     assert _read_all(reader) == list(range(BATCHES * PER_BATCH))
+
+
+def test_small_segments_are_packed_in_order_into_few_input_partitions(spark, logs):
+    log_dir, expected = logs
+    n_segments = sum(len(_segments(log_dir / f"{t}-{p}")) for t, p in PARTITIONS)
+    packed = KraftLogReader({"path": str(log_dir), "minPartitions": "1"}).partitions()
+    one_each = KraftLogReader({"path": str(log_dir), "openCostInBytes": str(1 << 30)}).partitions()
+    assert len(one_each) == n_segments and len(packed) == 1  # a few KB in all: one task reads it
+    assert [s for p in packed for s in p.value] == [p.value[0] for p in one_each]  # every slice, in order
+    four = KraftLogReader({"path": str(log_dir), "minPartitions": "4"}).partitions()
+    assert 4 <= len(four) < n_segments  # small input still spread over the cores it was asked to use
+    assert [s for p in four for s in p.value] == [p.value[0] for p in one_each]
+    df = spark.read.format("kraft-log").option("minPartitions", "1").load(str(log_dir))
+    assert df.rdd.getNumPartitions() == 1
+    assert dict(_as_written(r) for r in df.collect()) == expected
+
+
+def test_pack_slices_bounds_each_partition_by_bytes_and_open_cost(tmp_path):
+    paths = []
+    for i, size in enumerate([60, 30, 30, 100, 10, 10]):
+        paths.append(tmp_path / f"{i:020d}.log")
+        paths[-1].write_bytes(b"x" * size)
+    slices = [layout.FileSlice(str(p), "log") for p in paths]
+    sizes = lambda groups: [[layout.slice_bytes(s) for s in g] for g in groups]  # noqa: E731
+    assert sizes(layout.pack_slices(slices, 100, 0)) == [[60, 30], [30], [100], [10, 10]]
+    assert sizes(layout.pack_slices(slices, 100, 10)) == [[60, 30], [30], [100], [10, 10]]  # 70 + 30 fits
+    assert sizes(layout.pack_slices(slices, 100, 11)) == [[60], [30, 30], [100], [10, 10]]
+    # the target shrinks so that 3 partitions get data (240 bytes / 3 = 80 each at most)
+    assert sizes(layout.pack_slices(slices, 1000, 0, min_partitions=3)) == [[60], [30, 30], [100], [10, 10]]
+    assert sizes(layout.pack_slices(slices, 1000, 0, min_partitions=1)) == [[60, 30, 30, 100, 10, 10]]
+    cut = layout.FileSlice(str(paths[3]), "log", position=20, end_position=70)
+    assert layout.slice_bytes(cut) == 50 and layout.pack_slices([], 100, 4) == []
