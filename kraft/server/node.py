@@ -250,7 +250,13 @@ class KraftNode:
         self.log.on_append = self.metrics.append_latency.observe
         server = self.server
         if server is not None:
-            self.metrics.before_render = lambda: server.export_counters(self.metrics)
+            driver_gauges = self.metrics.before_render  # the Raft driver's, set when it was made
+
+            def refresh() -> None:
+                if driver_gauges is not None:
+                    driver_gauges()
+                server.export_counters(self.metrics)
+            self.metrics.before_render = refresh
             controller_gauges(self.metrics, self.controller)  # chains the line above
         if self.broker is not None:
             fetch_session_gauges(self.metrics, self.broker.node.handlers.fetch.sessions.cache)

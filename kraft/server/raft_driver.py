@@ -96,6 +96,14 @@ class RaftDriver:
         self.peer_log_throttle = LogThrottle()
         self._seen_problems = (0, 0)  # the core's (corrupt_fetches, storage_read_errors) last reported
         self.closed = False
+        if metrics is not None:
+            before = metrics.before_render
+
+            def refresh() -> None:
+                if before is not None:
+                    before()
+                self._refresh_gauges()
+            metrics.before_render = refresh
 
     # --- inputs -------------------------------------------------------------------------
     def start(self) -> None:
@@ -325,12 +333,15 @@ class RaftDriver:
                     m.leader_changes.inc()
                 if core.role == "candidate":
                     m.elections.inc()
-        if m is not None:
-            m.current_epoch.set(core.epoch)
-            m.current_leader.set(core.leader_id)
-            m.is_leader.set(1 if core.is_leader() else 0)
-            m.high_watermark.set(core.high_watermark)
-            m.log_end_offset.set(self.log.end_offset())
+
+    def _refresh_gauges(self) -> None:
+        """Pulled when /metrics is rendered, not set on every drain: a drain runs per request."""
+        core, m = self.core, self.metrics
+        m.current_epoch.set(core.epoch)
+        m.current_leader.set(core.leader_id)
+        m.is_leader.set(1 if core.is_leader() else 0)
+        m.high_watermark.set(core.high_watermark)
+        m.log_end_offset.set(self.log.end_offset())
 
     def _report_log_problems(self) -> None:
         """Log (at a bounded rate) and count what the core met and could not log: records

@@ -88,9 +88,11 @@ def test_raw_bytes_from_another_writer_are_counted_and_skipped():
     raft = FakeRaft()
     ctl, _ = active_controller(raft)
     other, _ = standby()
-    raft.append_foreign([b"not a metadata record", b"\x01\x02"])
+    # frame version 'n' (0x6e) and an empty or null value are refused without a parse; 0x01 0x02
+    # (frame 1, type 2, no version) and a two-byte varint frame go through the parser
+    raft.append_foreign([b"not a metadata record", b"\x01\x02", b"", None, b"\x81\x00\x02"])
     raft.commit(ctl, other)
-    assert ctl.metadata_errors == 2 and other.metadata_errors == 2
+    assert ctl.metadata_errors == 5 and other.metadata_errors == 5
     assert ctl.image.is_empty
 
 
