@@ -19,6 +19,7 @@ This module knows nothing about Raft or the controller; it calls a :class:`Reque
 from __future__ import annotations
 
 import asyncio
+import collections
 import ipaddress
 import logging
 import socket
@@ -60,41 +61,46 @@ def error_response(api_key: int, version: int, code: int) -> Response | None:
 
 
 class _Connection:
+    """Requests are read by one coroutine; answers leave in request order without a task of
+    their own: an answer known at once, or a future's completion, schedules one flush per
+    loop turn, which writes every answer ready at the head of the queue in one syscall (the
+    many produce answers a single commit completes go out together)."""
+
     def __init__(self, server: "KafkaServer", reader, writer):
         self.server = server
         self.reader = reader
         self.writer = writer
         peer = writer.get_extra_info("peername") or ("?", 0)
         self.peer = f"{peer[0]}:{peer[1]}"
+        self.loop = asyncio.get_running_loop()
         # Requests read but not yet answered; the reader stops reading when all are taken.
         self.slots = asyncio.Semaphore(server.max_in_flight)
-        self.pending: asyncio.Queue = asyncio.Queue()
+        self.pending: collections.deque = collections.deque()  # (header, answer or future), in order
         self.closed = False
-        self.writer_task: asyncio.Task | None = None
         self.unanswered = 0  # requests read whose response is not written yet
         self.last_active = time.monotonic()  # last bytes read or written (idle expiry)
         self._idle_timer: asyncio.TimerHandle | None = None
+        self._flush_scheduled = False
+        self._draining: asyncio.Future | None = None  # the transport's buffer is over the limit
+        self._all_written: asyncio.Future | None = None  # set by run() when the reader is done
 
     async def run(self) -> None:
         sock = self.writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._arm_idle_timer()
-        self.writer_task = asyncio.ensure_future(self._write_responses())
         try:
             await self._read_requests()
+            # The client stopped sending (or half-closed): answer what it already asked.
+            if self.pending and not self.closed:
+                self._all_written = self.loop.create_future()
+                self._schedule_flush()
+                await self._all_written
         except asyncio.CancelledError:
-            self._close()  # server shutdown: pending answers are dropped, the writer stops
+            self._close()  # server shutdown: pending answers are dropped
             raise
         finally:
-            self.pending.put_nowait(None)  # tells the writer to finish
-            try:
-                await self.writer_task
-            except asyncio.CancelledError:
-                if not self.closed:
-                    raise
-            finally:
-                self._close()
+            self._close()
 
     async def _read_requests(self) -> None:
         decoder = FrameDecoder(self.server.max_frame_bytes)
@@ -142,7 +148,11 @@ class _Connection:
             return True
         if asyncio.iscoroutine(result):
             result = asyncio.ensure_future(result)
-        self.pending.put_nowait((header, result))
+        self.pending.append((header, result))
+        if isinstance(result, _IMMEDIATE):
+            self._schedule_flush()
+        else:
+            result.add_done_callback(self._answered)
         return True
 
     def _handler_failed(self, header: RequestHeader, exc: Exception):
@@ -156,64 +166,81 @@ class _Connection:
             return False
         return resp
 
-    def _ready(self):
-        """The next pending item if its response is already known (for write coalescing)."""
-        q = self.pending._queue  # peeking; asyncio.Queue has no public peek
-        if not q:
-            return None
-        item = q[0]
-        if item is None or (not isinstance(item[1], _IMMEDIATE) and not item[1].done()):
-            return None
-        return self.pending.get_nowait()
+    def _answered(self, fut) -> None:
+        if not self.closed:
+            self._schedule_flush()
 
-    async def _write_responses(self) -> None:
-        while True:
-            item = await self.pending.get()
-            if item is None:  # the reader finished
+    def _schedule_flush(self) -> None:
+        # Once per loop turn: every answer completed in this turn shares one write.
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Write every answer that is ready at the head of the queue, in order."""
+        self._flush_scheduled = False
+        if self.closed or self._draining is not None:
+            return
+        frames = []
+        views = False
+        q = self.pending
+        while q:
+            header, result = q[0]
+            if isinstance(result, _IMMEDIATE):
+                response = result
+            elif not result.done():
+                break
+            elif result.cancelled():
+                self._close()  # what the answer waited for went away (shutdown)
                 return
-            frames = []
-            views = False
-            while item is not None:
-                header, result = item
-                try:
-                    response = result if isinstance(result, _IMMEDIATE) else await result
-                except asyncio.CancelledError:
-                    if self.closed:
-                        return
-                    raise
-                except Exception as exc:
-                    response = self._handler_failed(header, exc)
-                    if response is False:
-                        return
-                self.unanswered -= 1
-                self.slots.release()
-                if response is not None and not self.closed:
-                    try:
-                        if type(response) is EncodedParts:  # views of log files: written, never joined
-                            frames.extend(encode_response_parts(header, header.api_key, header.api_version, response))
-                            views = True
-                        else:
-                            frames.append(encode_response(header, header.api_key, header.api_version, response))
-                    except Exception:
-                        log.exception("cannot encode response to api_key=%s for %s", header.api_key, self.peer)
-                        self._close()
-                        return
-                # Responses that are already known go out in the same write: one syscall for
-                # the many produce answers a single commit completes.
-                item = self._ready()
-            if frames and not self.closed:
-                try:
-                    if views:
-                        for frame in frames:
-                            self.writer.write(frame)
-                    else:
-                        self.writer.write(frames[0] if len(frames) == 1 else b"".join(frames))
-                    self.last_active = time.monotonic()
-                    if self.writer.transport.get_write_buffer_size() > 1 << 20:
-                        await self.writer.drain()
-                except (ConnectionError, OSError):
-                    self._close()
+            else:
+                exc = result.exception()
+                response = result.result() if exc is None else self._handler_failed(header, exc)
+                if response is False:
                     return
+            q.popleft()
+            self.unanswered -= 1
+            self.slots.release()
+            if response is None:
+                continue
+            try:
+                if type(response) is EncodedParts:  # views of log files: written, never joined
+                    frames.extend(encode_response_parts(header, header.api_key, header.api_version, response))
+                    views = True
+                else:
+                    frames.append(encode_response(header, header.api_key, header.api_version, response))
+            except Exception:
+                log.exception("cannot encode response to api_key=%s for %s", header.api_key, self.peer)
+                self._close()
+                return
+        if frames:
+            try:
+                if views:
+                    for frame in frames:
+                        self.writer.write(frame)
+                else:
+                    self.writer.write(frames[0] if len(frames) == 1 else b"".join(frames))
+                self.last_active = time.monotonic()
+            except (ConnectionError, OSError):
+                self._close()
+                return
+            if self.writer.transport.get_write_buffer_size() > 1 << 20:
+                # A slow reader: hold further answers (their slots stay taken, so reading
+                # stops at max_in_flight) until the transport has written this out.
+                self._draining = asyncio.ensure_future(self._drain())
+                return
+        if not q and self._all_written is not None and not self._all_written.done():
+            self._all_written.set_result(None)
+
+    async def _drain(self) -> None:
+        try:
+            await self.writer.drain()
+        except (ConnectionError, OSError):
+            self._close()
+            return
+        finally:
+            self._draining = None
+        self._schedule_flush()
 
     def _reject(self, why: str) -> None:
         self.server.rejected_total += 1
@@ -252,15 +279,16 @@ class _Connection:
             if self._idle_timer is not None:
                 self._idle_timer.cancel()
                 self._idle_timer = None
-        # Pending answers will never be written: cancel what they wait for, and the writer,
-        # which may be parked on one of them (a long-poll Fetch, an uncommitted Produce).
-        while not self.pending.empty():
-            item = self.pending.get_nowait()
-            if item is not None and not isinstance(item[1], _IMMEDIATE) and hasattr(item[1], "cancel"):
-                item[1].cancel()
-        task = self.writer_task
-        if task is not None and not task.done() and task is not asyncio.current_task():
-            task.cancel()
+        # Pending answers will never be written: cancel what they wait for (a long-poll
+        # Fetch, an uncommitted Produce).
+        while self.pending:
+            _, result = self.pending.popleft()
+            if not isinstance(result, _IMMEDIATE) and hasattr(result, "cancel"):
+                result.cancel()
+        if self._draining is not None and self._draining is not asyncio.current_task():
+            self._draining.cancel()
+        if self._all_written is not None and not self._all_written.done():
+            self._all_written.set_result(None)
         self.slots.release()  # unblock a reader waiting for a slot; it sees closed and stops
 
 
