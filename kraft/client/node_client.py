@@ -17,12 +17,15 @@ import itertools
 import logging
 import random
 import socket
+import struct
 import time
 
 from kraft.errors import NetworkError, PeerGoneError, ProtocolError, RequestTimeoutError, UnsupportedVersionError
-from kraft.protocol import FrameDecoder, Request, decode_response, encode_request, peek_correlation_id
+from kraft.protocol import FrameDecoder, decode_response, encode_request, peek_correlation_id, request_class
 
 log = logging.getLogger("kraft.client")
+_CORRELATION = struct.Struct(">i")
+_REUSED_FRAMES = 16  # request frames kept for reuse (see NodeClient.request)
 
 
 class ConnectionRefused(PeerGoneError):
@@ -54,6 +57,7 @@ class NodeClient:
         self._closed = False
         self._out: list[bytes] = []
         self._flush_scheduled = False
+        self._frames: dict = {}  # (reuse key, version) -> (encoded frame, api key)
 
     @property
     def address(self) -> str:
@@ -63,8 +67,13 @@ class NodeClient:
     def connected(self) -> bool:
         return self._writer is not None
 
-    async def request(self, message: Request, version: int, timeout_ms: int | None = None):
-        """Send ``message`` at ``version`` and return the decoded response body."""
+    async def request(self, message, version: int, timeout_ms: int | None = None, *, reuse_key=None):
+        """Send ``message`` at ``version`` and return the decoded response body.
+
+        With ``reuse_key`` (hashable, naming what the request holds), the encoded frame is
+        kept (the last few keys) and sent again with only its correlation id replaced;
+        ``message`` may then be a callable making the request, called on a miss only. For a
+        caller that sends the same request many times (a writer's fixed batch)."""
         timeout = self.request_timeout if timeout_ms is None else timeout_ms / 1000
         loop = asyncio.get_running_loop()
         deadline = time.monotonic() + timeout
@@ -72,23 +81,40 @@ class NodeClient:
             if self._writer is None:
                 await self._ensure_connected(deadline)
             cid = next(self._ids) & 0x7FFFFFFF
-            frame = encode_request(message, version, cid, self.client_id)
+            if reuse_key is None:
+                frame = encode_request(message, version, cid, self.client_id)
+                api_key = type(message).API_KEY
+            else:
+                frame, api_key = self._reused_frame(reuse_key, message, version, cid)
             fut = loop.create_future()
-            self._waiting[cid] = (fut, type(message).API_KEY, version)
+            self._waiting[cid] = (fut, api_key, version)
             self._queue_write(frame)
             # A timer callback rather than wait_for: no task per request on the hot path.
-            timer = loop.call_later(max(0.0, deadline - time.monotonic()), self._timed_out, cid, message, timeout)
+            timer = loop.call_later(max(0.0, deadline - time.monotonic()), self._timed_out, cid, api_key, timeout)
             try:
                 return await fut
             finally:
                 timer.cancel()
 
-    def _timed_out(self, cid: int, message, timeout: float) -> None:
+    def _reused_frame(self, key, message, version: int, cid: int) -> tuple[bytearray, int]:
+        entry = self._frames.get((key, version))
+        if entry is None:
+            if callable(message):
+                message = message()
+            entry = (encode_request(message, version, 0, self.client_id), type(message).API_KEY)
+            if len(self._frames) >= _REUSED_FRAMES:
+                self._frames.pop(next(iter(self._frames)))
+            self._frames[(key, version)] = entry
+        frame = bytearray(entry[0])
+        _CORRELATION.pack_into(frame, 8, cid)  # after the size, api key and version
+        return frame, entry[1]
+
+    def _timed_out(self, cid: int, api_key: int, timeout: float) -> None:
         entry = self._waiting.pop(cid, None)
         if entry is None or entry[0].done():
             return
         entry[0].set_exception(RequestTimeoutError(
-            f"{type(message).__name__} to {self.address} timed out after {timeout * 1000:.0f} ms"))
+            f"{request_class(api_key).__name__} to {self.address} timed out after {timeout * 1000:.0f} ms"))
         # Kafka closes the connection on a timeout: a late answer can then never be mistaken.
         self._disconnect(RequestTimeoutError(f"request to {self.address} timed out"))
 

@@ -163,9 +163,15 @@ class QuorumClient:
 
         Raises NotLeaderError (with the leader id/epoch the node knows) or KraftError."""
         P = ProduceRequest
-        req = P(acks=acks, timeout_ms=timeout_ms, topic_data=[P.Topic(
-            name=METADATA_TOPIC, partition_data=[P.Topic.Partition(index=0, records=batch)])])
-        resp = await self.client(addr).request(req, PRODUCE_VERSION, timeout_ms=timeout_ms + 5000)
+
+        def make():
+            return P(acks=acks, timeout_ms=timeout_ms, topic_data=[P.Topic(
+                name=METADATA_TOPIC, partition_data=[P.Topic.Partition(index=0, records=batch)])])
+        # A writer resending the same batch reuses its encoded frame (immutable bytes up to
+        # 64 KiB: the key hashes the content once per bytes object).
+        key = ("produce", batch, acks, timeout_ms) if type(batch) is bytes and len(batch) <= 1 << 16 else None
+        resp = await self.client(addr).request(make if key else make(), PRODUCE_VERSION,
+                                               timeout_ms=timeout_ms + 5000, reuse_key=key)
         if resp is None:
             return -1
         for ep in getattr(resp, "node_endpoints", ()) or ():

@@ -301,6 +301,16 @@ class RaftCore:
         if snapshot_id.offset <= self.local_log.high_watermark:
             self.log.delete_before_snapshot(snapshot_id)
 
+    @property
+    def has_effects(self) -> bool:
+        """Effects are waiting for ``poll_effects`` (a proposal alone makes none)."""
+        return bool(self._effects)
+
+    @property
+    def next_deadline_ms(self) -> int:
+        """When ``tick`` is next due (what ``poll_effects`` would say)."""
+        return self._deadline
+
     def poll_effects(self) -> Ready:
         effects = self._effects[:]
         del self._effects[:]

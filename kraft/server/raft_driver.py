@@ -165,7 +165,11 @@ class RaftDriver:
     def _proposed(self, last: int, records: int) -> None:
         if self.metrics is not None:
             self._propose_times.append((last, records, time.perf_counter()))
-        self._drain()
+        core = self.core
+        if core.has_effects:
+            self._drain()
+        else:  # the usual case: the proposal waits for the append tick; only the timer may move
+            self._arm(core.next_deadline_ms)
 
     def resign(self) -> None:
         if self.core.is_leader():

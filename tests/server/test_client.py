@@ -316,3 +316,31 @@ def test_server_closing_the_connection_fails_the_pending_request():
         await c.close()
         await srv.close()
     run(main())
+
+
+def test_a_reused_frame_is_the_same_request_with_a_fresh_correlation_id_each_time():
+    async def main():
+        srv = await FakeServer().start()
+        c = NodeClient("127.0.0.1", srv.port, client_id="reuser")
+        made = []
+
+        def make(name):
+            def build():
+                made.append(name)
+                return _req(name)
+            return build
+        tasks = [asyncio.ensure_future(c.request(make("same"), 3, reuse_key="k")) for _ in range(3)]
+        tasks.append(asyncio.ensure_future(c.request(make("other"), 3, reuse_key="k2")))
+        items = [await srv.next_request() for _ in range(4)]
+        assert made == ["same", "other"]  # built once per key, on the first miss only
+        assert [i[1].client_software_name for i in items] == ["same", "same", "same", "other"]
+        assert len({i[0].correlation_id for i in items}) == 4 and {i[0].client_id for i in items} == {"reuser"}
+        for n, item in enumerate(items):
+            FakeServer.answer(item, _resp(n))
+        assert [r.throttle_time_ms for r in await asyncio.gather(*tasks)] == [0, 1, 2, 3]
+        for k in range(40):  # the cache stays bounded
+            c._reused_frame(("key", k), _req(str(k)), 3, 1)
+        assert len(c._frames) <= client_module._REUSED_FRAMES
+        await c.close()
+        await srv.close()
+    run(main())
