@@ -28,6 +28,39 @@ _CORRELATION = struct.Struct(">i")
 _REUSED_FRAMES = 16  # request frames kept for reuse (see NodeClient.request)
 
 
+class _Callback:
+    """The part of a future NodeClient uses (``done``, ``set_result``, ``set_exception``),
+    delivering the outcome to ``on_done(response, error)`` at once (``request_nowait``). A
+    failing callback is logged: it must not end the read loop that delivered the answer."""
+
+    __slots__ = ("on_done", "timer", "_done")
+
+    def __init__(self, on_done):
+        self.on_done = on_done
+        self.timer = None
+        self._done = False
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, body) -> None:
+        self._finish(body, None)
+
+    def set_exception(self, exc: BaseException) -> None:
+        self._finish(None, exc)
+
+    def _finish(self, body, exc) -> None:
+        if self._done:
+            return
+        self._done = True
+        if self.timer is not None:
+            self.timer.cancel()
+        try:
+            self.on_done(body, exc)
+        except Exception:  # noqa: BLE001 - a caller's bug, not the connection's
+            log.exception("request callback failed")
+
+
 class ConnectionRefused(PeerGoneError):
     """Nothing listens at the address (the connect got RST): known at once, not a timeout."""
 
@@ -44,6 +77,7 @@ class NodeClient:
         self.retry_backoff = retry_backoff_ms / 1000
         self.retry_backoff_max = retry_backoff_max_ms / 1000
         self.max_frame_bytes = max_frame_bytes
+        self.max_in_flight = max_in_flight
         self._slots = asyncio.Semaphore(max_in_flight)
         self._rng = rng or random.Random()
         self._ids = itertools.count(1)
@@ -95,6 +129,24 @@ class NodeClient:
                 return await fut
             finally:
                 timer.cancel()
+
+    def request_nowait(self, message, version: int, on_done, timeout_ms: int | None = None) -> bool:
+        """Send ``message`` now, without a task or a future: ``on_done(response, error)`` is
+        called exactly once, from the read loop (the answer), the timeout or a disconnect
+        (error a NetworkError). Returns False, sending nothing, when not connected or
+        ``max_in_flight`` requests are waiting: use ``request`` then. For callers on the loop
+        thread that step a state machine with the answer (the Raft driver)."""
+        if self._writer is None or self._closed or len(self._waiting) >= self.max_in_flight:
+            return False
+        timeout = self.request_timeout if timeout_ms is None else timeout_ms / 1000
+        cid = next(self._ids) & 0x7FFFFFFF
+        frame = encode_request(message, version, cid, self.client_id)
+        api_key = type(message).API_KEY
+        callback = _Callback(on_done)
+        self._waiting[cid] = (callback, api_key, version)
+        self._queue_write(frame)
+        callback.timer = asyncio.get_running_loop().call_later(timeout, self._timed_out, cid, api_key, timeout)
+        return True
 
     def _reused_frame(self, key, message, version: int, cid: int) -> tuple[bytearray, int]:
         entry = self._frames.get((key, version))

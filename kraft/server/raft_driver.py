@@ -268,20 +268,33 @@ class RaftDriver:
         if client is None:
             self.loop.call_soon(self._step_failed, e.destination, e.correlation_id)
             return
-        task = self.loop.create_task(self._roundtrip(client, e))
+        started = time.perf_counter()
+        # Connected (the usual case): no task per request, the answer steps the core from the
+        # client's read loop. Otherwise a task waits for the connection.
+        if client.request_nowait(e.request, SEND_VERSIONS[type(e.request)],
+                                 lambda resp, exc: self._answered(e, started, resp, exc)):
+            return
+        task = self.loop.create_task(self._roundtrip(client, e, started))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _roundtrip(self, client: NodeClient, e: Send) -> None:
-        request = e.request
-        started = time.perf_counter()
+    async def _roundtrip(self, client: NodeClient, e: Send, started: float) -> None:
         try:
-            resp = await client.request(request, SEND_VERSIONS[type(request)])
+            resp = await client.request(e.request, SEND_VERSIONS[type(e.request)])
         except NetworkError as exc:
-            self._step_failed(e.destination, e.correlation_id, isinstance(exc, PeerGoneError))
+            self._answered(e, started, None, exc)
             return
+        self._answered(e, started, resp, None)
+
+    def _answered(self, e: Send, started: float, resp, exc) -> None:
+        if exc is not None:
+            if isinstance(exc, NetworkError):
+                self._step_failed(e.destination, e.correlation_id, isinstance(exc, PeerGoneError))
+                return
+            raise exc
         if self.closed:
             return
+        request = e.request
         if self.metrics is not None and type(request).__name__ == "FetchRequest":
             self.metrics.fetch_latency.observe(time.perf_counter() - started)
         if resp.error_code == ErrorCode.INCONSISTENT_CLUSTER_ID:

@@ -44,6 +44,9 @@ class SilentPeer:
     def __init__(self, *a, **kw):
         pass
 
+    def request_nowait(self, wire, version, on_done, timeout_ms=None):
+        return False  # never connected: the driver falls back to request()
+
     async def request(self, wire, version):
         await asyncio.Event().wait()
 

@@ -344,3 +344,53 @@ def test_a_reused_frame_is_the_same_request_with_a_fresh_correlation_id_each_tim
         await c.close()
         await srv.close()
     run(main())
+
+
+def test_request_nowait_answers_through_the_callback_once_and_refuses_when_it_cannot_send():
+    async def main():
+        srv = await FakeServer().start()
+        c = NodeClient("127.0.0.1", srv.port, max_in_flight=2)
+        got = []
+        assert not c.request_nowait(_req("early"), 3, lambda r, e: got.append((r, e)))  # not connected yet
+        warm = asyncio.ensure_future(c.request(_req("warm"), 3))
+        FakeServer.answer(await srv.next_request(), _resp(0))
+        await warm
+
+        def boom(resp, exc):
+            got.append(("boom", resp.throttle_time_ms))
+            raise RuntimeError("a caller's bug")
+        assert c.request_nowait(_req("a"), 3, boom)
+        assert c.request_nowait(_req("b"), 3, lambda r, e: got.append((r.throttle_time_ms, e)))
+        assert not c.request_nowait(_req("c"), 3, lambda r, e: None)  # max_in_flight waiting
+        a, b = await srv.next_request(), await srv.next_request()
+        FakeServer.answer(b, _resp(2))
+        FakeServer.answer(a, _resp(1))
+        assert await settle(lambda: len(got) == 2)
+        assert got == [(2, None), ("boom", 1)] and c.connected  # the failing callback left the connection up
+
+        timeouts = []
+        assert c.request_nowait(_req("slow"), 3, lambda r, e: timeouts.append((r, type(e))), timeout_ms=50)
+        await srv.next_request()
+        assert await settle(lambda: timeouts == [(None, RequestTimeoutError)])
+        assert await settle(lambda: not c.connected)  # closed after a timeout, as request() does
+        await c.close()
+        await srv.close()
+    run(main())
+
+
+def test_request_nowait_fails_with_a_network_error_when_the_connection_drops():
+    async def main():
+        srv = await FakeServer().start()
+        c = NodeClient("127.0.0.1", srv.port)
+        warm = asyncio.ensure_future(c.request(_req("warm"), 3))
+        FakeServer.answer(await srv.next_request(), _resp(0))
+        await warm
+        got = []
+        assert c.request_nowait(_req("x"), 3, lambda r, e: got.append((r, e)))
+        _, _, writer = await srv.next_request()
+        writer.close()  # the server goes away with the request unanswered
+        assert await settle(lambda: len(got) == 1)
+        assert got[0][0] is None and isinstance(got[0][1], NetworkError)
+        await c.close()
+        await srv.close()
+    run(main())

@@ -119,6 +119,14 @@ class FakeCore:
         effects = self.readies.pop(0) if self.readies else []
         return Ready(effects, self.deadline)
 
+    @property
+    def has_effects(self):
+        return bool(self.readies and self.readies[0])
+
+    @property
+    def next_deadline_ms(self):
+        return self.deadline
+
     def step(self, message, now_ms):
         self.inputs.append(message)
 
@@ -163,6 +171,9 @@ class FakeClient:
         self.reply = None
         self.closed = False
         self.sent: list = []  # (request, version)
+
+    def request_nowait(self, wire, version, on_done, timeout_ms=None):
+        return False  # as a client not yet connected: the driver awaits request() in a task
 
     async def request(self, wire, version):
         self.rec.events.append(("send", self.dest, type(wire).__name__))
@@ -350,7 +361,7 @@ def test_leader_flush_is_requested_and_its_completion_comes_back_on_the_loop_thr
 
 def test_a_follower_asks_the_flusher_thread_too_and_never_flushes_on_the_loop():
     async def main():
-        core = FakeCore(script=[[Flush(10), Send(2, 7, "after-flush")]])
+        core = FakeCore(script=[[Flush(10), Send(2, 7, _vote_request())]])
         log = FakeLog()
         driver, _, _, _ = make_driver(core, log=log)
         driver.start()
