@@ -1,4 +1,5 @@
-"""asyncio TCP server speaking Kafka's framing: one reader and one ordered writer per connection.
+"""asyncio TCP server speaking Kafka's framing: one reader coroutine per connection; answers
+are written in order by a flush scheduled once per loop turn (no writer task).
 
 Requests on a connection may be handled concurrently (a long-poll Fetch does not block a
 Vote), but responses are written in request order, as Kafka guarantees. At most
