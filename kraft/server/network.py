@@ -74,8 +74,9 @@ class _Connection:
         peer = writer.get_extra_info("peername") or ("?", 0)
         self.peer = f"{peer[0]}:{peer[1]}"
         self.loop = asyncio.get_running_loop()
-        # Requests read but not yet answered; the reader stops reading when all are taken.
-        self.slots = asyncio.Semaphore(server.max_in_flight)
+        # The reader stops reading while max_in_flight requests are unanswered; it waits on
+        # this future, completed when an answer leaves.
+        self._slot_free: asyncio.Future | None = None
         self.pending: collections.deque = collections.deque()  # (header, answer or future), in order
         self.closed = False
         self.unanswered = 0  # requests read whose response is not written yet
@@ -119,10 +120,14 @@ class _Connection:
                 self._reject(f"bad frame: {exc}")
                 return
             for frame in frames:
-                if not await self._dispatch(frame):
+                while self.unanswered >= self.server.max_in_flight and not self.closed:
+                    self._slot_free = self.loop.create_future()  # back-pressure
+                    await self._slot_free
+                if self.closed or not self._dispatch(frame):
                     return
 
-    async def _dispatch(self, frame: bytes) -> bool:
+    def _dispatch(self, frame: bytes) -> bool:
+        """Decode and hand one request to the handler (no coroutine per request)."""
         srv = self.server
         try:
             header, request = decode_request(frame)
@@ -132,9 +137,6 @@ class _Connection:
             self._reject(f"{type(exc).__name__} ({what}): {exc}")
             return False
         srv.requests_total += 1
-        await self.slots.acquire()  # back-pressure: at most max_in_flight unanswered requests
-        if self.closed:
-            return False
         self.unanswered += 1
         ctx = RequestContext(header, srv.listener_name, self.peer, time.monotonic_ns())
         try:
@@ -144,8 +146,7 @@ class _Connection:
             if result is False:
                 return False
         if result is None:
-            self.unanswered -= 1
-            self.slots.release()
+            self._answer_left()
             return True
         if asyncio.iscoroutine(result):
             result = asyncio.ensure_future(result)
@@ -166,6 +167,14 @@ class _Connection:
             self._reject(f"handler failed ({exc!r}) and api_key={header.api_key} has no error field")
             return False
         return resp
+
+    def _answer_left(self) -> None:
+        self.unanswered -= 1
+        waiter = self._slot_free
+        if waiter is not None:
+            self._slot_free = None
+            if not waiter.done():
+                waiter.set_result(None)
 
     def _answered(self, fut) -> None:
         if not self.closed:
@@ -200,8 +209,7 @@ class _Connection:
                 if response is False:
                     return
             q.popleft()
-            self.unanswered -= 1
-            self.slots.release()
+            self._answer_left()
             if response is None:
                 continue
             try:
@@ -290,7 +298,9 @@ class _Connection:
             self._draining.cancel()
         if self._all_written is not None and not self._all_written.done():
             self._all_written.set_result(None)
-        self.slots.release()  # unblock a reader waiting for a slot; it sees closed and stops
+        waiter, self._slot_free = self._slot_free, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)  # a reader waiting for a slot sees closed and stops
 
 
 def _address(host: str) -> str:
