@@ -187,7 +187,7 @@ class QuorumController:
                         registered[rec.broker_id] = offset
                 offset += 1
             self.last_applied_timestamp = batch.max_timestamp
-            if observing:
+            if observing and len(records) > start:  # a batch with no metadata record has nothing to time
                 self._foreign_counts.append((batch.max_timestamp, _count_types(records[start:])))
         if not records:
             return

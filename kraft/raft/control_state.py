@@ -45,11 +45,12 @@ def control_records(data, first: int = 0, last: int = 1 << 62):
     view = memoryview(data)
     pos, n = 0, len(view)
     while pos + _ATTRIBUTES_AT + 2 <= n:
-        base, length = _header(view, pos)
+        length = _int(view, pos + 8, 4)
         end = pos + 12 + length
         if length <= 0 or end > n:
             break
-        if _int(view, pos + _ATTRIBUTES_AT, 2) & CONTROL_MASK and first <= base <= last:
+        # the control bit is in the attributes' low byte: one byte read per data batch
+        if view[pos + _ATTRIBUTES_AT + 1] & CONTROL_MASK and first <= _int(view, pos, 8) <= last:
             for r in RecordBatch(view[pos:end]):
                 msg = decode_control_record(r.key, r.value)
                 if isinstance(msg, (KRaftVersionRecord, VotersRecord)) and first <= r.offset <= last:
