@@ -408,8 +408,11 @@ class KafkaServer:
 
 
 def connection_limits(cfg) -> dict:
-    """KafkaServer keyword arguments from a NodeConfig's connection settings."""
-    return dict(connections_max_idle_ms=cfg.int("connections.max.idle.ms"),
+    """KafkaServer keyword arguments from a NodeConfig's connection settings.
+    ``queued.max.requests`` (Kafka: the requests its network threads queue before they stop
+    reading, 500) bounds here the requests read from one connection and not yet answered."""
+    return dict(max_in_flight=cfg.int("queued.max.requests"),
+                connections_max_idle_ms=cfg.int("connections.max.idle.ms"),
                 max_connections_per_ip=cfg.int("max.connections.per.ip"),
                 max_connections_per_ip_overrides=parse_connection_overrides(
                     "max.connections.per.ip.overrides", cfg.values["max.connections.per.ip.overrides"]))

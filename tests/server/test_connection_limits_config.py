@@ -26,16 +26,16 @@ def cfg(**props) -> NodeConfig:
 
 def test_defaults_are_kafkas():
     limits = connection_limits(cfg())
-    assert limits == dict(connections_max_idle_ms=600_000, max_connections_per_ip=2**31 - 1,
+    assert limits == dict(max_in_flight=500, connections_max_idle_ms=600_000, max_connections_per_ip=2**31 - 1,
                           max_connections_per_ip_overrides={})
 
 
 def test_settings_reach_the_server_arguments():
-    c = cfg(**{"connections.max.idle.ms": "-1", "max.connections.per.ip": "5",
+    c = cfg(**{"connections.max.idle.ms": "-1", "max.connections.per.ip": "5", "queued.max.requests": "3",
                "max.connections.per.ip.overrides": "localhost:7, 10.0.0.1:0,[::1]:3"})
-    assert connection_limits(c) == dict(connections_max_idle_ms=-1, max_connections_per_ip=5,
+    assert connection_limits(c) == dict(max_in_flight=3, connections_max_idle_ms=-1, max_connections_per_ip=5,
                                         max_connections_per_ip_overrides={"localhost": 7, "10.0.0.1": 0, "::1": 3})
-    KafkaServer(None, "127.0.0.1", 0, listener_name="X", **connection_limits(c))  # accepted as keywords
+    assert KafkaServer(None, "127.0.0.1", 0, listener_name="X", **connection_limits(c)).max_in_flight == 3
 
 
 def test_idle_timeout_is_a_long_as_in_kafka():
