@@ -1,0 +1,125 @@
+"""Where one write in flight spends its CPU: a 3-node kraft cluster on loopback (real
+processes, fsync on), one client writing one 256-byte record at a time for ``--seconds``, and
+per node and per thread the user and system CPU per write (from /proc), context switches per
+write, and the client's p50/p99.
+
+    PYTHONPATH=$PWD python tools/write_cpu_profile.py [--profile low-latency] [--seconds 8]
+        [--perf record|trace] [--py-spy] [--node N]
+
+``--perf record`` samples the leader (or ``--node``) with ``perf record -g`` into
+``write_cpu.perf.data``; ``--perf trace`` writes a syscall summary (``perf trace -s``) to
+``write_cpu.trace.txt``; ``--py-spy`` writes py-spy raw stacks to ``write_cpu.pyspy.txt``.
+A profiler, not a benchmark: the figures are for finding costs, compare them only within one
+run (bench/bench_peers.py is the benchmark).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import glob
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.peers.kraft import KraftCluster, Writer  # noqa: E402
+
+
+def thread_cpu(pid: int) -> dict:
+    """tid -> (name, user ticks, system ticks, voluntary switches, involuntary switches)."""
+    out = {}
+    for task in glob.glob(f"/proc/{pid}/task/*"):
+        try:
+            stat = open(task + "/stat").read()
+            name = open(task + "/comm").read().strip()
+            status = open(task + "/status").read().splitlines()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        switches = {line.split(":")[0]: int(line.split()[1]) for line in status if "ctxt_switches" in line}
+        out[task.rsplit("/", 1)[1]] = (name, int(fields[11]), int(fields[12]),
+                                       switches.get("voluntary_ctxt_switches", 0),
+                                       switches.get("nonvoluntary_ctxt_switches", 0))
+    return out
+
+
+def profiler(args, pid: int):
+    if args.perf == "record":
+        cmd = ["perf", "record", "-F", "2000", "-g", "-p", str(pid), "-o", "write_cpu.perf.data"]
+    elif args.perf == "trace":
+        cmd = ["perf", "trace", "-s", "-p", str(pid), "-o", "write_cpu.trace.txt"]
+    elif args.py_spy:
+        cmd = ["py-spy", "record", "--pid", str(pid), "--rate", "500", "--format", "raw", "--threads",
+               "-o", "write_cpu.pyspy.txt", "--duration", str(int(args.seconds))]
+        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    else:
+        return None
+    return subprocess.Popen(cmd + ["--", "sleep", str(int(args.seconds))], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+async def write_loop(spec: dict, seconds: float) -> list[float]:
+    writer = Writer(spec, 0, b"x" * 256)
+    await writer.connect()
+    try:
+        for _ in range(300):  # warm up: connections, caches, the JIT-less interpreter's dicts
+            await writer.write(1)
+        latencies, end = [], time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            t = time.perf_counter()
+            await writer.write(1)
+            latencies.append(time.perf_counter() - t)
+        return latencies
+    finally:
+        await writer.close()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--profile", default="low-latency", choices=["defaults", "low-latency", "linger-0"])
+    ap.add_argument("--seconds", type=float, default=8.0)
+    ap.add_argument("--perf", choices=["record", "trace"])
+    ap.add_argument("--py-spy", action="store_true")
+    ap.add_argument("--node", type=int, help="the node to sample (default: the leader)")
+    args = ap.parse_args()
+
+    cluster = KraftCluster(args.profile)
+    try:
+        cluster.start()
+        leader = cluster.wait_ready()
+        pids = {i: cluster.cluster.procs[i].pid for i in cluster.ids}
+        spec = cluster.spec()
+        asyncio.run(write_loop(spec, 0.5))  # first connections and elections settle
+        before = {i: thread_cpu(p) for i, p in pids.items()}
+        sampler = profiler(args, pids[args.node or leader])
+        latencies = asyncio.run(write_loop(spec, args.seconds))
+        if sampler is not None:
+            sampler.wait()
+        after = {i: thread_cpu(p) for i, p in pids.items()}
+    finally:
+        cluster.stop()
+    n = len(latencies)
+    latencies.sort()
+    tick = os.sysconf("SC_CLK_TCK")
+    print(f"{args.profile}: {n} writes in {args.seconds:.0f} s, p50 {latencies[n // 2] * 1e3:.2f} ms, "
+          f"p99 {latencies[int(n * 0.99)] * 1e3:.2f} ms (one in flight)")
+    for i in pids:
+        user = system = vol = invol = 0.0
+        threads = []
+        for tid, (name, u, s, v, iv) in after[i].items():
+            bu, bs, bv, biv = before[i].get(tid, (name, 0, 0, 0, 0))[1:]
+            du, ds = (u - bu) / tick, (s - bs) / tick
+            user, system, vol, invol = user + du, system + ds, vol + v - bv, invol + iv - biv
+            if du + ds > 0.01:
+                threads.append(f"{name}[{tid}] {du * 1e6 / n:.0f}u+{ds * 1e6 / n:.0f}s")
+        print(f"  node {i}{' (leader)' if i == leader else ''}: {user * 1e6 / n:.0f} µs user + "
+              f"{system * 1e6 / n:.0f} µs system per write, {vol / n:.1f} voluntary + {invol / n:.1f} "
+              f"involuntary switches per write; threads: {', '.join(threads)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
