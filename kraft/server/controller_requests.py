@@ -206,11 +206,7 @@ def controller_gauges(metrics, controller: QuorumController) -> None:
             to_applied.labels(name).observe(applied, n)
     controller.clock = lambda: time.time() * 1000.0
     controller.apply_observer = observe
-    previous = metrics.before_render
-
     def refresh():
-        if previous is not None:
-            previous()
         stats = image_stats(controller.image)
         g["active"].set(1 if controller.active else 0)
         for k in ("topics", "partitions", "offline", "fenced_leaders", "imbalance", "active_brokers",
@@ -222,7 +218,7 @@ def controller_gauges(metrics, controller: QuorumController) -> None:
         ts = controller.last_applied_timestamp
         g["applied_ts"].set(ts)
         g["applied_lag"].set(max(0, int(time.time() * 1000) - ts) if ts >= 0 else 0)
-    metrics.before_render = refresh
+    metrics.on_render(refresh)
 
 
 def image_stats(image) -> dict:

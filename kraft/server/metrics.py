@@ -136,14 +136,18 @@ class NodeMetrics:
                                              "Follower: fetched records that failed validation (not appended)")
         self.log_read_errors = Counter("kraft_log_read_errors_total",
                                        "Leader: log reads for a Fetch that failed (corrupt batch on disk)")
-        self.before_render = None  # optional callable that refreshes pulled values
+        self._render_hooks: list = []  # callables that refresh pulled values, in order
+
+    def on_render(self, hook) -> None:
+        """Call ``hook()`` before every render (values read at scrape time, not kept current)."""
+        self._render_hooks.append(hook)
 
     def all(self):
         return [v for v in vars(self).values() if hasattr(v, "render")]
 
     def render(self) -> str:
-        if self.before_render is not None:
-            self.before_render()
+        for hook in self._render_hooks:
+            hook()
         labels = f'{{node_id="{self.node_id}"}}'
         lines = []
         for m in self.all():
@@ -199,12 +203,8 @@ def fetch_session_gauges(metrics: NodeMetrics, cache) -> None:
     evictions = Counter("kraft_fetch_session_evictions_total", "Fetch sessions evicted to make room")
     metrics.fetch_sessions, metrics.fetch_session_partitions, metrics.fetch_session_evictions = (
         sessions, partitions, evictions)
-    before = metrics.before_render
-
     def refresh() -> None:
-        if before is not None:
-            before()
         sessions.set(len(cache))
         partitions.set(cache.total_partitions())
         evictions.value = cache.evictions
-    metrics.before_render = refresh
+    metrics.on_render(refresh)

@@ -250,14 +250,8 @@ class KraftNode:
         self.log.on_append = self.metrics.append_latency.observe
         server = self.server
         if server is not None:
-            driver_gauges = self.metrics.before_render  # the Raft driver's, set when it was made
-
-            def refresh() -> None:
-                if driver_gauges is not None:
-                    driver_gauges()
-                server.export_counters(self.metrics)
-            self.metrics.before_render = refresh
-            controller_gauges(self.metrics, self.controller)  # chains the line above
+            self.metrics.on_render(lambda: server.export_counters(self.metrics))
+            controller_gauges(self.metrics, self.controller)
         if self.broker is not None:
             fetch_session_gauges(self.metrics, self.broker.node.handlers.fetch.sessions.cache)
         self.driver.start()

@@ -97,13 +97,7 @@ class RaftDriver:
         self._seen_problems = (0, 0)  # the core's (corrupt_fetches, storage_read_errors) last reported
         self.closed = False
         if metrics is not None:
-            before = metrics.before_render
-
-            def refresh() -> None:
-                if before is not None:
-                    before()
-                self._refresh_gauges()
-            metrics.before_render = refresh
+            metrics.on_render(self._refresh_gauges)
 
     # --- inputs -------------------------------------------------------------------------
     def start(self) -> None:

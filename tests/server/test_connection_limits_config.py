@@ -65,7 +65,7 @@ def test_connection_counters_are_exported_as_metrics():
     server = KafkaServer(None, "127.0.0.1", 0, listener_name="X")
     server.rejected_total, server.refused_total, server.idle_closed_total = 1, 2, 3
     m = NodeMetrics(1)
-    m.before_render = lambda: server.export_counters(m)
+    m.on_render(lambda: server.export_counters(m))
     text = m.render()
     for line in ('kraft_rejected_connections_total{node_id="1"} 1', 'kraft_refused_connections_total{node_id="1"} 2',
                  'kraft_idle_connections_closed_total{node_id="1"} 3'):
