@@ -10,6 +10,7 @@ was validated when appended or recovered.
 
 from __future__ import annotations
 
+import bisect
 import mmap
 import os
 import struct
@@ -29,6 +30,11 @@ _BASE_LENGTH = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
 #: File positions are int32 in the index.
 MAX_SEGMENT_SIZE = (1 << 31) - 1
+#: Batches of the latest appends remembered by ``translate`` (see ``_recent``).
+RECENT_BATCHES = 64
+#: Appends of more batches than this are not remembered (converting their scan costs more
+#: than the lookups it saves; they come from followers catching up, read rarely).
+_RECENT_PER_APPEND = 8
 
 
 def empty_scan() -> BatchScan:
@@ -58,6 +64,11 @@ class LogSegment:
         #: A read-only map of the file's first ``len(_map)`` bytes for zero-copy reads
         #: (``view``); replaced by a larger one as the segment grows, dropped on truncation.
         self._map: mmap.mmap | None = None
+        #: Last offsets and positions of the latest batches, contiguous up to the end of the
+        #: file: the tail is what fetches and the state machine read, and finding a batch
+        #: there would otherwise cost an index lookup and a read of the file per lookup.
+        self._recent_last: list[int] = []
+        self._recent_pos: list[int] = []
 
     # --- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -134,6 +145,7 @@ class LogSegment:
             self.created_ms = clock_ms()
         self.size = position + len(data)
         self.next_offset = int(scan.last_offsets[-1]) + 1
+        self._remember(scan, position)
         self.index.add_batches(scan.positions, scan.last_offsets, scan.max_timestamps, scan.sizes, position)
 
     def truncate_at(self, position: int, next_offset: int) -> int:
@@ -142,6 +154,8 @@ class LogSegment:
         of bytes removed."""
         removed = self.size - position
         self._drop_map()
+        self._recent_last.clear()
+        self._recent_pos.clear()
         try:
             os.ftruncate(self.fd, position)
         except OSError as exc:
@@ -172,6 +186,10 @@ class LogSegment:
         every batch in the segment ends before it."""
         if offset >= self.next_offset:
             return None
+        recent = self._recent_last
+        if recent and offset > recent[0]:
+            # The batch holding ``offset`` follows the first remembered one.
+            return self._recent_pos[bisect.bisect_left(recent, offset)]
         position = self.index.lookup(offset) if self.index.loaded else 0
         while position < self.size:
             chunk = self.pread(min(SCAN_CHUNK, self.size - position), position)
@@ -189,6 +207,23 @@ class LogSegment:
                 return position
             position += length + 12
         return None
+
+    def _remember(self, scan: BatchScan, position: int) -> None:
+        n = len(scan.last_offsets)
+        if n > _RECENT_PER_APPEND:
+            # A gap would make the memo wrong: start again from the next small append.
+            self._recent_last.clear()
+            self._recent_pos.clear()
+            return
+        last, pos = self._recent_last, self._recent_pos
+        if n == 1:
+            last.append(int(scan.last_offsets[0]))
+            pos.append(position + int(scan.positions[0]))
+        else:
+            last.extend(scan.last_offsets.tolist())
+            pos.extend((scan.positions + position).tolist())
+        if len(last) > RECENT_BATCHES:
+            del last[:-RECENT_BATCHES], pos[:-RECENT_BATCHES]
 
     def read(self, position: int, max_bytes: int) -> bytes:
         """Whole batches from ``position`` totalling at most ``max_bytes`` — but always at
