@@ -7,15 +7,18 @@ sleeps until the log has unflushed changes, lets them accumulate for the linger
 linger when the disk keeps up) unless a flush was requested, then calls the log's
 ``flush_cycle``: every change made while a cycle runs is covered by the next one.
 
-The log hands in its lock (the schedule is read and changed under it) and two callables:
-the flush cycle and a "has the log failed" test. This module knows nothing else of the
+The log hands in its lock (the schedule is read and changed under it), its flush cycle
+(whole, and split into a begin and an end around the fdatasync) and a "has the log
+failed" test. This module knows nothing else of the
 log, and what a flush does (fdatasync, checkpoints, reporting) is the log's. An error in a
 cycle ends the thread; the log has already made itself fatal (fsync errors are never
 retried).
 
 With a ``SharedFlusher`` (many logs, few threads) there is no thread here: ``mark_dirty`` and
 ``request`` hand the flusher the time the next cycle is due and its threads call
-``run_due``; the schedule and the cycle are the same.
+``run_due``; the schedule and the cycle are the same. A ``LoopFlusher`` is scheduled the same
+way but runs the split cycle (``begin_cycle``, fdatasync on its native thread, ``end_cycle``)
+on the event loop.
 """
 
 from __future__ import annotations
@@ -23,25 +26,39 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from kraft.errors import FatalLogError
 
 _log = logging.getLogger(__name__)
 
 
+class FlushCycle(NamedTuple):
+    """What a flush cycle snapshot at its start: ``fd`` (a dup the syncing side closes) is
+    fdatasynced, then ``target`` is published. ``epochs``: the epoch checkpoint to write
+    (entries, version) when it changed; ``counts``: bytes and batches appended so far."""
+
+    fd: int
+    path: str
+    target: int
+    epochs: tuple | None
+    counts: tuple
+
+
 class GroupCommit:
     """Every method but the thread's own loop is called with the log's lock held, except
     ``start`` and ``stop``."""
 
-    def __init__(self, name: str, lock: threading.RLock, flush_cycle: Callable[[], None],
+    def __init__(self, name: str, lock: threading.RLock, flush_cycle: tuple[Callable, Callable, Callable],
                  failed: Callable[[], bool], on_thread_error: Callable[[BaseException], None],
                  linger_ms: float, background: bool = True, flusher=None, flush_messages: int | None = None,
                  end_offset: int = 0):
         self._name = name
         self._lock = lock
         self._wake = threading.Condition(lock)
-        self._flush_cycle = flush_cycle
+        # The whole cycle, its start (-> FlushCycle, or None if one runs and blocking is
+        # false) and its end (after the fdatasync of the cycle's fd).
+        self._flush_cycle, self._begin, self._end = flush_cycle
         self._failed = failed
         self._on_thread_error = on_thread_error
         self._linger_s = linger_ms / 1000.0
@@ -97,6 +114,14 @@ class GroupCommit:
         self._dirty_since = None
         self._requested = False
 
+    def next_due(self) -> float | None:
+        """Monotonic time the next cycle should start; None if nothing is unflushed."""
+        if self._dirty_since is None:
+            return None
+        if self._requested:
+            return time.monotonic()
+        return self._dirty_since + max(0.0, self._linger_s - self.fsync_estimate)
+
     def observe_fsync(self, seconds: float) -> None:
         # The flusher starts this much before the linger ends.
         self.fsync_estimate += 0.3 * (seconds - self.fsync_estimate)
@@ -106,6 +131,10 @@ class GroupCommit:
         self._wake.notify_all()
 
     # --- the thread -------------------------------------------------------------------------
+    def fail(self, exc: BaseException) -> None:
+        """A flusher could not run a cycle: the log becomes fatal (writers must not wait)."""
+        self._on_thread_error(exc)
+
     def stop(self) -> None:
         """End the thread after its current cycle (call without the log's lock)."""
         with self._lock:
@@ -122,6 +151,33 @@ class GroupCommit:
             if self._stopping or self._dirty_since is None or self._failed():
                 return
         self._cycle()
+
+    # --- a flusher that runs the cycle in two halves (LoopFlusher) ---------------------------
+    def begin_cycle(self) -> FlushCycle | None:
+        """Start a cycle if one is due and none runs; None otherwise. Without the log's lock."""
+        with self._lock:
+            if self._stopping or self._dirty_since is None or self._failed():
+                return None
+        return self._begin(False)
+
+    def end_cycle(self, cycle: FlushCycle, seconds: float, error: BaseException | None) -> bool:
+        """End a cycle after its fdatasync; False if the log is now fatal."""
+        try:
+            self._end(cycle, seconds, error)
+            return True
+        except FatalLogError:
+            return False
+        except BaseException as exc:  # as in _cycle: writers must not wait forever
+            _log.exception("flush cycle of %s failed", self._name)
+            self._on_thread_error(exc)
+            return False
+
+    def settle(self) -> None:
+        """Before a synchronous flush: a flusher whose cycles end on this thread ends its
+        running one now (else the flush would wait for it forever)."""
+        settle = getattr(self._flusher, "settle", None)
+        if settle is not None:
+            settle(self)
 
     def _wait_for_work(self) -> bool:
         """Block until a flush is due; False when the thread should exit."""

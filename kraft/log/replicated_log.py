@@ -79,7 +79,7 @@ class MetadataLog:
     it (tests, the simulator's contract) the log below a snapshot is deleted at once."""
 
     def __init__(self, log_dir: str, config: LogConfig | None = None, *, on_flushed=None, on_fatal=None,
-                 on_flush_stats=None, retention: MetadataRetention | None = None, clock_ms=None):
+                 on_flush_stats=None, retention: MetadataRetention | None = None, clock_ms=None, flusher=None):
         self.retention = retention
         self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self._snapshot_timestamps: dict[OffsetAndEpoch, int] = {}
@@ -91,7 +91,8 @@ class MetadataLog:
         # whole, so the first one may begin below that).
         start = self._snapshots[0].offset if self._snapshots else None
         self.log = SegmentedLog.open(self.directory, config or LogConfig(), log_start_offset=start,
-                                     on_flushed=on_flushed, on_fatal=on_fatal, on_flush_stats=on_flush_stats)
+                                     on_flushed=on_flushed, on_fatal=on_fatal, on_flush_stats=on_flush_stats,
+                                     flusher=flusher)
         self._readers: dict[OffsetAndEpoch, _RawSnapshotReader] = {}
         self._hw = 0
         self.on_append = None  # optional callback(seconds) for the append-latency metric

@@ -2,7 +2,9 @@
 read, roll, truncate, delete below a snapshot, and the leader-epoch cache beside it.
 
 Threading: one owner thread (the server's event loop) calls every public method; the
-log's flusher thread (its own, or a ``SharedFlusher``'s) only fdatasyncs and reports. ``_lock`` guards what both touch.
+log's flusher (its own thread, a ``SharedFlusher``'s, or a ``LoopFlusher`` whose cycles
+run on the event loop around a native fdatasync thread) only fdatasyncs and reports.
+``_lock`` guards what both touch.
 Durability contract:
 
 * ``append`` returns as soon as the bytes are in the page cache. An offset is *flushed*
@@ -40,7 +42,7 @@ from kraft.errors import (
 from kraft.log import files, recovery
 from kraft.log.config import LogConfig
 from kraft.log.epoch_cache import LeaderEpochCache
-from kraft.log.group_commit import GroupCommit
+from kraft.log.group_commit import FlushCycle, GroupCommit
 from kraft.log.log_results import FlushStats, LogAppendInfo, UnexpectedAppendOffsetError
 from kraft.log.recovery import RecoveryReport
 from kraft.log.segment import MAX_SEGMENT_SIZE, LogSegment
@@ -83,7 +85,8 @@ class SegmentedLog:
         self._closing = False
         self._closed = False
         self._fatal: FatalLogError | None = None
-        self._group = GroupCommit(directory, self._lock, self._flush_once, lambda: self._fatal is not None,
+        self._group = GroupCommit(directory, self._lock, (self._flush_once, self._flush_begin, self._flush_end),
+                                  lambda: self._fatal is not None,
                                   lambda exc: self._set_fatal(FatalLogError(f"flusher thread failed: {exc!r}")),
                                   config.append_linger_ms, config.background_flush, flusher,
                                   config.flush_interval_messages, self._end)
@@ -495,9 +498,28 @@ class SegmentedLog:
                 self._flushed_cond.wait(remaining)
 
     def _flush_once(self) -> None:
-        """One flush cycle: snapshot the end offset, fdatasync the active segment (GIL
-        released), write the epoch checkpoint if it changed, then publish."""
-        with self._flush_mutex:
+        """One flush cycle in the calling thread: begin, fdatasync (GIL released), end."""
+        self._group.settle()  # a cycle the event loop runs must end before this one begins
+        cycle = self._flush_begin(blocking=True)
+        began = time.perf_counter()
+        error = None
+        try:
+            files.fdatasync(cycle.fd, cycle.path)
+        except FatalLogError as exc:
+            error = exc
+        finally:
+            os.close(cycle.fd)
+        self._flush_end(cycle, time.perf_counter() - began, error)
+
+    def _flush_begin(self, blocking: bool):
+        """Start a flush cycle: take the one-cycle-at-a-time mutex (None if ``blocking`` is
+        false and a cycle runs), snapshot the end offset and return a ``FlushCycle`` whose
+        ``fd`` (a dup: truncation may close the segment's meanwhile) the caller fdatasyncs,
+        closes, then passes to ``_flush_end``. Splitting the cycle lets an event loop run its
+        bookkeeping and a native thread the fdatasync (``LoopFlusher``)."""
+        if not self._flush_mutex.acquire(blocking):
+            return None
+        try:
             with self._lock:
                 if self._fatal is not None:
                     raise self._fatal
@@ -508,27 +530,31 @@ class SegmentedLog:
                 except FatalLogError as exc:
                     self._set_fatal(exc)
                     raise
-                fd, path = os.dup(seg.fd), seg.path  # a dup: truncation may close seg.fd meanwhile
                 cache = self.epoch_cache
-                epochs = (cache.entries(), cache.version) if cache.dirty else None
+                cycle = FlushCycle(os.dup(seg.fd), seg.path, target,
+                                   (cache.entries(), cache.version) if cache.dirty else None, tuple(self._appended))
                 self._group.cycle_started(target)
                 self._trunc_low = target
-                counts = tuple(self._appended)
+            return cycle
+        except BaseException:
+            self._flush_mutex.release()
+            raise
+
+    def _flush_end(self, cycle, fsync_seconds: float, error: FatalLogError | None) -> None:
+        """End the cycle ``_flush_begin`` started, after its fdatasync (``error`` if it
+        failed): write the epoch checkpoint if it changed, publish, report."""
+        try:
             try:
-                began = time.perf_counter()
-                try:
-                    files.fdatasync(fd, path)
-                finally:
-                    os.close(fd)
-                fsync_seconds = time.perf_counter() - began
+                if error is not None:
+                    raise error
                 self._group.observe_fsync(fsync_seconds)
-                if epochs is not None:
-                    self._write_epoch_checkpoint(*epochs)
+                if cycle.epochs is not None:
+                    self._write_epoch_checkpoint(*cycle.epochs)
             except FatalLogError as exc:
                 self._set_fatal(exc)
                 raise
             with self._lock:
-                flushed = min(target, self._trunc_low)
+                flushed = min(cycle.target, self._trunc_low)
                 advanced = flushed > self._flushed
                 if advanced:
                     self._flushed = flushed
@@ -536,9 +562,11 @@ class SegmentedLog:
             if advanced and self._on_flushed is not None:
                 self._on_flushed(flushed)
             if self._on_flush_stats is not None:
-                done = self._flushed_counts
+                done, counts = self._flushed_counts, cycle.counts
                 self._flushed_counts = counts
                 self._on_flush_stats(FlushStats(fsync_seconds, counts[0] - done[0], counts[1] - done[1], flushed))
+        finally:
+            self._flush_mutex.release()
 
     # --- closing -------------------------------------------------------------------------------
     def close(self) -> None:

@@ -30,6 +30,7 @@ from kraft.errors import ConfigError, CorruptRecordError, FatalLogError, Storage
 from kraft.log import LogConfig
 from kraft.log.bootstrap import read_bootstrap_checkpoint
 from kraft.log.dir_lock import lock_directories
+from kraft.log.loop_flusher import LoopFlusher
 from kraft.log.retention import CLEAN_INTERVAL_MS, MetadataRetention
 from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties, QuorumStateFile, uuid_text_to_bytes
 from kraft.raft import RaftConfig, RaftCore, ReplicaKey, VoterSet
@@ -159,7 +160,7 @@ class KraftNode:
         loop = asyncio.get_running_loop()
         flush_cb = {"fn": None}
 
-        def on_flushed(offset):  # flusher thread; the driver is created after the log
+        def on_flushed(offset):  # the loop (or a checkpointing thread); the driver comes after the log
             fn = flush_cb["fn"]
             if fn is not None:
                 fn(offset)
@@ -190,8 +191,14 @@ class KraftNode:
                                      segment_ms=cfg.int("metadata.log.segment.ms"))
         retention = MetadataRetention(max_bytes=cfg.int("metadata.max.retention.bytes"),
                                       max_ms=cfg.int("metadata.max.retention.ms"))
-        self.log = MetadataLog(cfg.metadata_log_dir, log_cfg, on_flushed=on_flushed, on_fatal=on_fatal,
-                               on_flush_stats=on_flush_stats, retention=retention)
+        # Flush cycles run on this loop, the fdatasync on a native thread (no GIL hand-offs).
+        flusher = LoopFlusher(loop)
+        try:
+            self.log = MetadataLog(cfg.metadata_log_dir, log_cfg, on_flushed=on_flushed, on_fatal=on_fatal,
+                                   on_flush_stats=on_flush_stats, retention=retention, flusher=flusher)
+        except BaseException:
+            flusher.forget(None)
+            raise
         rep = self.log.log.recovery
         log.info("node %d: metadata log %s..%s recovered (%s)", cfg.node_id, self.log.start_offset(),
                  self.log.end_offset(), rep)

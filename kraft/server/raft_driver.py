@@ -3,9 +3,9 @@
 The I/O contract of ``kraft.raft.core`` is kept here: effects run in order;
 ``PersistElection`` is written durably (temp, fsync, rename, fsync dir) before any later
 effect, so no vote or leader message leaves before the state it depends on is on disk;
-``Flush`` on the leader asks the log's flusher thread for an fdatasync, whose completion
-comes back through ``call_soon_threadsafe`` as ``core.on_flushed``; a follower fsyncs inline
-(like Kafka's raft thread) and reports on the next loop turn; ``Send`` goes out on a
+``Flush`` (leader and follower alike) asks the log's flusher for an fdatasync, whose
+completion comes back on the loop as ``core.on_flushed`` (the node's flusher runs its cycles
+on this loop and only the fdatasync on a native thread, so nothing here waits for the disk); ``Send`` goes out on a
 ``NodeClient`` per peer, encoded at ``SEND_VERSIONS``, and its decoded answer (or failure)
 is stepped back in as it is (the core checks its shape); ``Respond`` resolves
 the future an inbound request is waiting on; ``Commit``/``LoadSnapshot``/``LeaderChange``
@@ -104,8 +104,17 @@ class RaftDriver:
         self._drain()
 
     def on_flushed_threadsafe(self, offset: int) -> None:
-        """Called by the log's flusher thread."""
-        if not self.closed:
+        """Called by the log's flusher: on the loop (a LoopFlusher's cycle, which ends with
+        the log's flush lock held, hence call_soon) or from another thread."""
+        if self.closed:
+            return
+        try:
+            on_loop = asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            self.loop.call_soon(self._on_flushed, offset)
+        else:
             self.loop.call_soon_threadsafe(self._on_flushed, offset)
 
     def _on_flushed(self, offset: int) -> None:

@@ -1,6 +1,7 @@
 """The event loop never waits for the disk: a follower whose fdatasync is stuck still
-answers a Vote (fsync runs on the log's flusher thread for leaders and followers alike;
-only quorum-state, which a vote must persist first, is written on the loop).
+answers a Vote (fsync runs off the loop for leaders and followers alike, on the log's
+flusher thread or the LoopFlusher's syncer; only quorum-state, which a vote must persist
+first, is written on the loop).
 
 Two real controllers over TCP; node 2 (the follower) has a real on-disk MetadataLog whose
 fdatasync blocks until the test releases it."""
@@ -8,9 +9,13 @@ fdatasync blocks until the test releases it."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 
-from kraft.log import LogConfig, files
+import pytest
+
+from kraft.log import LogConfig, _pure_syncer, files
+from kraft.log.loop_flusher import LoopFlusher
 from kraft.protocol import VoteRequest
 from kraft.client.node_client import NodeClient
 from kraft.log.replicated_log import MetadataLog
@@ -19,7 +24,10 @@ from controller_helpers import Controller
 from server_helpers import run, settle
 
 
-def test_a_follower_with_a_stuck_fsync_still_answers_a_vote(tmp_path, monkeypatch):
+@pytest.mark.parametrize("flusher", ["thread", "loop"])
+def test_a_follower_with_a_stuck_fsync_still_answers_a_vote(tmp_path, monkeypatch, flusher):
+    """``thread``: the log's own flusher thread; ``loop``: the node's LoopFlusher (cycles on
+    the loop, fdatasync on a Syncer thread; the pure twin, whose fdatasync can be held)."""
     stuck_dir = str(tmp_path / "node-2")
     armed, entered, release = threading.Event(), threading.Event(), threading.Event()
     real = files.fdatasync
@@ -30,11 +38,19 @@ def test_a_follower_with_a_stuck_fsync_still_answers_a_vote(tmp_path, monkeypatc
             release.wait(30)
         return real(fd, what)
 
+    def stuck_syncer_fdatasync(fd):
+        if armed.is_set():  # only node 2's log uses this syncer
+            entered.set()
+            release.wait(30)
+        os.fdatasync(fd)
+
     monkeypatch.setattr(files, "fdatasync", stuck_fdatasync)
+    monkeypatch.setattr(_pure_syncer, "fdatasync", stuck_syncer_fdatasync)
 
     async def main():
         holder = {}
-        log2 = MetadataLog(stuck_dir, LogConfig.metadata(),
+        loop_flusher = LoopFlusher(asyncio.get_running_loop(), _pure_syncer.Syncer) if flusher == "loop" else None
+        log2 = MetadataLog(stuck_dir, LogConfig.metadata(), flusher=loop_flusher,
                            on_flushed=lambda off: holder["driver"].on_flushed_threadsafe(off))
         leader = Controller([1, 2], node_id=1, election_timeout_ms=20)
         follower = Controller([1, 2], node_id=2, election_timeout_ms=60_000, log=log2)
