@@ -166,9 +166,9 @@ cdef class Syncer:
         """fdatasync ``fd`` on the thread, then close it. Raises if a job is uncollected."""
         if self.closed:
             raise ValueError("syncer is closed")
-        cdef int rc
-        with nogil:
-            rc = kraft_syncer_submit(&self.s, fd)
+        # The GIL stays held: the thread holds the mutex only for a few stores, and taking
+        # the GIL back could wait behind another Python thread for a switch interval.
+        cdef int rc = kraft_syncer_submit(&self.s, fd)
         if rc:
             raise RuntimeError("a sync is already running")
 
@@ -176,9 +176,7 @@ cdef class Syncer:
         """``(errno, seconds)`` of the finished job, or None if none has finished."""
         cdef int err = 0
         cdef int64_t ns = 0
-        cdef int got
-        with nogil:
-            got = kraft_syncer_collect(&self.s, 0, &err, &ns)
+        cdef int got = kraft_syncer_collect(&self.s, 0, &err, &ns)  # GIL held, as in submit
         return (err, ns / 1e9) if got else None
 
     def wait(self):

@@ -30,11 +30,8 @@ _BASE_LENGTH = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
 #: File positions are int32 in the index.
 MAX_SEGMENT_SIZE = (1 << 31) - 1
-#: Batches of the latest appends remembered by ``translate`` (see ``_recent``).
-RECENT_BATCHES = 64
-#: Appends of more batches than this are not remembered (converting their scan costs more
-#: than the lookups it saves; they come from followers catching up, read rarely).
-_RECENT_PER_APPEND = 8
+#: Latest batches whose positions ``translate`` remembers (see ``_recent_last``).
+RECENT_BATCHES = 256
 
 
 def empty_scan() -> BatchScan:
@@ -209,19 +206,15 @@ class LogSegment:
         return None
 
     def _remember(self, scan: BatchScan, position: int) -> None:
-        n = len(scan.last_offsets)
-        if n > _RECENT_PER_APPEND:
-            # A gap would make the memo wrong: start again from the next small append.
-            self._recent_last.clear()
-            self._recent_pos.clear()
-            return
+        # The memo stays contiguous up to the end of the file: a large append keeps only
+        # its last batches and drops what came before them.
         last, pos = self._recent_last, self._recent_pos
-        if n == 1:
+        if len(scan.last_offsets) == 1:
             last.append(int(scan.last_offsets[0]))
             pos.append(position + int(scan.positions[0]))
         else:
-            last.extend(scan.last_offsets.tolist())
-            pos.extend((scan.positions + position).tolist())
+            last.extend(scan.last_offsets[-RECENT_BATCHES:].tolist())
+            pos.extend((scan.positions[-RECENT_BATCHES:] + position).tolist())
         if len(last) > RECENT_BATCHES:
             del last[:-RECENT_BATCHES], pos[:-RECENT_BATCHES]
 

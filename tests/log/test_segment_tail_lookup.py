@@ -38,13 +38,13 @@ def test_memo_agrees_with_the_index_for_every_offset(open_log, seed):
     rng = random.Random(seed)
     log = open_log(strict_order=False, segment_bytes=1 << 30)
     nxt = 0
-    for _ in range(60):
+    for _ in range(40):
         step = rng.random()
         if step < 0.5:  # small appends: remembered
             data, nxt = follower_batches(nxt, [rng.randint(1, 4) for _ in range(rng.randint(1, 8))],
                                          gap=rng.choice((0, 0, 3)))
-        elif step < 0.65:  # a follower catching up: too many batches, the memo starts again
-            data, nxt = follower_batches(nxt, [1] * rng.randint(9, 30))
+        elif step < 0.65:  # a follower catching up: more batches than the memo holds
+            data, nxt = follower_batches(nxt, [1] * rng.randint(RECENT_BATCHES - 20, RECENT_BATCHES + 30))
         elif step < 0.8 and log.end_offset > 0:
             log.truncate_to(rng.randint(0, log.end_offset))
             nxt = log.end_offset
