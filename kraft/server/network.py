@@ -217,7 +217,7 @@ class _Connection:
                     frames.extend(encode_response_parts(header, header.api_key, header.api_version, response))
                     views = True
                 else:
-                    frames.append(encode_response(header, header.api_key, header.api_version, response))
+                    frames.append(encode_response(header, header.api_key, header.api_version, response, copy=False))
             except Exception:
                 log.exception("cannot encode response to api_key=%s for %s", header.api_key, self.peer)
                 self._close()

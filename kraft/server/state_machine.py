@@ -1,7 +1,7 @@
 """``CommittedRecordsListener``: the Raft listener beside the controller that checks the log itself.
 
 It keeps a state any test can check across nodes: how many data records were committed and a
-running BLAKE2b digest over every committed batch's bytes (the leader assigns offsets and
+running BLAKE2b digest chained over every committed batch (the leader assigns offsets and
 epochs, so committed batches are byte-identical on every node), and it checks what the core
 promises (in order, no gaps). Snapshots hold the controller's image, not this state: after a
 snapshot load the chain restarts from the snapshot id, so only nodes that replayed the same
@@ -12,7 +12,15 @@ the snapshot schedule needs. This module must stay free of any metadata interpre
 from __future__ import annotations
 
 import hashlib
+import struct
 
+#: What the digest chains per batch: the previous digest, then the batch's base offset,
+#: length, partition leader epoch, magic and CRC-32C. The CRC covers every other byte of
+#: the batch and was checked over all of them when the bytes were read from the log
+#: (``SegmentedLog.read``), so this digests the whole batch without hashing its bytes a
+#: second time (the way ZooKeeper's digest is a CRC-32 of each node's data). Hashing every
+#: byte with BLAKE2b cost a tenth of the leader's loop time at 100 records per request.
+_LINK = struct.Struct(">16sqiibI")
 
 
 class CommittedRecordsListener:
@@ -25,7 +33,7 @@ class CommittedRecordsListener:
         self.bytes_since_snapshot = 0
         self.snapshot_id = None
         self.leader = None
-        self._digest = bytes(16)  # chain: d_n = BLAKE2b(d_{n-1} || batch_n)
+        self._digest = bytes(16)  # chain: d_n = BLAKE2b(d_{n-1} || header fields of batch_n)
 
     @property
     def digest(self) -> str:
@@ -36,9 +44,8 @@ class CommittedRecordsListener:
             if b.base_offset != self.next_offset:
                 # The core promises gap-free delivery; a gap here is a bug worth stopping for.
                 raise RuntimeError(f"commit gap: expected offset {self.next_offset}, got {b.base_offset}")
-            h = hashlib.blake2b(self._digest, digest_size=16)
-            h.update(b.tobytes())
-            self._digest = h.digest()
+            self._digest = hashlib.blake2b(_LINK.pack(self._digest, b.base_offset, b.length, b.partition_leader_epoch,
+                                                      b.magic, b.crc), digest_size=16).digest()
             self.next_offset = b.next_offset
             self.last_epoch = b.partition_leader_epoch
             self.last_timestamp = b.max_timestamp

@@ -61,6 +61,7 @@ def test_framed_round_trip(cls, version):
         frame = encode_response(-7, cls.API_KEY, version, msg)
         header, decoded = decode_response(frame[4:], cls.API_KEY, version)
         assert header.correlation_id == -7
+        assert encode_response(-7, cls.API_KEY, version, msg, copy=False) == frame  # what the server sends
     assert int.from_bytes(frame[:4], "big") == len(frame) - 4
     assert decoded == msg
 
