@@ -61,6 +61,41 @@ class _Callback:
             log.exception("request callback failed")
 
 
+class _Reading(asyncio.Protocol):
+    """The connection's read side: frames are decoded and delivered as bytes arrive, in
+    the loop's read callback (a reader task would cost a future and one more loop turn per
+    answer, on the path of every Raft round trip)."""
+
+    def __init__(self, client: "NodeClient"):
+        self.client = client
+        self.transport = None
+        self.decoder = FrameDecoder(client.max_frame_bytes, large_frames_in_place=True)
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            for frame in self.decoder.feed(data):
+                self.client._deliver(frame)
+        except (ProtocolError, UnsupportedVersionError) as exc:
+            log.warning("closing connection to %s: %s", self.client.address, exc)
+            self.client._lost(self.transport, NetworkError(f"bad response from {self.client.address}: {exc}"))
+
+    def eof_received(self) -> bool:
+        return False  # close: connection_lost follows
+
+    def connection_lost(self, exc) -> None:
+        address = self.client.address
+        if exc is None:
+            error = PeerGoneError(f"connection to {address} closed by the peer")
+        elif isinstance(exc, ConnectionResetError):
+            error = PeerGoneError(f"connection to {address} reset: {exc}")
+        else:
+            error = NetworkError(f"connection to {address} failed: {exc}")
+        self.client._lost(self.transport, error)
+
+
 class ConnectionRefused(PeerGoneError):
     """Nothing listens at the address (the connect got RST): known at once, not a timeout."""
 
@@ -81,8 +116,7 @@ class NodeClient:
         self._slots = asyncio.Semaphore(max_in_flight)
         self._rng = rng or random.Random()
         self._ids = itertools.count(1)
-        self._reader = self._writer = None
-        self._read_task: asyncio.Task | None = None
+        self._writer: asyncio.Transport | None = None  # the connection's transport
         self._connecting: asyncio.Future | None = None
         self._waiting: dict[int, tuple[asyncio.Future, int, int]] = {}
         self._failures = 0
@@ -216,8 +250,9 @@ class NodeClient:
             if wait > 0:
                 await asyncio.sleep(wait)
             try:
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port, limit=1 << 20), self.connect_timeout)
+                writer, _ = await asyncio.wait_for(
+                    asyncio.get_running_loop().create_connection(lambda: _Reading(self), self.host, self.port),
+                    self.connect_timeout)
             except (OSError, asyncio.TimeoutError) as exc:
                 self._last_connect_error = exc
                 self._failures += 1
@@ -232,31 +267,19 @@ class NodeClient:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._failures = 0
             self._last_connect_error = None
-            self._reader, self._writer = reader, writer
-            self._read_task = asyncio.ensure_future(self._read_loop(reader, writer))
+            if self._closed:  # close() ran while connecting
+                writer.close()
+                return
+            self._writer = writer
         finally:
             self._connecting = None
 
-    async def _read_loop(self, reader, writer) -> None:
-        decoder = FrameDecoder(self.max_frame_bytes, large_frames_in_place=True)
-        error: Exception = PeerGoneError(f"connection to {self.address} closed by the peer")
-        try:
-            while True:
-                data = await reader.read(256 * 1024)
-                if not data:
-                    break
-                for frame in decoder.feed(data):
-                    self._deliver(frame)
-        except ConnectionResetError as exc:
-            error = PeerGoneError(f"connection to {self.address} reset: {exc}")
-        except (ConnectionError, OSError) as exc:
-            error = NetworkError(f"connection to {self.address} failed: {exc}")
-        except (ProtocolError, UnsupportedVersionError) as exc:
-            error = NetworkError(f"bad response from {self.address}: {exc}")
-            log.warning("closing connection to %s: %s", self.address, exc)
-        finally:
-            if self._writer is writer:
-                self._disconnect(error)
+    def _lost(self, transport, error: Exception) -> None:
+        """The read side ended (or read garbage): fail what waits, if still this connection."""
+        if self._writer is transport:
+            self._disconnect(error)
+        else:
+            transport.close()
 
     def _deliver(self, frame: bytes) -> None:
         cid = peek_correlation_id(frame)
@@ -275,12 +298,9 @@ class NodeClient:
 
     def _disconnect(self, error: Exception) -> None:
         self._out = []
-        writer, self._writer, self._reader = self._writer, None, None
+        writer, self._writer = self._writer, None
         if writer is not None:
             writer.close()
-        task, self._read_task = self._read_task, None
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
         waiting, self._waiting = self._waiting, {}
         for fut, _, _ in waiting.values():
             if not fut.done():
