@@ -1,5 +1,6 @@
-"""asyncio TCP server speaking Kafka's framing: one reader coroutine per connection; answers
-are written in order by a flush scheduled once per loop turn (no writer task).
+"""asyncio TCP server speaking Kafka's framing: each connection is an asyncio Protocol that
+decodes and dispatches requests as bytes arrive; answers are written in order by a flush
+scheduled once per loop turn (no reader or writer task).
 
 Requests on a connection may be handled concurrently (a long-poll Fetch does not block a
 Vote), but responses are written in request order, as Kafka guarantees. At most
@@ -61,70 +62,110 @@ def error_response(api_key: int, version: int, code: int) -> Response | None:
     return cls(error_code=int(code))
 
 
-class _Connection:
-    """Requests are read by one coroutine; answers leave in request order without a task of
-    their own: an answer known at once, or a future's completion, schedules one flush per
-    loop turn, which writes every answer ready at the head of the queue in one syscall (the
-    many produce answers a single commit completes go out together)."""
+class _Connection(asyncio.Protocol):
+    """Requests are decoded and dispatched in the loop's read callback (no reader task: an
+    inbound request costs no future and no extra loop turn); answers leave in request order
+    without a task of their own: an answer known at once, or a future's completion,
+    schedules one flush per loop turn, which writes every answer ready at the head of the
+    queue in one syscall (the many produce answers a single commit completes go out
+    together). Past ``max_in_flight`` unanswered requests, decoded frames wait in ``held``
+    and the transport stops reading until answers leave."""
 
-    def __init__(self, server: "KafkaServer", reader, writer):
+    def __init__(self, server: "KafkaServer"):
         self.server = server
-        self.reader = reader
-        self.writer = writer
-        peer = writer.get_extra_info("peername") or ("?", 0)
-        self.peer = f"{peer[0]}:{peer[1]}"
+        self.transport: asyncio.Transport | None = None
+        self.peer = "?:0"
+        self.address = "?"
         self.loop = asyncio.get_running_loop()
-        # The reader stops reading while max_in_flight requests are unanswered; it waits on
-        # this future, completed when an answer leaves.
-        self._slot_free: asyncio.Future | None = None
+        self.decoder = FrameDecoder(server.max_frame_bytes)
+        self.held: collections.deque = collections.deque()  # frames read while no slot was free
+        self._pumping = False
+        self._paused = False  # reading paused for back-pressure
+        self._eof = False  # the client half-closed: answer what it asked, then close
         self.pending: collections.deque = collections.deque()  # (header, answer or future), in order
         self.closed = False
-        self.unanswered = 0  # requests read whose response is not written yet
+        self.unanswered = 0  # requests dispatched whose response is not written yet
         self.last_active = time.monotonic()  # last bytes read or written (idle expiry)
         self._idle_timer: asyncio.TimerHandle | None = None
         self._flush_scheduled = False
-        self._draining: asyncio.Future | None = None  # the transport's buffer is over the limit
-        self._all_written: asyncio.Future | None = None  # set by run() when the reader is done
+        self._draining = False  # the transport's buffer is over the limit: hold answers
 
-    async def run(self) -> None:
-        sock = self.writer.get_extra_info("socket")
+    # --- asyncio.Protocol --------------------------------------------------------------------
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        peer = transport.get_extra_info("peername") or ("?", 0)
+        self.peer = f"{peer[0]}:{peer[1]}"
+        self.address = _address(str(peer[0]))
+        if not self.server._admit(self):
+            self.closed = True
+            transport.close()
+            return
+        sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # A slow reader is held at 1 MiB of unwritten answers (pause_writing below).
+        transport.set_write_buffer_limits(high=1 << 20)
         self._arm_idle_timer()
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self.last_active = time.monotonic()
         try:
-            await self._read_requests()
-            # The client stopped sending (or half-closed): answer what it already asked.
-            if self.pending and not self.closed:
-                self._all_written = self.loop.create_future()
-                self._schedule_flush()
-                await self._all_written
-        except asyncio.CancelledError:
-            self._close()  # server shutdown: pending answers are dropped
-            raise
-        finally:
+            frames = self.decoder.feed(data)
+        except ProtocolError as exc:
+            self._reject(f"bad frame: {exc}")
+            return
+        try:
+            self.held.extend(frames)
+            self._pump()
+        except Exception:  # never let one connection's failure escape
+            log.exception("connection from %s failed", self.peer)
             self._close()
 
-    async def _read_requests(self) -> None:
-        decoder = FrameDecoder(self.server.max_frame_bytes)
-        while not self.closed:
-            try:
-                data = await self.reader.read(256 * 1024)
-            except (ConnectionError, OSError):
-                return
-            if not data:
-                return
-            self.last_active = time.monotonic()
-            try:
-                frames = decoder.feed(data)
-            except ProtocolError as exc:
-                self._reject(f"bad frame: {exc}")
-                return
-            for frame in frames:
-                while self.unanswered >= self.server.max_in_flight and not self.closed:
-                    self._slot_free = self.loop.create_future()  # back-pressure
-                    await self._slot_free
-                if self.closed or not self._dispatch(frame):
+    def eof_received(self) -> bool:
+        self._eof = True
+        self._close_if_done()
+        return True  # keep the transport open to write the answers still owed
+
+    def connection_lost(self, exc) -> None:
+        self._close()
+        self.server._forget(self)
+
+    def pause_writing(self) -> None:
+        self._draining = True
+
+    def resume_writing(self) -> None:
+        self._draining = False
+        if not self.closed:
+            self._schedule_flush()
+
+    # --- reading -----------------------------------------------------------------------------
+    def _pump(self) -> None:
+        """Dispatch held frames while slots are free; pause reading when one is not."""
+        if self._pumping:
+            return  # an answer left during a dispatch: the running pump goes on
+        self._pumping = True
+        try:
+            held, limit = self.held, self.server.max_in_flight
+            while held and not self.closed and self.unanswered < limit:
+                if not self._dispatch(held.popleft()):
                     return
+        finally:
+            self._pumping = False
+        if self.closed:
+            return
+        if self.held and not self._paused:
+            self._paused = True
+            self.transport.pause_reading()
+        elif not self.held and self._paused:
+            self._paused = False
+            self.transport.resume_reading()
+        self._close_if_done()
+
+    def _close_if_done(self) -> None:
+        if self._eof and not self.held and not self.pending and not self.closed:
+            self._close()
 
     def _dispatch(self, frame: bytes) -> bool:
         """Decode and hand one request to the handler (no coroutine per request)."""
@@ -170,11 +211,8 @@ class _Connection:
 
     def _answer_left(self) -> None:
         self.unanswered -= 1
-        waiter = self._slot_free
-        if waiter is not None:
-            self._slot_free = None
-            if not waiter.done():
-                waiter.set_result(None)
+        if self.held and not self.closed:
+            self._pump()
 
     def _answered(self, fut) -> None:
         if not self.closed:
@@ -189,7 +227,7 @@ class _Connection:
     def _flush(self) -> None:
         """Write every answer that is ready at the head of the queue, in order."""
         self._flush_scheduled = False
-        if self.closed or self._draining is not None:
+        if self.closed or self._draining:
             return
         frames = []
         views = False
@@ -224,32 +262,17 @@ class _Connection:
                 return
         if frames:
             try:
+                write = self.transport.write
                 if views:
                     for frame in frames:
-                        self.writer.write(frame)
+                        write(frame)
                 else:
-                    self.writer.write(frames[0] if len(frames) == 1 else b"".join(frames))
+                    write(frames[0] if len(frames) == 1 else b"".join(frames))
                 self.last_active = time.monotonic()
             except (ConnectionError, OSError):
                 self._close()
                 return
-            if self.writer.transport.get_write_buffer_size() > 1 << 20:
-                # A slow reader: hold further answers (their slots stay taken, so reading
-                # stops at max_in_flight) until the transport has written this out.
-                self._draining = asyncio.ensure_future(self._drain())
-                return
-        if not q and self._all_written is not None and not self._all_written.done():
-            self._all_written.set_result(None)
-
-    async def _drain(self) -> None:
-        try:
-            await self.writer.drain()
-        except (ConnectionError, OSError):
-            self._close()
-            return
-        finally:
-            self._draining = None
-        self._schedule_flush()
+        self._close_if_done()
 
     def _reject(self, why: str) -> None:
         self.server.rejected_total += 1
@@ -284,23 +307,18 @@ class _Connection:
     def _close(self) -> None:
         if not self.closed:
             self.closed = True
-            self.writer.close()
+            if self.transport is not None:
+                self.transport.close()
             if self._idle_timer is not None:
                 self._idle_timer.cancel()
                 self._idle_timer = None
+        self.held.clear()
         # Pending answers will never be written: cancel what they wait for (a long-poll
         # Fetch, an uncommitted Produce).
         while self.pending:
             _, result = self.pending.popleft()
             if not isinstance(result, _IMMEDIATE) and hasattr(result, "cancel"):
                 result.cancel()
-        if self._draining is not None and self._draining is not asyncio.current_task():
-            self._draining.cancel()
-        if self._all_written is not None and not self._all_written.done():
-            self._all_written.set_result(None)
-        waiter, self._slot_free = self._slot_free, None
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)  # a reader waiting for a slot sees closed and stops
 
 
 def _address(host: str) -> str:
@@ -349,47 +367,33 @@ class KafkaServer:
                 continue
             for info in infos:
                 self._cap_by_address[_address(info[4][0])] = cap
-        self._server = await asyncio.start_server(self._accept, self.host or None, self.port,
-                                                  reuse_address=True, limit=1 << 20)
+        self._server = await loop.create_server(lambda: _Connection(self), self.host or None, self.port,
+                                                reuse_address=True)
         self.port = self._server.sockets[0].getsockname()[1]
 
-    def _admit(self, address: str) -> bool:
+    def _admit(self, conn: _Connection) -> bool:
+        """Count ``conn`` against its address's cap; False (counted as refused) when full."""
+        address = conn.address
         cap = self._cap_by_address.get(address, self.max_connections_per_ip)
         n = self._open_by_address.get(address, 0)
         if n >= cap:
-            return False
-        self._open_by_address[address] = n + 1
-        return True
-
-    def _release(self, address: str) -> None:
-        n = self._open_by_address.get(address, 0) - 1
-        if n > 0:
-            self._open_by_address[address] = n
-        else:
-            self._open_by_address.pop(address, None)
-
-    async def _accept(self, reader, writer) -> None:
-        peer = writer.get_extra_info("peername") or ("?", 0)
-        address = _address(str(peer[0]))
-        if not self._admit(address):
             self.refused_total += 1
             log.info("refused connection from %s on %s: the address already has its maximum of %d connections",
-                     address, self.listener_name, self._cap_by_address.get(address, self.max_connections_per_ip))
-            writer.close()
-            return
-        conn = _Connection(self, reader, writer)
-        task = asyncio.current_task()
-        self._connections.add(task)
-        try:
-            await conn.run()
-        except asyncio.CancelledError:
-            conn._close()
-        except Exception:  # never let one connection's failure escape
-            log.exception("connection from %s failed", conn.peer)
-            conn._close()
-        finally:
-            self._connections.discard(task)
-            self._release(address)
+                     address, self.listener_name, cap)
+            return False
+        self._open_by_address[address] = n + 1
+        self._connections.add(conn)
+        return True
+
+    def _forget(self, conn: _Connection) -> None:
+        if conn not in self._connections:
+            return  # refused at once: never counted
+        self._connections.discard(conn)
+        n = self._open_by_address.get(conn.address, 0) - 1
+        if n > 0:
+            self._open_by_address[conn.address] = n
+        else:
+            self._open_by_address.pop(conn.address, None)
 
     def export_counters(self, metrics) -> None:
         """Copy the connection counters into a NodeMetrics (called before each render)."""
@@ -400,9 +404,9 @@ class KafkaServer:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
-            for task in list(self._connections):
-                task.cancel()
-            await asyncio.gather(*self._connections, return_exceptions=True)
+            for conn in list(self._connections):
+                conn._close()  # pending answers are dropped, their waits cancelled
+            await asyncio.sleep(0)  # let the transports report connection_lost
             await self._server.wait_closed()
             self._server = None
 
