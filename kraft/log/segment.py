@@ -4,8 +4,8 @@
 A segment writes bytes it is handed, finds batches by offset (index lookup, then a short
 scan of batch headers), reads whole batches, scans itself for recovery and truncates at a
 batch boundary. It does not decide offsets, epochs, when to roll or when to fsync (that is
-``SegmentedLog``), and it does not validate CRCs on the read path: every byte in a segment
-was validated when appended or recovered.
+``SegmentedLog``). Reads do not validate CRCs (every byte in a segment was validated when
+appended or recovered) except ``read_checked``, for bytes that leave the node.
 """
 
 from __future__ import annotations
@@ -231,6 +231,19 @@ class LogSegment:
         if first_size < 0:
             raise LogCorruptionError(f"invalid batch at position {position} of {self.path}")
         return self.pread(first_size, position)
+
+    def read_checked(self, position: int, max_bytes: int) -> bytes:
+        """``read``, and every batch must pass its CRC: bytes that leave the node are checked
+        so a bit flipped on disk after recovery is a storage error here, not a follower
+        stalled on them."""
+        data = self.read(position, max_bytes)
+        scan = scan_batches(data)
+        if scan.error is None:
+            return data
+        at = scan.valid_end
+        base = struct.unpack_from(">q", data, at)[0] if len(data) >= at + 8 else -1
+        raise LogCorruptionError(f"corrupt batch at offset {base} (position {position + at}) of {self.path}: "
+                                 f"{scan.error}")
 
     def view(self, position: int, length: int) -> memoryview:
         """``length`` bytes at ``position`` as a view of a read-only map of the file: no copy.

@@ -34,7 +34,6 @@ from kraft import records
 from kraft.errors import (
     CorruptRecordError,
     FatalLogError,
-    LogCorruptionError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
     StorageError,
@@ -333,7 +332,7 @@ class SegmentedLog:
             seg = self._segment_with_index(i)
             position = seg.translate(offset)
             if position is not None:
-                return _checked(seg.read(position, max_bytes), seg, position)
+                return seg.read_checked(position, max_bytes)
             i += 1
         return b""
 
@@ -512,11 +511,9 @@ class SegmentedLog:
         self._flush_end(cycle, time.perf_counter() - began, error)
 
     def _flush_begin(self, blocking: bool):
-        """Start a flush cycle: take the one-cycle-at-a-time mutex (None if ``blocking`` is
-        false and a cycle runs), snapshot the end offset and return a ``FlushCycle`` whose
-        ``fd`` (a dup: truncation may close the segment's meanwhile) the caller fdatasyncs,
-        closes, then passes to ``_flush_end``. Splitting the cycle lets an event loop run its
-        bookkeeping and a native thread the fdatasync (``LoopFlusher``)."""
+        """Take the one-cycle-at-a-time mutex (None if busy and not ``blocking``), snapshot,
+        and return a ``FlushCycle`` whose ``fd`` (a dup: truncation may close the segment's)
+        the caller fdatasyncs and closes, then hands to ``_flush_end`` (``LoopFlusher``)."""
         if not self._flush_mutex.acquire(blocking):
             return None
         try:
@@ -601,13 +598,3 @@ def _max(values) -> int:
     # numpy's reduction costs microseconds; most appends hold a single batch.
     return int(values[0]) if len(values) == 1 else int(values.max())
 
-
-def _checked(data, seg: LogSegment, position: int):
-    """``data`` if every batch passes its CRC. Bytes that leave the node are checked so a bit
-    flipped on disk after recovery is a storage error here, not a follower stalled on them."""
-    scan = records.scan_batches(data)
-    if scan.error is None:
-        return data
-    at = scan.valid_end
-    base = struct.unpack_from(">q", data, at)[0] if len(data) >= at + 8 else -1
-    raise LogCorruptionError(f"corrupt batch at offset {base} (position {position + at}) of {seg.path}: {scan.error}")

@@ -30,7 +30,7 @@ from kraft.errors import ConfigError, CorruptRecordError, FatalLogError, Storage
 from kraft.log import LogConfig
 from kraft.log.bootstrap import read_bootstrap_checkpoint
 from kraft.log.dir_lock import lock_directories
-from kraft.log.loop_flusher import LoopFlusher
+from kraft.server.loop_flusher import LoopFlusher
 from kraft.log.retention import CLEAN_INTERVAL_MS, MetadataRetention
 from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties, QuorumStateFile, uuid_text_to_bytes
 from kraft.raft import RaftConfig, RaftCore, ReplicaKey, VoterSet

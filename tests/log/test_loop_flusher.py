@@ -17,7 +17,7 @@ from _log_helpers import NO_EXTENSIONS, all_records, batch_for
 from kraft.errors import FatalLogError
 from kraft.log import LeaderEpochCheckpointFile, LogConfig, SegmentedLog, hotloops
 from kraft.log import _pure_syncer
-from kraft.log.loop_flusher import LoopFlusher
+from kraft.server.loop_flusher import LoopFlusher
 
 KINDS = ["python"] if NO_EXTENSIONS else ["native", "python"]
 
@@ -39,6 +39,26 @@ class Recorder:
 def open_log(tmp_path, flusher, rec, **config):
     return SegmentedLog.open(str(tmp_path / "log"), LogConfig(**config), on_flushed=rec.on_flushed,
                              on_fatal=rec.on_fatal, flusher=flusher)
+
+
+def run(tmp_path, syncer, body, **config):
+    """Open a log with a LoopFlusher on a fresh loop, run ``await body(log, rec)``, close the
+    log; returns the Recorder."""
+    rec = Recorder()
+
+    async def main():
+        flusher = LoopFlusher(asyncio.get_running_loop(), syncer)
+        log = open_log(tmp_path, flusher, rec, **config)
+        try:
+            await body(log, rec)
+        finally:
+            try:
+                log.close()
+            except FatalLogError:
+                pass  # a failed log may fail to close too
+
+    asyncio.run(main())
+    return rec
 
 
 async def until(cond, timeout=5.0):
@@ -125,54 +145,35 @@ def test_a_report_never_precedes_the_fdatasync_that_covers_it(tmp_path, kind, mo
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_sync_flush_on_the_loop_while_a_cycle_runs_does_not_deadlock(tmp_path, kind):
-    rec = Recorder()
+    async def body(log, rec):
+        for _ in range(20):
+            log.append(batch_for(log.end_offset, 2), leader_epoch=1)  # starts a cycle
+            assert log.flush() == log.end_offset  # settles it, then flushes inline
+            assert log.wait_for_flush(timeout=5)
+        assert log.flushed_offset == 40
 
-    async def main():
-        flusher = LoopFlusher(asyncio.get_running_loop(), hotloops.syncer_class(kind))
-        log = open_log(tmp_path, flusher, rec)
-        try:
-            for _ in range(20):
-                log.append(batch_for(log.end_offset, 2), leader_epoch=1)  # starts a cycle
-                assert log.flush() == log.end_offset  # settles it, then flushes inline
-                assert log.wait_for_flush(timeout=5)
-        finally:
-            log.close()
-        assert log.flushed_offset == 40 and not rec.fatal
-
-    asyncio.run(main())
+    assert not run(tmp_path, hotloops.syncer_class(kind), body).fatal
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_new_epoch_is_checkpointed_off_the_loop_before_it_is_reported(tmp_path, kind):
-    rec = Recorder()
+    async def body(log, rec):
+        checkpoint = LeaderEpochCheckpointFile(os.path.join(log.directory, "leader-epoch-checkpoint"))
+        log.append(batch_for(0, 4), leader_epoch=3)
+        await until(lambda: log.flushed_offset == 4)
+        assert checkpoint.read() == [(3, 0)]
+        log.append(batch_for(4, 4), leader_epoch=5)
+        await until(lambda: log.flushed_offset == 8)
+        assert checkpoint.read() == [(3, 0), (5, 4)]
 
-    async def main():
-        flusher = LoopFlusher(asyncio.get_running_loop(), hotloops.syncer_class(kind))
-        log = open_log(tmp_path, flusher, rec)
-        try:
-            log.append(batch_for(0, 4), leader_epoch=3)
-            await until(lambda: log.flushed_offset == 4)
-            ckpt = LeaderEpochCheckpointFile(os.path.join(log.directory, "leader-epoch-checkpoint")).read()
-            assert ckpt == [(3, 0)]
-            log.append(batch_for(4, 4), leader_epoch=5)
-            await until(lambda: log.flushed_offset == 8)
-            ckpt = LeaderEpochCheckpointFile(os.path.join(log.directory, "leader-epoch-checkpoint")).read()
-            assert ckpt == [(3, 0), (5, 4)]
-        finally:
-            log.close()
-
-    asyncio.run(main())
+    run(tmp_path, hotloops.syncer_class(kind), body)
 
 
 def test_an_fsync_error_makes_the_log_fatal(tmp_path, monkeypatch):
-    rec = Recorder()
-
     def failing(fd):
         raise OSError(errno.EIO, "Input/output error")
 
-    async def main():
-        flusher = LoopFlusher(asyncio.get_running_loop(), _pure_syncer.Syncer)
-        log = open_log(tmp_path, flusher, rec)
+    async def body(log, rec):
         log.append(batch_for(0, 2), leader_epoch=1)  # the epoch's checkpoint cycle, on a thread
         await until(lambda: log.flushed_offset == 2)
         rec.flushed.clear()
@@ -183,47 +184,33 @@ def test_an_fsync_error_makes_the_log_fatal(tmp_path, monkeypatch):
         with pytest.raises(FatalLogError):
             log.append(batch_for(4, 2), leader_epoch=1)
         assert rec.flushed == []
-        try:
-            log.close()
-        except FatalLogError:
-            pass
 
-    asyncio.run(main())
+    run(tmp_path, _pure_syncer.Syncer, body)
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_close_from_another_thread_while_the_loop_runs(tmp_path, kind):
-    rec = Recorder()
-
-    async def main():
-        flusher = LoopFlusher(asyncio.get_running_loop(), hotloops.syncer_class(kind))
-        log = open_log(tmp_path, flusher, rec)
+    async def body(log, rec):
         for _ in range(10):
             log.append(batch_for(log.end_offset, 2), leader_epoch=1)
         await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(None, log.close), 10)
         assert log.closed and log.flushed_offset == 20
 
-    asyncio.run(main())
+    run(tmp_path, hotloops.syncer_class(kind), body)
 
 
 def test_the_native_syncer_runs_no_python_thread(tmp_path):
     if NO_EXTENSIONS:
         pytest.skip("the native Syncer is not built in a KRAFT_NO_EXTENSIONS run")
-    rec = Recorder()
 
-    async def main():
+    async def body(log, rec):
         before = threading.active_count()
-        flusher = LoopFlusher(asyncio.get_running_loop(), hotloops.syncer_class("native"))
-        log = open_log(tmp_path, flusher, rec)
-        try:
-            log.append(batch_for(0, 2), leader_epoch=1)  # a new epoch: checkpointed on a thread
-            await until(lambda: log.flushed_offset == 2 and threading.active_count() == before)
-            for _ in range(20):
-                log.append(batch_for(log.end_offset, 2), leader_epoch=1)
-                await asyncio.sleep(0)
-                assert threading.active_count() == before  # no flusher thread taking the GIL
-            await until(lambda: log.flushed_offset == 42)
-        finally:
-            log.close()
+        log.append(batch_for(0, 2), leader_epoch=1)  # a new epoch: checkpointed on a thread
+        await until(lambda: log.flushed_offset == 2 and threading.active_count() == before)
+        for _ in range(20):
+            log.append(batch_for(log.end_offset, 2), leader_epoch=1)
+            await asyncio.sleep(0)
+            assert threading.active_count() == before  # no flusher thread taking the GIL
+        await until(lambda: log.flushed_offset == 42)
 
-    asyncio.run(main())
+    run(tmp_path, hotloops.syncer_class("native"), body)

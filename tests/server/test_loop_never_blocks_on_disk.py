@@ -15,7 +15,7 @@ import threading
 import pytest
 
 from kraft.log import LogConfig, _pure_syncer, files
-from kraft.log.loop_flusher import LoopFlusher
+from kraft.server.loop_flusher import LoopFlusher
 from kraft.protocol import VoteRequest
 from kraft.client.node_client import NodeClient
 from kraft.log.replicated_log import MetadataLog
