@@ -215,6 +215,17 @@ class RecordBatch:
     def values(self) -> list:
         return [None if vl < 0 else data[vp : vp + vl] for data, _, _, _, _, vp, vl, _ in self._walk()]
 
+    def values_led_by(self, leads) -> tuple[list, int]:
+        if len(leads) != 256:
+            raise ValueError("leads must hold 256 entries")
+        out, others = [], 0
+        for i, (data, _, _, _, _, vp, vl, _) in enumerate(self._walk()):
+            if vl > 0 and leads[data[vp]]:
+                out.append((i, bytes(data[vp : vp + vl])))
+            else:
+                others += 1
+        return out, others
+
     def decode(self) -> DecodedBatch:
         rows = list(self._walk())
         n = len(rows)

@@ -155,6 +155,24 @@ def test_values(codec):
 
 
 @pytest.mark.parametrize("codec_id", CODECS)
+def test_values_led_by_picks_values_by_first_byte(codec, codec_id):
+    leads = bytes(1 if b in (1, 0x90) else 0 for b in range(256))
+    values = [b"\x01meta", None, b"", b"\x02x", b"\x90long", b"plain", b"\x01"]
+    raw = codec.build_batch(values, compression=codec_id)
+    picked, others = codec.RecordBatch(raw).values_led_by(leads)
+    assert picked == [(0, b"\x01meta"), (4, b"\x90long"), (6, b"\x01")] and others == 4
+    assert codec.RecordBatch(raw).values_led_by(bytes(256)) == ([], 7)
+    with pytest.raises(ValueError):
+        codec.RecordBatch(raw).values_led_by(b"\x01" * 255)
+
+
+def test_values_led_by_refuses_bytes_after_the_last_record(codec):
+    good = raw_record(0, 0, None, b"\x01v", ())
+    with pytest.raises(CorruptRecordError):
+        codec.RecordBatch(raw_batch(good + b"\x00\x00", 1)).values_led_by(bytes([1]) * 256)
+
+
+@pytest.mark.parametrize("codec_id", CODECS)
 def test_decode_arrays(codec, codec_id):
     keys = [None, b"key", b"", b"k" * 300]
     values = [b"first", None, b"", b"v" * 5000]
