@@ -26,6 +26,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.peers.kraft import KraftCluster, Writer  # noqa: E402
+from bench.peers.procs import install_cleanup  # noqa: E402
 
 
 def thread_cpu(pid: int) -> dict:
@@ -86,6 +87,7 @@ def main() -> int:
     ap.add_argument("--node", type=int, help="the node to sample (default: the leader)")
     args = ap.parse_args()
 
+    install_cleanup()  # the cluster's directories go at exit (they grow by the MB per second)
     cluster = KraftCluster(args.profile)
     try:
         cluster.start()
