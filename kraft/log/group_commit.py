@@ -172,6 +172,12 @@ class GroupCommit:
             self._on_thread_error(exc)
             return False
 
+    def flushes_here(self) -> bool:
+        """Would waiting on this thread for the flusher wait forever (its cycles end on this
+        thread: a LoopFlusher's loop)? Then flush inline instead."""
+        here = getattr(self._flusher, "on_this_thread", None)
+        return here is not None and here()
+
     def settle(self) -> None:
         """Before a synchronous flush: a flusher whose cycles end on this thread ends its
         running one now (else the flush would wait for it forever)."""

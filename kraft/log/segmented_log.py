@@ -471,7 +471,7 @@ class SegmentedLog:
         would cost a thread wake-up each way (Kafka's metadata log also flushes in the
         caller's thread)."""
         target = self._end if offset is None else offset
-        if not self._group.background:
+        if not self._group.background or self._group.flushes_here():
             return self.flush() >= target
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:

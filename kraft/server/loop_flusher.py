@@ -50,6 +50,10 @@ class LoopFlusher:
     def threads(self) -> int:
         return 1
 
+    def on_this_thread(self) -> bool:
+        """Cycles end on this thread (GroupCommit.flushes_here): do not block it waiting."""
+        return self._on_loop()
+
     def _on_loop(self) -> bool:
         try:
             return asyncio.get_running_loop() is self._loop

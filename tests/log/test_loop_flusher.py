@@ -156,6 +156,17 @@ def test_a_sync_flush_on_the_loop_while_a_cycle_runs_does_not_deadlock(tmp_path,
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_wait_for_flush_on_the_loop_while_a_cycle_runs_does_not_deadlock(tmp_path, kind):
+    async def body(log, rec):
+        for _ in range(20):
+            log.append(batch_for(log.end_offset, 2), leader_epoch=1)  # starts a cycle
+            assert log.wait_for_flush(timeout=5)  # waiting would block the loop that ends it
+            assert log.flushed_offset == log.end_offset
+
+    assert not run(tmp_path, hotloops.syncer_class(kind), body).fatal
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_new_epoch_is_checkpointed_off_the_loop_before_it_is_reported(tmp_path, kind):
     async def body(log, rec):
         checkpoint = LeaderEpochCheckpointFile(os.path.join(log.directory, "leader-epoch-checkpoint"))
