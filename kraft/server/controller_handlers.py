@@ -32,6 +32,7 @@ from kraft.raft.rpcs import request_source
 from kraft.server.log_throttle import LogThrottle, held_note
 from kraft.server.produce_writer import ProduceWriter
 from kraft.server.raft_driver import RaftDriver
+from kraft.server.reply import then
 from kraft.server.wire_versions import ResponseFitter, upgrade_request
 
 log = logging.getLogger("kraft.handlers")
@@ -106,7 +107,10 @@ class ControllerHandlers:
             if resp.error_code == ErrorCode.INCONSISTENT_CLUSTER_ID:
                 self._log_foreign_cluster(wire, peer)
             return fit(resp, version)
-        return _then(fut, answer)
+        out = then(fut, answer)
+        if out.done() and not out.cancelled() and out.exception() is None:
+            return out.result()  # answered at once (a Vote, a Fetch with data): no wait at all
+        return out
 
     def _update_kraft_version(self, req, version: int):
         """UpdateFeatures naming ``kraft.version``: the Raft layer's (Kafka 4.1's static-to-
@@ -162,25 +166,3 @@ class ControllerHandlers:
                  cluster_id=self.driver.cluster_id, controller_id=core.leader_id,
                  brokers=[W.Broker(broker_id=i, host=h, port=p) for i, h, p in self.endpoints])
 
-
-def _then(fut, fn):
-    """A future of ``fn(fut.result())``, chained with a callback instead of a task."""
-    out = fut.get_loop().create_future()
-
-    def done(f):
-        if out.done():
-            return
-        if f.cancelled():
-            out.cancel()
-            return
-        exc = f.exception()
-        if exc is not None:
-            out.set_exception(exc)
-            return
-        try:
-            out.set_result(fn(f.result()))
-        except Exception as e:  # becomes an error response in network.py
-            out.set_exception(e)
-
-    fut.add_done_callback(done)
-    return out

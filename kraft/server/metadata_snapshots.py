@@ -60,10 +60,19 @@ class MetadataSnapshots:
         self._start(now_ms, decision.reason)
 
     def _arm(self, delay_ms: int) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        # A timer due no later stays: it re-decides when it fires (re-arming at every commit
+        # was a timer handle per write).
         loop = asyncio.get_running_loop()
-        self._timer = loop.call_later(max(0, delay_ms) / 1000, lambda: self.after_commit(self.clock_ms()))
+        due = loop.time() + max(0, delay_ms) / 1000
+        if self._timer is not None:
+            if self._timer.when() <= due:
+                return
+            self._timer.cancel()
+        self._timer = loop.call_at(due, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        self.after_commit(self.clock_ms())
 
     def _start(self, now_ms: int, reason: str) -> None:
         lst, ctl = self.listener, self.controller

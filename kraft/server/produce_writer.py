@@ -26,6 +26,7 @@ import struct
 from kraft.errors import ErrorCode, KraftError, NotLeaderError
 from kraft.protocol import METADATA_TOPIC_ID, EncodedBody, ProduceRequest, ProduceResponse
 from kraft.records.validation import inspect_batches, validate_compressed
+from kraft.server.reply import Reply
 
 TOPIC = "__cluster_metadata"
 # Above any offset a real log reaches, and a byte pattern a response cannot otherwise hold.
@@ -102,7 +103,7 @@ class ProduceWriter:
         """Propose; the answer is a future completed at commit (``out`` if given), or an
         error now, or None for acks=0."""
         answer = _Answer(self, version)
-        fut = out if out is not None else self.driver.loop.create_future()
+        fut = out if out is not None else Reply()  # completed inline by the commit waiter
         try:
             last = self.driver.propose_batches(data, records, fut, max(wire.timeout_ms, 1) / 1000, answer)
         except NotLeaderError:

@@ -30,6 +30,7 @@ from kraft.server.wire_versions import SEND_VERSIONS
 from kraft.client.node_client import NodeClient
 from kraft.server.commit_waiters import CommitWaiters
 from kraft.server.log_throttle import LogThrottle, held_note
+from kraft.server.reply import Reply
 
 log = logging.getLogger("kraft.raft")
 
@@ -85,9 +86,11 @@ class RaftDriver:
         self.on_voters_changed = on_voters_changed
         self._known_voters = getattr(core, "voters", None)
         self._handles = itertools.count(1)
-        self._pending: dict[int, asyncio.Future] = {}
+        self._pending: dict[int, Reply] = {}
         self._timer: asyncio.TimerHandle | None = None
-        self._timer_at = None
+        self._timer_at = None  # when _timer fires
+        self._want_at = None  # when the core wants its next tick (_timer may fire before)
+        self._tick_soon = False
         self._tasks: set = set()
         self.commits = CommitWaiters(self.loop)
         self._propose_times: collections.deque = collections.deque()
@@ -123,11 +126,11 @@ class RaftDriver:
         self.core.on_flushed(offset, wall_ms())
         self._drain()
 
-    def inbound_request(self, source: int, request) -> asyncio.Future:
+    def inbound_request(self, source: int, request) -> Reply:
         """Step a request (a protocol message in its newest form) into the core; the returned
-        future gets the core's response."""
+        Reply gets the core's response (done already if the core answered at once)."""
         handle = next(self._handles)
-        fut = self.loop.create_future()
+        fut = Reply()  # completes inline: the answer reaches its connection this turn
         self._pending[handle] = fut
         if getattr(request, "leader_endpoints", None):
             self._learn_leader_endpoints(request)
@@ -318,17 +321,38 @@ class RaftDriver:
         self._drain()
 
     def _arm(self, deadline_ms: int) -> None:
-        if deadline_ms == self._timer_at and self._timer is not None:
+        """Tick the core at ``deadline_ms``. Timers are lazy: one already due earlier stays
+        and re-checks when it fires (a deadline that moved later re-arms it then), and a
+        deadline already reached ticks on the next turn without a timer. Re-arming on every
+        drain cost several timer handles per write, each a heap push in Python comparisons
+        through a heap kept long by the cancelled ones."""
+        self._want_at = deadline_ms
+        now = wall_ms()
+        if deadline_ms <= now:
+            if not self._tick_soon:
+                self._tick_soon = True
+                self.loop.call_soon(self._tick)
             return
         if self._timer is not None:
+            if self._timer_at <= deadline_ms:
+                return
             self._timer.cancel()
         self._timer_at = deadline_ms
-        delay = max(0.0, (deadline_ms - wall_ms()) / 1000)
-        self._timer = self.loop.call_later(min(delay, 3600.0), self._tick)
+        self._timer = self.loop.call_later(min((deadline_ms - now) / 1000, 3600.0), self._on_timer)
 
-    def _tick(self) -> None:
+    def _on_timer(self) -> None:
         self._timer = None
         self._timer_at = None
+        if self.closed:
+            return
+        if self._want_at is not None and self._want_at > wall_ms():
+            self._arm(self._want_at)  # the deadline moved later since this timer was set
+            return
+        self._tick()
+
+    def _tick(self) -> None:
+        self._tick_soon = False
+        self._want_at = None
         if self.closed:
             return
         self.core.tick(wall_ms())

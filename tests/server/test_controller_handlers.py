@@ -6,6 +6,7 @@ codes and leave the log untouched."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import random
 import time
 
@@ -56,7 +57,7 @@ class Node:
         ctx = RequestContext(RequestHeader(request.API_KEY, version, self._cid, "t"), "CONTROLLER", "test:1",
                              time.monotonic_ns())
         result = self.handlers.handle(ctx, request)
-        if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+        if inspect.isawaitable(result):  # a coroutine, an asyncio future or a Reply
             result = await asyncio.wait_for(result, 5)
         if result is None:
             return None
@@ -433,6 +434,19 @@ def test_a_fetch_from_a_voter_is_answered_by_the_core():
         [p] = t.partitions
         assert p.current_leader.leader_id == 1 and p.high_watermark == node.core.high_watermark
         assert list(iter_batches(p.records))[0].is_control  # the leader's LeaderChange record
+    leader_test(body)
+
+
+def test_a_kraft_rpc_the_core_answers_at_once_is_answered_without_a_loop_turn():
+    """A Vote, or a Fetch with data waiting, leaves the handler as a response, not as
+    something the connection must wait a loop turn (or three) for."""
+    async def body(node):
+        for make, version in (RPCS["Vote"], RPCS["Fetch"]):
+            ctx = RequestContext(RequestHeader(make((0,)).API_KEY, version, 1, "t"), "CONTROLLER", "test:1",
+                                 time.monotonic_ns())
+            result = node.handlers.handle(ctx, make((0,)))
+            assert not inspect.isawaitable(result), type(result)
+            assert result.error_code == 0
     leader_test(body)
 
 

@@ -1,0 +1,146 @@
+"""Reply: the answer to one request, a future whose callbacks run the moment it completes.
+
+asyncio.Future runs every done-callback on a later loop turn (``call_soon``). On the request
+path that costs a turn per link: a parked Fetch answered by an append went core -> driver
+future -> version fit -> connection, three turns (three epoll_waits and as many passes
+through the loop's Python) before its bytes left, on every write. A Reply runs its callbacks
+inline, so an answer reaches its connection in the turn it was made, and the connection's
+one flush per turn sends it.
+
+Callbacks must be short and must not raise (a raising one is logged, the rest still run);
+they run on the thread that completes the Reply, which is always the loop thread here.
+``await reply`` works (through an asyncio future made only when something awaits).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+log = logging.getLogger(__name__)
+
+_PENDING, _RESULT, _EXCEPTION, _CANCELLED = range(4)
+
+
+class Reply:
+    __slots__ = ("_state", "_value", "_callbacks")
+
+    def __init__(self):
+        self._state = _PENDING
+        self._value = None
+        self._callbacks: list | None = None
+
+    # --- reading ------------------------------------------------------------------------------
+    def done(self) -> bool:
+        return self._state != _PENDING
+
+    def cancelled(self) -> bool:
+        return self._state == _CANCELLED
+
+    def result(self):
+        state = self._state
+        if state == _RESULT:
+            return self._value
+        if state == _EXCEPTION:
+            raise self._value
+        if state == _CANCELLED:
+            raise asyncio.CancelledError()
+        raise asyncio.InvalidStateError("Reply is not done")
+
+    def exception(self) -> BaseException | None:
+        state = self._state
+        if state == _CANCELLED:
+            raise asyncio.CancelledError()
+        if state == _PENDING:
+            raise asyncio.InvalidStateError("Reply is not done")
+        return self._value if state == _EXCEPTION else None
+
+    def add_done_callback(self, fn) -> None:
+        """``fn(self)`` once done: now if it is done already."""
+        if self._state != _PENDING:
+            _call(fn, self)
+        elif self._callbacks is None:
+            self._callbacks = [fn]
+        else:
+            self._callbacks.append(fn)
+
+    # --- completing ---------------------------------------------------------------------------
+    def set_result(self, value) -> None:
+        self._finish(_RESULT, value)
+
+    def set_exception(self, exc: BaseException) -> None:
+        self._finish(_EXCEPTION, exc)
+
+    def cancel(self) -> bool:
+        if self._state != _PENDING:
+            return False
+        self._finish(_CANCELLED, None)
+        return True
+
+    def _finish(self, state: int, value) -> None:
+        if self._state != _PENDING:
+            raise asyncio.InvalidStateError("Reply is already done")
+        self._state, self._value = state, value
+        callbacks, self._callbacks = self._callbacks, None
+        if callbacks:
+            for fn in callbacks:
+                _call(fn, self)
+
+    # --- awaiting -----------------------------------------------------------------------------
+    def __await__(self):
+        if self._state == _PENDING:
+            waiter = asyncio.get_running_loop().create_future()
+            self.add_done_callback(lambda r: _relay(r, waiter))
+            try:
+                yield from waiter.__await__()
+            except asyncio.CancelledError:
+                self.cancel()  # like awaiting an asyncio future: the awaiter's cancel cancels it
+                raise
+        return self.result()
+
+    def __repr__(self) -> str:
+        return f"<Reply {('pending', 'result', 'exception', 'cancelled')[self._state]}>"
+
+
+def then(reply, fn) -> Reply:
+    """A Reply of ``fn(reply.result())``; failures and cancellation pass through, and an
+    exception from ``fn`` becomes the new Reply's exception."""
+    out = Reply()
+
+    def done(r):
+        if out.done():
+            return
+        if r.cancelled():
+            out.cancel()
+            return
+        exc = r.exception()
+        if exc is not None:
+            out.set_exception(exc)
+            return
+        try:
+            value = fn(r.result())
+        except Exception as e:  # becomes an error response in network.py
+            out.set_exception(e)
+            return
+        out.set_result(value)
+
+    reply.add_done_callback(done)
+    return out
+
+
+def _relay(reply: Reply, waiter: asyncio.Future) -> None:
+    if waiter.done():
+        return
+    if reply.cancelled():
+        waiter.cancel()
+    elif reply.exception() is not None:
+        waiter.set_exception(reply.exception())
+    else:
+        waiter.set_result(reply.result())
+
+
+def _call(fn, reply: Reply) -> None:
+    try:
+        fn(reply)
+    except Exception:
+        log.exception("callback %r of %r failed", fn, reply)

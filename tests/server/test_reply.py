@@ -1,0 +1,125 @@
+"""Reply: a future whose callbacks run inline when it completes (asyncio's run a loop turn
+later), awaitable, with failures and cancellation passed through ``then``."""
+
+import asyncio
+import logging
+
+import pytest
+
+from kraft.server.reply import Reply, then
+
+
+def test_callbacks_run_inline_in_order_when_it_completes():
+    r, seen = Reply(), []
+    r.add_done_callback(lambda x: seen.append(("a", x.result())))
+    r.add_done_callback(lambda x: seen.append(("b", x.result())))
+    assert not r.done() and seen == []
+    r.set_result(7)
+    assert seen == [("a", 7), ("b", 7)]  # before set_result returned: no loop turn
+
+
+def test_a_callback_added_after_completion_runs_at_once():
+    r, seen = Reply(), []
+    r.set_result("x")
+    r.add_done_callback(lambda x: seen.append(x.result()))
+    assert seen == ["x"]
+
+
+def test_a_raising_callback_is_logged_and_the_others_still_run(caplog):
+    r, seen = Reply(), []
+
+    def bad(_):
+        raise RuntimeError("boom")
+    r.add_done_callback(bad)
+    r.add_done_callback(lambda x: seen.append(x.result()))
+    with caplog.at_level(logging.ERROR, logger="kraft.server.reply"):
+        r.set_result(1)
+    assert seen == [1] and "boom" in caplog.text
+
+
+def test_states_follow_asyncio_future_semantics():
+    r = Reply()
+    with pytest.raises(asyncio.InvalidStateError):
+        r.result()
+    with pytest.raises(asyncio.InvalidStateError):
+        r.exception()
+    err = ValueError("bad")
+    r.set_exception(err)
+    assert r.done() and not r.cancelled() and r.exception() is err
+    with pytest.raises(ValueError):
+        r.result()
+    with pytest.raises(asyncio.InvalidStateError):
+        r.set_result(1)  # completes once
+    assert r.cancel() is False
+    c = Reply()
+    assert c.cancel() is True and c.cancelled()
+    with pytest.raises(asyncio.CancelledError):
+        c.result()
+
+
+def test_await_a_pending_and_a_done_reply():
+    async def main():
+        r = Reply()
+        asyncio.get_running_loop().call_later(0.01, r.set_result, 5)
+        assert await r == 5
+        done = Reply()
+        done.set_result(6)
+        assert await done == 6
+        failed = Reply()
+        asyncio.get_running_loop().call_soon(failed.set_exception, KeyError("k"))
+        with pytest.raises(KeyError):
+            await failed
+        assert await asyncio.wait_for(_later(9), 1) == 9
+    asyncio.run(main())
+
+
+def _later(value):
+    r = Reply()
+    asyncio.get_running_loop().call_soon(r.set_result, value)
+    return r
+
+
+def test_cancelling_the_awaiting_task_cancels_the_reply():
+    async def main():
+        r = Reply()
+        task = asyncio.ensure_future(_await(r))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert r.cancelled()
+    asyncio.run(main())
+
+
+async def _await(r):
+    return await r
+
+
+def test_then_maps_the_result_inline_and_passes_failures_through():
+    src = Reply()
+    out = then(src, lambda v: v * 2)
+    src.set_result(21)
+    assert out.result() == 42  # no loop turn between the two
+    failed = Reply()
+    out = then(failed, lambda v: v)
+    failed.set_exception(KeyError("k"))
+    assert isinstance(out.exception(), KeyError)
+    gone = Reply()
+    out = then(gone, lambda v: v)
+    gone.cancel()
+    assert out.cancelled()
+    raising = Reply()
+    out = then(raising, lambda v: 1 / v)
+    raising.set_result(0)
+    assert isinstance(out.exception(), ZeroDivisionError)
+    ready = Reply()
+    ready.set_result(1)
+    assert then(ready, lambda v: v + 1).result() == 2  # done already: done at once
+
+
+def test_cancelling_the_mapped_reply_leaves_the_source_alone():
+    src = Reply()
+    out = then(src, lambda v: v)
+    out.cancel()  # the connection went away
+    src.set_result(1)  # the core still answers later: nothing breaks
+    assert out.cancelled() and src.result() == 1
