@@ -53,7 +53,7 @@ def profiler(args, pid: int):
     elif args.perf == "trace":
         cmd = ["perf", "trace", "-s", "-p", str(pid), "-o", "write_cpu.trace.txt"]
     elif args.py_spy:
-        cmd = ["py-spy", "record", "--pid", str(pid), "--rate", "500", "--format", "raw", "--threads",
+        cmd = ["py-spy", "record", "--pid", str(pid), "--rate", "500", "--format", "raw", "--threads", "--gil",
                "-o", "write_cpu.pyspy.txt", "--duration", str(int(args.seconds))]
         return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     else:

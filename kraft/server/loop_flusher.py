@@ -27,6 +27,7 @@ import time
 
 from kraft.errors import FatalLogError
 from kraft.log import hotloops
+from kraft.server.turn import turn_queue
 
 _log = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ class LoopFlusher:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_due = 0.0
         self._closed = False
+        self._turn = turn_queue(loop)
         loop.add_reader(self._syncer.fileno(), self._synced)
 
     @property
@@ -145,6 +147,9 @@ class LoopFlusher:
         if result is not None:
             self._end(result)
             self._again()
+        # The flushed report the cycle queued (it ran with the log's flush mutex held) runs
+        # now, the mutex released: a follower's next Fetch leaves in this callback.
+        self._turn.run()
 
     def _end(self, result) -> None:
         cycle, self._cycle = self._cycle, None

@@ -31,6 +31,7 @@ from typing import Awaitable, Protocol, Union
 
 from kraft.config import parse_connection_overrides
 from kraft.errors import ErrorCode, KraftError, ProtocolError, UnsupportedVersionError
+from kraft.server.turn import turn_queue
 from kraft.protocol import (DEFAULT_MAX_FRAME_BYTES, EncodedBody, EncodedParts, FrameDecoder, RequestHeader, Response,
                             decode_request, encode_response, encode_response_parts, response_class,
                             response_version)
@@ -77,6 +78,7 @@ class _Connection(asyncio.Protocol):
         self.peer = "?:0"
         self.address = "?"
         self.loop = asyncio.get_running_loop()
+        self._turn = turn_queue(self.loop)
         self.decoder = FrameDecoder(server.max_frame_bytes)
         self.held: collections.deque = collections.deque()  # frames read while no slot was free
         self._pumping = False
@@ -122,6 +124,9 @@ class _Connection(asyncio.Protocol):
         except Exception:  # never let one connection's failure escape
             log.exception("connection from %s failed", self.peer)
             self._close()
+        # The appends these requests queued, then the answers they completed (here and on
+        # other connections), run now rather than a loop turn later each.
+        self._turn.run()
 
     def eof_received(self) -> bool:
         self._eof = True
@@ -219,10 +224,10 @@ class _Connection(asyncio.Protocol):
             self._schedule_flush()
 
     def _schedule_flush(self) -> None:
-        # Once per loop turn: every answer completed in this turn shares one write.
+        # Once per I/O callback (TurnQueue): every answer completed meanwhile shares one write.
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            self.loop.call_soon(self._flush)
+            self._turn.soon(self._flush)
 
     def _flush(self) -> None:
         """Write every answer that is ready at the head of the queue, in order."""

@@ -31,6 +31,7 @@ from kraft.client.node_client import NodeClient
 from kraft.server.commit_waiters import CommitWaiters
 from kraft.server.log_throttle import LogThrottle, held_note
 from kraft.server.reply import Reply
+from kraft.server.turn import turn_queue
 
 log = logging.getLogger("kraft.raft")
 
@@ -91,6 +92,7 @@ class RaftDriver:
         self._timer_at = None  # when _timer fires
         self._want_at = None  # when the core wants its next tick (_timer may fire before)
         self._tick_soon = False
+        self._turn = turn_queue(self.loop)
         self._tasks: set = set()
         self.commits = CommitWaiters(self.loop)
         self._propose_times: collections.deque = collections.deque()
@@ -116,7 +118,9 @@ class RaftDriver:
         except RuntimeError:
             on_loop = False
         if on_loop:
-            self.loop.call_soon(self._on_flushed, offset)
+            # After the cycle that reports it has let go of the log (TurnQueue: at the end of
+            # the flusher's callback, not a loop turn later).
+            self._turn.soon(self._on_flushed, offset)
         else:
             self.loop.call_soon_threadsafe(self._on_flushed, offset)
 
@@ -313,6 +317,7 @@ class RaftDriver:
         self._learn_endpoints(resp)
         self.core.step(InboundResponse(e.destination, e.correlation_id, resp), wall_ms())
         self._drain()
+        self._turn.run()  # what the answer queued (a tick, answers to flush) runs now
 
     def _step_failed(self, dest: int, cid: int, peer_gone: bool = False) -> None:
         if self.closed:
@@ -323,7 +328,8 @@ class RaftDriver:
     def _arm(self, deadline_ms: int) -> None:
         """Tick the core at ``deadline_ms``. Timers are lazy: one already due earlier stays
         and re-checks when it fires (a deadline that moved later re-arms it then), and a
-        deadline already reached ticks on the next turn without a timer. Re-arming on every
+        deadline already reached ticks at the end of the current I/O callback (TurnQueue), so
+        requests read together still share one append. Re-arming on every
         drain cost several timer handles per write, each a heap push in Python comparisons
         through a heap kept long by the cancelled ones."""
         self._want_at = deadline_ms
@@ -331,7 +337,8 @@ class RaftDriver:
         if deadline_ms <= now:
             if not self._tick_soon:
                 self._tick_soon = True
-                self.loop.call_soon(self._tick)
+                # At the end of the callback that read the requests: they share this append.
+                self._turn.soon(self._tick)
             return
         if self._timer is not None:
             if self._timer_at <= deadline_ms:
