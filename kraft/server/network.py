@@ -227,7 +227,7 @@ class _Connection(asyncio.Protocol):
         # Once per I/O callback (TurnQueue): every answer completed meanwhile shares one write.
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            self._turn.soon(self._flush)
+            self._turn.soon_write(self._flush)
 
     def _flush(self) -> None:
         """Write every answer that is ready at the head of the queue, in order."""

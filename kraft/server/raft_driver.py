@@ -218,18 +218,25 @@ class RaftDriver:
         elif isinstance(e, PersistElection):
             self.state_file.write(election_to_file(e.state, self.cluster_id, self.voters,
                                                    getattr(self.core, "kraft_version", 0)))
-        elif isinstance(e, Commit):
-            self.cursor.execute(e)
-            self.commits.committed(e.up_to)
-            self._observe_commit(e.up_to)
-            if self.snapshot_policy is not None:
-                self.snapshot_policy.after_commit(wall_ms())
-        elif isinstance(e, (LoadSnapshot, LeaderChange)):
-            self.cursor.execute(e)
+        elif isinstance(e, (Commit, LoadSnapshot, LeaderChange)):
+            # Applied once this batch's answers have left (TurnQueue, in order with failures
+            # of waiters below): a follower's next Fetch waits on the answer, not on the
+            # state machine reading and applying what just committed.
+            self._turn.soon(self._apply, e)
         elif isinstance(e, Append):
             pass
         else:  # an effect this driver does not know is a bug, not something to skip
             raise TypeError(f"unknown effect {e!r}")
+
+    def _apply(self, e) -> None:
+        if self.closed:
+            return
+        self.cursor.execute(e)
+        if isinstance(e, Commit):
+            self.commits.committed(e.up_to)
+            self._observe_commit(e.up_to)
+            if self.snapshot_policy is not None:
+                self.snapshot_policy.after_commit(wall_ms())
 
     def address_of(self, node_id: int):
         """(host, port) of a node: its Voters-record endpoint first (addresses may change
@@ -374,8 +381,9 @@ class RaftDriver:
         if leader != self._last_leader:
             if self._last_leader is not None and not core.is_leader():
                 # Lost (or never had) leadership: pending writes have an unknown fate.
-                self.commits.fail_all(NotLeaderError("leadership changed before commit",
-                                                     core.leader_id, core.epoch))
+                # After the commits drained before this change (they are applied in order).
+                self._turn.soon(self.commits.fail_all, NotLeaderError("leadership changed before commit",
+                                                                      core.leader_id, core.epoch))
             self._last_leader = leader
             log.info("node %d: epoch %d, leader %s, role %s", core.node_id, core.epoch,
                      core.leader_id if core.leader_id >= 0 else "unknown", core.role)

@@ -30,11 +30,12 @@ _QUEUES: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, TurnQueue]" = wea
 
 
 class TurnQueue:
-    __slots__ = ("_loop", "_q", "_scheduled", "_running", "__weakref__")
+    __slots__ = ("_loop", "_q", "_writes", "_scheduled", "_running", "__weakref__")
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self._loop = loop
         self._q: collections.deque = collections.deque()
+        self._writes: collections.deque = collections.deque()
         self._scheduled = False
         self._running = False
 
@@ -45,27 +46,36 @@ class TurnQueue:
             self._scheduled = True
             self._loop.call_soon(self._run_scheduled)
 
+    def soon_write(self, fn) -> None:
+        """Like ``soon``, for a call that writes answers already made: it runs ahead of the
+        other queued work of its generation (a follower waits on its Fetch answer, not on
+        the commit this node applies meanwhile)."""
+        self._writes.append(fn)
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._run_scheduled)
+
     def run(self) -> None:
-        """Run what is queued now, then what that queued, for a few generations; the rest
-        goes to the next turn (a call that keeps queueing itself must not hold the loop)."""
+        """Run what is queued now (writes first), then what that queued, for a few
+        generations; the rest goes to the next turn (a call that keeps queueing itself
+        must not hold the loop)."""
         if self._running:
             return  # the running pass takes what was queued
-        q = self._q
-        if not q:
+        q, writes = self._q, self._writes
+        if not q and not writes:
             return
         self._running = True
         try:
             for _ in range(_GENERATIONS):
-                n = len(q)
-                if not n:
+                n, w = len(q), len(writes)
+                if not n and not w:
                     return
+                for _ in range(w):
+                    _call(writes.popleft(), ())
                 for _ in range(n):
                     fn, args = q.popleft()
-                    try:
-                        fn(*args)
-                    except Exception:  # as asyncio does for a failing callback: report, go on
-                        log.exception("deferred call %r failed", fn)
-            if q and not self._scheduled:
+                    _call(fn, args)
+            if (q or writes) and not self._scheduled:
                 self._scheduled = True
                 self._loop.call_soon(self._run_scheduled)
         finally:
@@ -74,6 +84,13 @@ class TurnQueue:
     def _run_scheduled(self) -> None:
         self._scheduled = False
         self.run()
+
+
+def _call(fn, args) -> None:
+    try:
+        fn(*args)
+    except Exception:  # as asyncio does for a failing callback: report, go on
+        log.exception("deferred call %r failed", fn)
 
 
 def turn_queue(loop: asyncio.AbstractEventLoop) -> TurnQueue:

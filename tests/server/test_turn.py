@@ -78,3 +78,14 @@ def test_one_queue_per_loop():
         return turn_queue(loop)
     first = asyncio.run(main())
     assert asyncio.run(main()) is not first
+
+
+def test_writes_run_ahead_of_the_other_work_of_their_generation():
+    async def main():
+        q, seen = TurnQueue(asyncio.get_running_loop()), []
+        q.soon(seen.append, "apply")  # queued first (a commit to apply)
+        q.soon_write(lambda: seen.append("write"))  # an answer made after it
+        q.soon(lambda: q.soon_write(lambda: seen.append("later write")))
+        q.run()
+        assert seen == ["write", "apply", "later write"]
+    asyncio.run(main())
