@@ -18,6 +18,7 @@ import struct
 from kraft.errors import FatalLogError, LogCorruptionError
 from kraft.log import files, hotloops
 from kraft.log.index import SegmentIndex
+from kraft.log.tail_memo import TailMemo
 from kraft.records import scan_batches
 from kraft.records.results import BatchScan, empty_scan_arrays
 
@@ -66,6 +67,8 @@ class LogSegment:
         #: there would otherwise cost an index lookup and a read of the file per lookup.
         self._recent_last: list[int] = []
         self._recent_pos: list[int] = []
+        #: The latest appends' bytes: reads of the tail are served from memory.
+        self._memo = TailMemo()
 
     # --- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -110,6 +113,7 @@ class LogSegment:
 
     def close(self) -> None:
         self._drop_map()
+        self._memo.clear()
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
@@ -128,6 +132,7 @@ class LogSegment:
         """fdatasync the log and both indexes (at roll and close)."""
         files.fdatasync(self.fd, self.path)
         self.index.sync()
+        self._memo.clear()  # no more appends here: the memo serves only the active tail
 
     # --- writing ---------------------------------------------------------------------------
     def append(self, data, scan: BatchScan, clock_ms) -> None:
@@ -136,6 +141,7 @@ class LogSegment:
         the segment was empty."""
         position = self.size
         files.write_all(self.fd, data, position, self.path)
+        self._memo.append(position, data)
         if position == 0:
             first_ts = int(scan.max_timestamps[0])
             self.rolling_timestamp_ms = first_ts if first_ts >= 0 else None
@@ -151,6 +157,7 @@ class LogSegment:
         of bytes removed."""
         removed = self.size - position
         self._drop_map()
+        self._memo.clear()
         self._recent_last.clear()
         self._recent_pos.clear()
         try:
@@ -221,22 +228,16 @@ class LogSegment:
     def read(self, position: int, max_bytes: int) -> bytes:
         """Whole batches from ``position`` totalling at most ``max_bytes`` — but always at
         least the first batch, even if it is larger (Kafka's ``minOneMessage``)."""
-        want = min(max(max_bytes, _HEADER_PREFIX), self.size - position)
-        data = self.pread(want, position)
-        end, first_size = hotloops.whole_batches(data, 0, max_bytes)
-        if end == len(data):
-            return data
-        if end:
-            return data[:end]
-        if first_size < 0:
-            raise LogCorruptionError(f"invalid batch at position {position} of {self.path}")
-        return self.pread(first_size, position)
+        return self._read(position, max_bytes)[0]
 
     def read_checked(self, position: int, max_bytes: int) -> bytes:
         """``read``, and every batch must pass its CRC: bytes that leave the node are checked
         so a bit flipped on disk after recovery is a storage error here, not a follower
-        stalled on them."""
-        data = self.read(position, max_bytes)
+        stalled on them. Bytes served from the memo of appends were checked (or made)
+        before they were appended."""
+        data, checked = self._read(position, max_bytes)
+        if checked:
+            return data
         scan = scan_batches(data)
         if scan.error is None:
             return data
@@ -244,6 +245,25 @@ class LogSegment:
         base = struct.unpack_from(">q", data, at)[0] if len(data) >= at + 8 else -1
         raise LogCorruptionError(f"corrupt batch at offset {base} (position {position + at}) of {self.path}: "
                                  f"{scan.error}")
+
+    def _read(self, position: int, max_bytes: int) -> tuple[bytes, bool]:
+        """(bytes, from the memo)."""
+        want = min(max(max_bytes, _HEADER_PREFIX), self.size - position)
+        data = self._memo.read(position, want)
+        memo = data is not None
+        if not memo:
+            data = self.pread(want, position)
+        end, first_size = hotloops.whole_batches(data, 0, max_bytes)
+        if end == len(data):
+            return data, memo
+        if end:
+            return data[:end], memo
+        if first_size < 0:
+            raise LogCorruptionError(f"invalid batch at position {position} of {self.path}")
+        whole = self._memo.read(position, first_size)
+        if whole is not None and len(whole) == first_size:
+            return whole, True
+        return self.pread(first_size, position), False
 
     def view(self, position: int, length: int) -> memoryview:
         """``length`` bytes at ``position`` as a view of a read-only map of the file: no copy.

@@ -18,6 +18,7 @@ import os
 from kraft.errors import ErrorCode
 from kraft.protocol import METADATA_TOPIC_ID, FetchRequest, FetchResponse, decode_response, encode_request
 from kraft.log.replicated_log import MetadataLog
+from kraft.log.tail_memo import MEMO_APPENDS
 
 from controller_helpers import Controller
 from server_helpers import RawConnection, run, settle
@@ -90,6 +91,8 @@ def test_a_leader_with_a_flipped_byte_on_disk_answers_storage_error_and_logs_the
         assert await settle(lambda: node.core.is_leader() and node.core.high_watermark > 0)
         last, committed = node.driver.propose([b"v%d" % i for i in range(10)])
         await committed
+        for i in range(MEMO_APPENDS + 1):  # offset 0 leaves the memo of appends: reads go to the file
+            await node.driver.propose([b"w%d" % i])[1]
         node.driver.peer_log_throttle.interval_s = 3600
         [segment] = glob.glob(os.path.join(disk.directory, "*.log"))
         with open(segment, "r+b") as f:  # a bit rots under the running leader
