@@ -7,11 +7,36 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 
 try:
     import uvloop as _uvloop
 except ImportError:  # optional speed-up
     _uvloop = None
+
+
+class LoopThread:
+    """``on_loop()``: is the caller on ``loop``'s thread? ``asyncio.get_running_loop()`` makes
+    a getpid system call each time (CPython 3.11's fork check), several per write on the
+    paths that ask; once the loop's thread has been seen, this compares thread ids."""
+
+    __slots__ = ("_loop", "_ident")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self._loop = loop
+        self._ident: int | None = None
+
+    def on_loop(self) -> bool:
+        ident = self._ident
+        if ident is not None:
+            return threading.get_ident() == ident
+        try:
+            here = asyncio.get_running_loop() is self._loop
+        except RuntimeError:
+            return False
+        if here:
+            self._ident = threading.get_ident()
+        return here
 
 
 def loop_name() -> str:

@@ -27,6 +27,7 @@ import time
 
 from kraft.errors import FatalLogError
 from kraft.log import hotloops
+from kraft.server.eventloop import LoopThread
 from kraft.server.turn import turn_queue
 
 _log = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ class LoopFlusher:
         self._timer_due = 0.0
         self._closed = False
         self._turn = turn_queue(loop)
+        self._thread = LoopThread(loop)
         loop.add_reader(self._syncer.fileno(), self._synced)
 
     @property
@@ -57,10 +59,7 @@ class LoopFlusher:
         return self._on_loop()
 
     def _on_loop(self) -> bool:
-        try:
-            return asyncio.get_running_loop() is self._loop
-        except RuntimeError:
-            return False
+        return self._thread.on_loop()
 
     # --- GroupCommit's flusher interface ----------------------------------------------------
     def schedule(self, group, due: float) -> None:

@@ -46,6 +46,7 @@ class MetadataSnapshots:
         self.failed = 0
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="metadata-snapshot")
         self._timer = None
+        self._loop = None
         self._closed = False
 
     def after_commit(self, now_ms: int) -> None:
@@ -62,7 +63,9 @@ class MetadataSnapshots:
     def _arm(self, delay_ms: int) -> None:
         # A timer due no later stays: it re-decides when it fires (re-arming at every commit
         # was a timer handle per write).
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()  # a getpid per call: ask once
         due = loop.time() + max(0, delay_ms) / 1000
         if self._timer is not None:
             if self._timer.when() <= due:

@@ -31,6 +31,7 @@ from kraft.client.node_client import NodeClient
 from kraft.server.commit_waiters import CommitWaiters
 from kraft.server.log_throttle import LogThrottle, held_note
 from kraft.server.reply import Reply
+from kraft.server.eventloop import LoopThread
 from kraft.server.turn import turn_queue
 
 log = logging.getLogger("kraft.raft")
@@ -93,6 +94,7 @@ class RaftDriver:
         self._want_at = None  # when the core wants its next tick (_timer may fire before)
         self._tick_soon = False
         self._turn = turn_queue(self.loop)
+        self._thread = LoopThread(self.loop)
         self._tasks: set = set()
         self.commits = CommitWaiters(self.loop)
         self._propose_times: collections.deque = collections.deque()
@@ -113,11 +115,7 @@ class RaftDriver:
         the log's flush lock held, hence call_soon) or from another thread."""
         if self.closed:
             return
-        try:
-            on_loop = asyncio.get_running_loop() is self.loop
-        except RuntimeError:
-            on_loop = False
-        if on_loop:
+        if self._thread.on_loop():
             # After the cycle that reports it has let go of the log (TurnQueue: at the end of
             # the flusher's callback, not a loop turn later).
             self._turn.soon(self._on_flushed, offset)
