@@ -172,6 +172,30 @@ def measure(cluster, workload: str, seconds: float, clients: int, rate: float) -
     return summarize(res)
 
 
+def _busy_seconds() -> float:
+    """CPU seconds the whole machine spent busy (not idle or waiting on I/O): kernel
+    writeback and journal threads count too."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def quiesce(limit_s: float = 5.0, idle_cores: float = 0.15) -> float:
+    """Write back every dirty page, then wait (up to ``limit_s``) until the machine is nearly
+    idle: the systems measured before leave gigabytes in the page cache (ext4 writes other
+    files' dirty data as part of a later fsync's journal commit) and may still be taking a
+    snapshot or collecting garbage, all of which would land in the next system's figure.
+    Returns the seconds waited."""
+    began = time.monotonic()
+    os.sync()
+    while time.monotonic() - began < limit_s:
+        busy0, t0 = _busy_seconds(), time.monotonic()
+        time.sleep(0.25)
+        if (_busy_seconds() - busy0) / (time.monotonic() - t0) < idle_cores:
+            break
+    return time.monotonic() - began
+
+
 def warm_up_zookeeper(cluster, seconds: float, clients: int) -> None:
     """ZooKeeper runs on the JVM: its hot paths are interpreted until the JIT has seen them."""
     left = seconds
@@ -319,7 +343,9 @@ def main() -> int:
         for rnd in range(args.rounds):
             for w in workloads:
                 for s in systems:
+                    waited = quiesce()
                     r = measure(clusters[s], w, args.seconds, args.clients, args.rate_low if w == "dlow" else args.rate)
+                    r["quiesce_s"] = waited
                     out["results"].setdefault(s, {}).setdefault(w, []).append(r)
                     log(f"round {rnd + 1} {w:5} {s:9} {r['writes_per_s']:9,.0f} w/s p50 {fmt(r['p50_ms'])} p99 {fmt(r['p99_ms'])} "
                         f"srv {r['server_cpu_us_per_write']:.0f} µs/w cli {r['client_cpu_us_per_write']:.0f} µs/w err {r['errors']}"
