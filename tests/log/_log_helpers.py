@@ -36,3 +36,16 @@ def all_records(log: SegmentedLog):
                     out.append((rec.offset, bytes(rec.value), batch.partition_leader_epoch))
             offset = batch.next_offset
     return out
+
+
+def follower_batches(first, counts, epoch=1, gap=0):
+    """Batches of ``counts`` records from offset ``first`` as a leader made them (offsets and
+    epoch assigned), ``gap`` offsets apart; returns (bytes, next offset)."""
+    from kraft import records
+    out = bytearray()
+    for n in counts:
+        b = bytearray(batch_for(first, n))
+        records.assign_offsets(b, first, epoch)
+        out += b
+        first += n + gap
+    return out, first

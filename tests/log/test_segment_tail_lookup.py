@@ -7,9 +7,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from _log_helpers import batch_for
+from _log_helpers import batch_for, follower_batches
 
-from kraft import records
 from kraft.log import LogSegment
 from kraft.log.segment import RECENT_BATCHES
 
@@ -21,16 +20,6 @@ def reference_positions(seg: LogSegment, offsets):
     fresh.index.rebuild(scan.positions, scan.last_offsets, scan.max_timestamps, scan.sizes)
     fresh.next_offset = seg.next_offset
     return [fresh.translate(o) for o in offsets]
-
-
-def follower_batches(first, counts, epoch=1, gap=0):
-    out = bytearray()
-    for n in counts:
-        b = bytearray(batch_for(first, n))
-        records.assign_offsets(b, first, epoch)
-        out += b
-        first += n + gap
-    return out, first
 
 
 @pytest.mark.parametrize("seed", range(12))

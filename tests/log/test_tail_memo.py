@@ -8,9 +8,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from _log_helpers import batch_for
+from _log_helpers import batch_for, follower_batches
 
-from kraft import records
 from kraft.log import LogSegment
 from kraft.log.tail_memo import MEMO_APPENDS, MEMO_BYTES, TailMemo
 
@@ -63,16 +62,6 @@ def test_a_buffer_changed_after_its_append_does_not_change_the_memo():
 
 
 # --- a segment using it -----------------------------------------------------------------------
-def _batches(first, counts, epoch=1):
-    out = bytearray()
-    for n in counts:
-        b = bytearray(batch_for(first, n))
-        records.assign_offsets(b, first, epoch)
-        out += b
-        first += n
-    return out, first
-
-
 def _file_read(seg: LogSegment, position: int, max_bytes: int) -> bytes:
     """What a segment without the memo answers: a fresh object over the same file."""
     fresh = LogSegment(seg.directory, seg.base_offset, seg.fd, seg.size, seg.index.interval)
@@ -89,7 +78,7 @@ def test_tail_reads_equal_the_file_through_appends_and_truncation(open_log, seed
             log.truncate_to(rng.randint(0, log.end_offset))
             nxt = log.end_offset
             continue
-        data, nxt = _batches(nxt, [rng.randint(1, 4) for _ in range(rng.randint(1, 6))])
+        data, nxt = follower_batches(nxt, [rng.randint(1, 4) for _ in range(rng.randint(1, 6))])
         log.append(bytes(data) if rng.random() < 0.5 else data, assign_offsets=False)
         seg = log.segments[-1]
         positions = sorted({seg.translate(o) for o in range(seg.base_offset, seg.next_offset)} - {None})
@@ -102,9 +91,9 @@ def test_tail_reads_equal_the_file_through_appends_and_truncation(open_log, seed
 
 def test_reading_what_was_just_appended_does_not_touch_the_file(open_log, monkeypatch):
     log = open_log(strict_order=False, segment_bytes=1 << 30)
-    first, nxt = _batches(0, [1])
+    first, nxt = follower_batches(0, [1])
     log.append(first, assign_offsets=False)
-    data, _ = _batches(nxt, [3, 2])  # what followers fetch and the state machine applies next
+    data, _ = follower_batches(nxt, [3, 2])  # what followers fetch and the state machine applies next
     log.append(data, assign_offsets=False)
     seg = log.segments[-1]
 
@@ -124,7 +113,7 @@ def test_reading_what_was_just_appended_does_not_touch_the_file(open_log, monkey
 
 def test_a_rolled_segment_keeps_no_memo(open_log):
     log = open_log(strict_order=False, segment_bytes=1 << 30)
-    data, nxt = _batches(0, [2])
+    data, nxt = follower_batches(0, [2])
     log.append(data, assign_offsets=False)
     old = log.segments[-1]
     log.roll()
