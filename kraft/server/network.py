@@ -1,6 +1,7 @@
 """asyncio TCP server speaking Kafka's framing: each connection is an asyncio Protocol that
 decodes and dispatches requests as bytes arrive; answers are written in order by a flush
-scheduled once per loop turn (no reader or writer task).
+run once at the end of the I/O callback that completed them (TurnQueue; no reader or writer
+task).
 
 Requests on a connection may be handled concurrently (a long-poll Fetch does not block a
 Vote), but responses are written in request order, as Kafka guarantees. At most
@@ -66,9 +67,9 @@ def error_response(api_key: int, version: int, code: int) -> Response | None:
 class _Connection(asyncio.Protocol):
     """Requests are decoded and dispatched in the loop's read callback (no reader task: an
     inbound request costs no future and no extra loop turn); answers leave in request order
-    without a task of their own: an answer known at once, or a future's completion,
-    schedules one flush per loop turn, which writes every answer ready at the head of the
-    queue in one syscall (the many produce answers a single commit completes go out
+    without a task of their own: an answer known at once, or a Reply's completion, queues
+    one flush (TurnQueue, at the end of the I/O callback), which writes every answer ready
+    at the head of the queue in one syscall (the many produce answers a single commit completes go out
     together). Past ``max_in_flight`` unanswered requests, decoded frames wait in ``held``
     and the transport stops reading until answers leave."""
 

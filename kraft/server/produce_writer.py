@@ -4,8 +4,8 @@
 The lean write path: the batches of a request are checked once, in one native pass (header,
 CRC, counts, every record of uncompressed batches), and proposed as the bytes that arrived, so
 the log patches offsets and epoch in place and nothing is decoded into Python objects or
-re-encoded. Requests proposed in one loop turn share one append and one fsync (the core
-drains on the next tick). The answer is a cached encoding of the success response with the
+re-encoded. Requests read in one I/O callback share one append and one fsync (the core
+drains when that callback ends). The answer is a cached encoding of the success response with the
 base offset spliced in, completed by the commit waiter itself: no task, timer or callback
 chain per request.
 

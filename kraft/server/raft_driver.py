@@ -112,7 +112,8 @@ class RaftDriver:
 
     def on_flushed_threadsafe(self, offset: int) -> None:
         """Called by the log's flusher: on the loop (a LoopFlusher's cycle, which ends with
-        the log's flush lock held, hence call_soon) or from another thread."""
+        the log's flush mutex held, hence deferred to the end of that callback) or from another
+        thread."""
         if self.closed:
             return
         if self._thread.on_loop():
