@@ -28,8 +28,10 @@ from kraft.protocol.headers import (API_VERSIONS_KEY, RequestHeader, ResponseHea
 from kraft.protocol.message import (DECODE_FAILURES, REQUESTS, RESPONSES, EncodedBody, EncodedParts, Request, Response,
                                     as_view)
 from kraft.protocol.messages.api_versions import ApiVersionsRequest
+from kraft.protocol.primitives import SplicedFrame
 
 _I32 = struct.Struct(">i")
+_NO_SIZE = bytes(4)  # the size prefix, written once the body is encoded
 DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes
 
 
@@ -41,11 +43,13 @@ class FrameDecoder:
     the decoder stays failed. Frames are returned as ``bytes``, except with
     ``large_frames_in_place``: a frame of at least ``LARGE_FRAME`` bytes is then received
     into a ``bytearray`` of its size, copied once, and returned as that bytearray (a client's
-    multi-megabyte fetch answers would otherwise be copied by every growth of the stream
+    large fetch answers would otherwise be copied by every growth of the stream
     buffer and again when cut out of it). The decoder never touches a returned frame again.
     """
 
-    LARGE_FRAME = 1 << 20
+    # A Raft follower's Fetch answers under load are hundreds of KB: each would be copied by
+    # the buffer's growth and again when cut out of it.
+    LARGE_FRAME = 64 << 10
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, *, large_frames_in_place: bool = False):
         self.max_frame_bytes = max_frame_bytes
@@ -83,22 +87,22 @@ class FrameDecoder:
         buf = self._buf
         buf += data
         start, end = 0, len(buf)
-        while end - start >= 4:
-            (size,) = _I32.unpack_from(buf, start)
-            if size < 0 or size > self.max_frame_bytes:
-                self._failed = ProtocolError(
-                    f"frame size {size} is outside 0..{self.max_frame_bytes}")
-                self._buf = bytearray()
-                raise self._failed
-            if end - start - 4 < size:
-                if self._in_place and size >= self.LARGE_FRAME:
-                    self._large, self._filled = bytearray(size), 0
-                    with memoryview(buf) as view:  # released before ``del buf[:start]``
+        with memoryview(buf) as view:  # frames are cut with one copy; released before the del
+            while end - start >= 4:
+                (size,) = _I32.unpack_from(view, start)
+                if size < 0 or size > self.max_frame_bytes:
+                    self._failed = ProtocolError(
+                        f"frame size {size} is outside 0..{self.max_frame_bytes}")
+                    self._buf = bytearray()
+                    raise self._failed
+                if end - start - 4 < size:
+                    if self._in_place and size >= self.LARGE_FRAME:
+                        self._large, self._filled = bytearray(size), 0
                         self._fill_large(view[start + 4:end])
-                    start = end
-                break
-            frames.append(bytes(buf[start + 4:start + 4 + size]))
-            start += 4 + size
+                        start = end
+                    break
+                frames.append(bytes(view[start + 4:start + 4 + size]))
+                start += 4 + size
         if start:
             del buf[:start]
         return frames
@@ -170,12 +174,14 @@ def decode_request(frame) -> tuple[RequestHeader, Request]:
 
 
 def encode_response(header_or_correlation, api_key: int, api_version: int, message: Response,
-                    copy: bool = True) -> bytes | bytearray:
+                    copy: bool = True, splice: bool = False) -> bytes | bytearray | list:
     """The complete response frame, size prefix included. ``header_or_correlation`` is the
     request's :class:`RequestHeader` or just its correlation id; ``api_version`` is the
     request's version (see :func:`response_version` for the ApiVersions exception).
-    ``copy=False`` returns the bytearray it was built in (a Fetch answer of a megabyte is
-    not copied once more on its way to the socket)."""
+    ``copy=False`` returns the bytearray it was built in. ``splice=True`` (implies
+    ``copy=False``) returns a list of buffers to write in order when the message holds a
+    records value of ``SPLICE_BYTES`` or more (a Raft Fetch answer of a megabyte is then not
+    copied into the frame at all: it goes to the socket from the log's own bytes)."""
     if isinstance(header_or_correlation, RequestHeader):
         correlation_id = header_or_correlation.correlation_id
     else:
@@ -187,12 +193,15 @@ def encode_response(header_or_correlation, api_key: int, api_version: int, messa
     if not encoded and not isinstance(message, cls):
         raise TypeError(f"API key {api_key} needs a {cls.__name__}, not {type(message).__name__}")
     version = response_version(api_key, api_version)
-    out = bytearray(4)
+    out = SplicedFrame(_NO_SIZE) if splice else bytearray(4)
     encode_response_header(out, correlation_id, response_header_version(api_key, version))
     if encoded:
         out += message
     else:
         message.encode_into(out, version)
+    if splice:
+        _I32.pack_into(out, 0, len(out) - 4 + out.spliced_bytes)
+        return out.parts() if out.splices else out
     _I32.pack_into(out, 0, len(out) - 4)
     return bytes(out) if copy else out
 

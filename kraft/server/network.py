@@ -261,19 +261,24 @@ class _Connection(asyncio.Protocol):
                     frames.extend(encode_response_parts(header, header.api_key, header.api_version, response))
                     views = True
                 else:
-                    frames.append(encode_response(header, header.api_key, header.api_version, response, copy=False))
+                    # A large records value (a Raft Fetch answer) is spliced in by the
+                    # write, not copied into the frame.
+                    frame = encode_response(header, header.api_key, header.api_version, response, splice=True)
+                    if type(frame) is list:
+                        frames.extend(frame)
+                        views = True
+                    else:
+                        frames.append(frame)
             except Exception:
                 log.exception("cannot encode response to api_key=%s for %s", header.api_key, self.peer)
                 self._close()
                 return
         if frames:
             try:
-                write = self.transport.write
-                if views:
-                    for frame in frames:
-                        write(frame)
+                if views:  # one writev (uvloop) of the buffers as they are
+                    self.transport.writelines(frames)
                 else:
-                    write(frames[0] if len(frames) == 1 else b"".join(frames))
+                    self.transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
                 self.last_active = time.monotonic()
             except (ConnectionError, OSError):
                 self._close()

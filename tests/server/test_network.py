@@ -459,3 +459,37 @@ def test_idle_expiry_is_off_when_connections_max_idle_ms_is_negative():
         await conn.close()
         await server.close()
     run(main())
+
+
+def test_a_large_records_answer_is_spliced_into_the_write_and_the_next_answer_follows_it():
+    """A Fetch answer holding a records value of SPLICE_BYTES or more leaves as a writev of
+    the frame's bytes and the value itself (encode_response(splice=True)); the client reads
+    the same bytes, and a pipelined answer after it is intact."""
+    from kraft.protocol.primitives import SPLICE_BYTES
+    from kraft.raft.rpcs import fetch_request, fetch_response
+
+    big = bytes(random.Random(5).getrandbits(8) for _ in range(SPLICE_BYTES * 5 + 3))
+
+    class Handler:
+        def handle(self, ctx, request):
+            records = big if ctx.header.correlation_id == 1 else b"small"
+            return fetch_response(0, 1, 5, high_watermark=10, log_start_offset=0, records=records)
+
+    async def main():
+        server = KafkaServer(Handler(), "127.0.0.1", 0, listener_name="TEST")
+        await server.start()
+        conn = await RawConnection.open(server.port)
+        await conn.send(b"".join(encode_request(fetch_request(2, 5, 0, 0), 17, cid) for cid in (1, 2)))
+        answers = []
+        for _ in range(2):
+            frame = await conn.read_frame()
+            assert frame is not None, "connection closed instead of answering"
+            answers.append(decode_response(frame, 1, 17))
+        await conn.close()
+        await server.close()
+        return answers
+
+    (h1, r1), (h2, r2) = run(main())
+    assert (h1.correlation_id, h2.correlation_id) == (1, 2)
+    assert bytes(r1.responses[0].partitions[0].records) == big
+    assert bytes(r2.responses[0].partitions[0].records) == b"small"
