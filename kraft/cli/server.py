@@ -19,6 +19,7 @@ from kraft.cli.log_output import FORMATS, configure_logging, log_level
 from kraft.config import NodeConfig
 from kraft.errors import ConfigError, FatalLogError, KraftError
 from kraft.server import eventloop
+from kraft.server.allocator import keep_freed_pages
 
 
 def parse_overrides(items) -> dict[str, str]:
@@ -80,6 +81,7 @@ def _start(args) -> int:
 
         profiler = cProfile.Profile()
         profiler.enable()
+    keep_freed_pages()  # large fetch and produce buffers are not faulted in page by page again
     try:
         return eventloop.run(_serve(cfg))
     except (KraftError, OSError) as exc:  # at startup: storage, ports, permissions
