@@ -40,6 +40,7 @@ from kraft.metadata import MetadataDelta, PartitionRecord, RegisterBrokerRecord,
 from kraft.metadata.image import EMPTY_IMAGE, MetadataImage
 from kraft.server.network import KafkaServer, connection_limits
 from kraft.server.replication_driver import ReplicationDriver
+from kraft.server.allocator import keep_freed_pages
 
 log = logging.getLogger("kraft.broker")
 
@@ -233,6 +234,7 @@ def main(argv=None) -> None:
     ap.add_argument("--set", action="append", default=[], help="KEY=VALUE server property")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    keep_freed_pages()  # as `kraft server start` does: consumers' fetch answers reuse warm pages
     asyncio.run(_main(args))
 
 
