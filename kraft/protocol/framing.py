@@ -29,6 +29,7 @@ from kraft.protocol.message import (DECODE_FAILURES, REQUESTS, RESPONSES, Encode
                                     as_view)
 from kraft.protocol.messages.api_versions import ApiVersionsRequest
 from kraft.protocol.primitives import SplicedFrame
+from kraft.protocol.schema import is_struct
 
 _I32 = struct.Struct(">i")
 _NO_SIZE = bytes(4)  # the size prefix, written once the body is encoded
@@ -193,6 +194,9 @@ def encode_response(header_or_correlation, api_key: int, api_version: int, messa
     if not encoded and not isinstance(message, cls):
         raise TypeError(f"API key {api_key} needs a {cls.__name__}, not {type(message).__name__}")
     version = response_version(api_key, api_version)
+    if splice:  # the caller writes buffers as they are: no final copy either way
+        copy = False
+        splice = not encoded and _carries_records(cls)
     out = SplicedFrame(_NO_SIZE) if splice else bytearray(4)
     encode_response_header(out, correlation_id, response_header_version(api_key, version))
     if encoded:
@@ -204,6 +208,28 @@ def encode_response(header_or_correlation, api_key: int, api_version: int, messa
         return out.parts() if out.splices else out
     _I32.pack_into(out, 0, len(out) - 4)
     return bytes(out) if copy else out
+
+
+_RECORDS_CARRIERS: dict[type, bool] = {}
+
+
+def _carries_records(cls) -> bool:
+    """Does a message of ``cls`` have a records field (at any depth)? Only those are built in
+    a ``SplicedFrame``: every other answer (a Produce acknowledgement, a Vote) stays a plain
+    bytearray, with no Python ``__init__`` per answer."""
+    known = _RECORDS_CARRIERS.get(cls)
+    if known is None:
+        def walk(struct_cls, seen) -> bool:
+            if struct_cls in seen:
+                return False
+            seen.add(struct_cls)
+            for f in struct_cls.FIELDS:
+                t = getattr(f.type, "elem", f.type)
+                if getattr(t, "name", None) == "records" or (is_struct(t) and walk(t, seen)):
+                    return True
+            return False
+        known = _RECORDS_CARRIERS[cls] = walk(cls, set())
+    return known
 
 
 def encode_response_parts(header: RequestHeader, api_key: int, api_version: int, parts: EncodedParts) -> list:

@@ -81,3 +81,13 @@ def test_frames_cut_from_a_stream_at_every_split_are_the_frames_sent():
             assert dec.buffered == 0
             # Small frames are bytes; a large frame received in place is its own bytearray.
             assert all(type(f) is bytes for f, b in zip(got, bodies) if len(b) < FrameDecoder.LARGE_FRAME)
+
+
+def test_answers_without_records_are_built_as_plain_frames():
+    """Only a message type with a records field pays for a SplicedFrame (a Produce
+    acknowledgement is the hot answer of one-write requests)."""
+    from kraft.protocol import ProduceResponse, VoteResponse
+    for message, key, version in ((ProduceResponse(responses=[]), 0, 11), (VoteResponse(), 52, 0)):
+        frame = encode_response(9, key, version, message, splice=True)
+        assert type(frame) is bytearray
+        assert bytes(frame) == encode_response(9, key, version, message)
