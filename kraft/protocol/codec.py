@@ -102,10 +102,7 @@ _WRITERS = {
     ("bytes", False, False): P.write_bytes, ("bytes", False, True): P.write_nullable_bytes,
     ("bytes", True, False): P.write_compact_bytes, ("bytes", True, True): P.write_compact_nullable_bytes,
 }
-_WRITERS.update({
-    ("records", False, False): P.write_records, ("records", False, True): P.write_nullable_records,
-    ("records", True, False): P.write_compact_records, ("records", True, True): P.write_compact_nullable_records,
-})
+_WRITERS.update({("records",) + k[1:]: w for k, w in list(_WRITERS.items()) if k[0] == "bytes"})
 _READERS = {
     ("string", False, False): P.read_string, ("string", False, True): P.read_nullable_string,
     ("string", True, False): P.read_compact_string, ("string", True, True): P.read_compact_nullable_string,

@@ -200,46 +200,18 @@ def _nbytes(b) -> int:
     return b.nbytes if type(b) is memoryview else len(b)
 
 
-def write_bytes(out: bytearray, b) -> None:
-    if b is None:
-        raise EncodeError("non-nullable bytes field is None")
-    out += _I32.pack(_nbytes(b))
-    out += b
+# --- large bytes/records values: spliced in at write time instead of copied into the frame ---
 
-
-def write_nullable_bytes(out: bytearray, b) -> None:
-    if b is None:
-        out += b"\xff\xff\xff\xff"
-    else:
-        write_bytes(out, b)
-
-
-def write_compact_bytes(out: bytearray, b) -> None:
-    if b is None:
-        raise EncodeError("non-nullable bytes field is None")
-    out += uvarint_bytes(_nbytes(b) + 1)
-    out += b
-
-
-def write_compact_nullable_bytes(out: bytearray, b) -> None:
-    if b is None:
-        out.append(0)
-    else:
-        write_compact_bytes(out, b)
-
-
-# --- records: large values spliced in at write time instead of copied into the frame ---
-
-#: A records value at least this large is not copied into a ``SplicedFrame``.
+#: A bytes or records value at least this large is not copied into a ``SplicedFrame``.
 SPLICE_BYTES = 64 * 1024
 
 
 class SplicedFrame(bytearray):
-    """A frame being encoded whose large records values stay out of it: ``splices`` holds
+    """A frame being encoded whose large values stay out of it: ``splices`` holds
     (position in the frame, value) pairs, in order, to be written between the frame's bytes
     (a writev), so a Raft Fetch answer of a megabyte is not copied once more before the
-    socket. Only records values are spliced: nothing in Kafka's encoding measures a struct's
-    bytes after the fact except tagged fields, which are encoded into a plain bytearray."""
+    socket. Nothing in Kafka's encoding measures a struct's bytes after the fact except
+    tagged fields, which are encoded into a plain bytearray (and so never spliced)."""
 
     __slots__ = ("splices", "spliced_bytes")
 
@@ -260,7 +232,7 @@ class SplicedFrame(bytearray):
         return out
 
 
-def _put_records(out, b, n: int) -> None:
+def _put_blob(out, b, n: int) -> None:
     if n >= SPLICE_BYTES and type(out) is SplicedFrame:
         out.splices.append((len(out), b))
         out.spliced_bytes += n
@@ -268,34 +240,34 @@ def _put_records(out, b, n: int) -> None:
         out += b
 
 
-def write_records(out: bytearray, b) -> None:
+def write_bytes(out: bytearray, b) -> None:
     if b is None:
-        raise EncodeError("non-nullable records field is None")
+        raise EncodeError("non-nullable bytes field is None")
     n = _nbytes(b)
     out += _I32.pack(n)
-    _put_records(out, b, n)
+    _put_blob(out, b, n)
 
 
-def write_nullable_records(out: bytearray, b) -> None:
+def write_nullable_bytes(out: bytearray, b) -> None:
     if b is None:
         out += b"\xff\xff\xff\xff"
     else:
-        write_records(out, b)
+        write_bytes(out, b)
 
 
-def write_compact_records(out: bytearray, b) -> None:
+def write_compact_bytes(out: bytearray, b) -> None:
     if b is None:
-        raise EncodeError("non-nullable records field is None")
+        raise EncodeError("non-nullable bytes field is None")
     n = _nbytes(b)
     out += uvarint_bytes(n + 1)
-    _put_records(out, b, n)
+    _put_blob(out, b, n)
 
 
-def write_compact_nullable_records(out: bytearray, b) -> None:
+def write_compact_nullable_bytes(out: bytearray, b) -> None:
     if b is None:
         out.append(0)
     else:
-        write_compact_records(out, b)
+        write_compact_bytes(out, b)
 
 
 def _blob_len(buf, pos: int, n: int) -> None:
