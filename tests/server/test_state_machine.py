@@ -29,10 +29,10 @@ BASE = [[b"a" * 40, b"b"], [b"c" * 300], [b"d", b"e", b"f"]]
 
 
 def test_same_batches_same_digest_in_any_split():
+    bs = batches(BASE)  # built once: build_batch stamps the wall clock, which the digest covers
     whole = CommittedRecordsListener()
-    whole.handle_commit(batches(BASE))
+    whole.handle_commit(bs)
     split = CommittedRecordsListener()
-    bs = batches(BASE)
     split.handle_commit(bs[:1])
     split.handle_commit(bs[1:])
     assert whole.digest == split.digest and whole.records == split.records == 6 and whole.next_offset == 6
