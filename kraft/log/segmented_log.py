@@ -184,7 +184,8 @@ class SegmentedLog:
 
         Leader path (``assign_offsets=True``, ``leader_epoch`` required): base offsets are
         rewritten to continue the log and every batch gets ``leader_epoch`` (a bytearray is
-        patched in place; bytes are copied first). Follower path: offsets and epochs are
+        patched in place and kept to serve reads of the tail, so the caller must not change it
+        afterwards; anything else is copied first). Follower path: offsets and epochs are
         kept; the first offset must be ``end_offset`` (>= without ``strict_order``; else
         UnexpectedAppendOffsetError). Invalid bytes (framing, CRC, offsets; with
         ``strict_order`` also gaps and decreasing epochs) raise CorruptRecordError, a batch above
@@ -228,7 +229,8 @@ class SegmentedLog:
             try:
                 seg = self._segment_for_append(len(buf), first, last, max_timestamp)
                 position = seg.size
-                seg.append(buf, scan, self._clock_ms)
+                # The patched buffer is the log's: read-only, the tail memo keeps it uncopied.
+                seg.append(memoryview(buf).toreadonly() if assign_offsets else buf, scan, self._clock_ms)
             except FatalLogError as exc:
                 self._set_fatal(exc)
                 raise

@@ -31,8 +31,12 @@ class TailMemo:
         self._state = None
 
     def append(self, position: int, data) -> None:
-        """``data`` was written at ``position`` (the end of the file before the write)."""
-        chunk = data if type(data) is bytes else bytes(data)
+        """``data`` was written at ``position`` (the end of the file before the write). Bytes
+        and read-only views are kept as they are (whoever made a read-only view of a buffer
+        hands it over unchanged for good: the log's own patched buffers, frames the decoder
+        gave away); anything writable is copied."""
+        kind = type(data)
+        chunk = data if kind is bytes or (kind is memoryview and data.readonly) else bytes(data)
         n = len(chunk)
         if n > MEMO_BYTES:
             self._state = None
@@ -52,7 +56,8 @@ class TailMemo:
 
     def read(self, position: int, want: int):
         """``want`` bytes (fewer at the end) from ``position``, or None when the memo does
-        not hold ``position``. One append read whole is returned as it is (no copy)."""
+        not hold ``position``. Within one append: that append's bytes or a view of them
+        (no copy); across appends, joined."""
         state = self._state
         if state is None:
             return None

@@ -41,29 +41,49 @@ class FrameDecoder:
 
     A negative size or one above ``max_frame_bytes`` raises :class:`ProtocolError` as soon as
     the 4 size bytes arrive, without waiting for (or reserving room for) the body; after that
-    the decoder stays failed. Frames are returned as ``bytes``, except with
-    ``large_frames_in_place``: a frame of at least ``LARGE_FRAME`` bytes is then received
-    into a ``bytearray`` of its size, copied once, and returned as that bytearray (a client's
-    large fetch answers would otherwise be copied by every growth of the stream
-    buffer and again when cut out of it). The decoder never touches a returned frame again.
+    the decoder stays failed.
+
+    Frames are bytes-like and read-only to the caller, and the decoder never touches a
+    returned frame again:
+
+    - a frame of ``VIEW_FRAME`` bytes or more that lies whole inside one ``bytes`` chunk (what
+      the event loop hands over) is a memoryview of that chunk: no copy. The leader receives
+      every Produce this way;
+    - a frame that spans chunks is gathered by itself (the stream after it is not copied
+      along) and returned as a read-only view of its own buffer;
+    - with ``large_frames_in_place``, a frame of ``LARGE_FRAME`` bytes or more is received
+      straight into a buffer of its size, allocated once its size is read (a client's large
+      fetch answers). Only a client sets this: a server would reserve whatever size a
+      stranger announces;
+    - anything else (small frames, chunks that are not ``bytes``) is copied out as ``bytes``.
     """
 
     # A Raft follower's Fetch answers under load are hundreds of KB: each would be copied by
     # the buffer's growth and again when cut out of it.
     LARGE_FRAME = 64 << 10
+    # Below this a view (and the chunk it keeps alive) is not worth saving one copy.
+    VIEW_FRAME = 4 << 10
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, *, large_frames_in_place: bool = False):
         self.max_frame_bytes = max_frame_bytes
-        self._buf = bytearray()
+        self._buf = bytearray()  # the start of one incomplete frame, size prefix included
         self._failed: ProtocolError | None = None
         self._in_place = large_frames_in_place
-        self._large: bytearray | None = None  # the large frame being received
+        self._large: bytearray | None = None  # the large frame being received in place
         self._filled = 0
 
     @property
     def buffered(self) -> int:
         """Bytes held for an incomplete frame."""
         return len(self._buf) + self._filled
+
+    def _size(self, buf, at: int) -> int:
+        (size,) = _I32.unpack_from(buf, at)
+        if size < 0 or size > self.max_frame_bytes:
+            self._failed = ProtocolError(f"frame size {size} is outside 0..{self.max_frame_bytes}")
+            self._buf, self._large, self._filled = bytearray(), None, 0
+            raise self._failed
+        return size
 
     def _fill_large(self, data) -> int:
         """Copy the start of ``data`` into the large frame; returns the bytes taken."""
@@ -73,39 +93,63 @@ class FrameDecoder:
         self._filled = at + n
         return n
 
-    def feed(self, data) -> list[bytes]:
+    def _take_large(self, view, pos: int, frames: list) -> int:
+        """Go on filling the large frame from ``view[pos:]``; the position after what it took."""
+        pos += self._fill_large(view[pos:])
+        if self._filled == len(self._large):
+            frames.append(memoryview(self._large).toreadonly())
+            self._large, self._filled = None, 0
+        return pos
+
+    def _take_pending(self, view, pos: int, frames: list) -> int:
+        """Complete the frame begun in ``_buf`` from ``view[pos:]`` (only its own bytes)."""
+        buf, end = self._buf, len(view)
+        if len(buf) < 4:
+            take = min(4 - len(buf), end - pos)
+            buf += view[pos:pos + take]
+            pos += take
+            if len(buf) < 4:
+                return pos
+            size = self._size(buf, 0)
+            if self._in_place and size >= self.LARGE_FRAME:
+                self._buf, self._large = bytearray(), bytearray(size)
+                return self._take_large(view, pos, frames)
+        else:
+            (size,) = _I32.unpack_from(buf, 0)
+        take = min(size + 4 - len(buf), end - pos)
+        buf += view[pos:pos + take]
+        pos += take
+        if len(buf) == size + 4:
+            frames.append(memoryview(buf).toreadonly()[4:] if size >= self.VIEW_FRAME else bytes(buf[4:]))
+            self._buf = bytearray()
+        return pos
+
+    def feed(self, data) -> list:
         if self._failed is not None:
             raise self._failed
         frames = []
+        view = memoryview(data)
+        end, pos = len(view), 0
+        keep = type(data) is bytes  # immutable: frames may stay views of it
         if self._large is not None:
-            data = memoryview(data)
-            taken = self._fill_large(data)
-            if self._filled < len(self._large):
-                return frames
-            frames.append(self._large)
-            self._large, self._filled = None, 0
-            data = data[taken:]
-        buf = self._buf
-        buf += data
-        start, end = 0, len(buf)
-        with memoryview(buf) as view:  # frames are cut with one copy; released before the del
-            while end - start >= 4:
-                (size,) = _I32.unpack_from(view, start)
-                if size < 0 or size > self.max_frame_bytes:
-                    self._failed = ProtocolError(
-                        f"frame size {size} is outside 0..{self.max_frame_bytes}")
-                    self._buf = bytearray()
-                    raise self._failed
-                if end - start - 4 < size:
-                    if self._in_place and size >= self.LARGE_FRAME:
-                        self._large, self._filled = bytearray(size), 0
-                        self._fill_large(view[start + 4:end])
-                        start = end
-                    break
-                frames.append(bytes(view[start + 4:start + 4 + size]))
-                start += 4 + size
-        if start:
-            del buf[:start]
+            pos = self._take_large(view, pos, frames)
+        if self._buf and pos < end:
+            pos = self._take_pending(view, pos, frames)
+        if self._large is not None or self._buf:
+            return frames  # the chunk ended inside a frame
+        while end - pos >= 4:
+            size = self._size(view, pos)
+            if end - pos - 4 < size:
+                if self._in_place and size >= self.LARGE_FRAME:
+                    self._large = bytearray(size)
+                    self._take_large(view, pos + 4, frames)
+                    return frames
+                break
+            frame = view[pos + 4:pos + 4 + size]
+            frames.append(frame if keep and size >= self.VIEW_FRAME else bytes(frame))
+            pos += 4 + size
+        if pos < end:
+            self._buf = bytearray(view[pos:])
         return frames
 
 
@@ -152,6 +196,32 @@ def decode_request(frame) -> tuple[RequestHeader, Request]:
         api_key, api_version, correlation_id = decode_request_header_prefix(view)
     except struct.error as e:
         raise _fail(ProtocolError, f"request frame of {len(view)} bytes is too short for a header", None, e)
+    plan = _SERVED.get((api_key, api_version))
+    if plan is None:
+        return _decode_unplanned(view, api_key, api_version, correlation_id)
+    cls, header_version, decoder = plan
+    try:
+        header, pos = decode_request_header(view, header_version)
+    except (ProtocolError,) + DECODE_FAILURES as e:
+        raise _fail(ProtocolError, f"bad request header: {e}", RequestHeader(api_key, api_version, correlation_id), e)
+    try:
+        body, end = decoder(view, pos)
+    except ProtocolError as e:
+        raise _fail(ProtocolError, str(e), header, e)
+    except DECODE_FAILURES as e:  # as Message.decode_from words it
+        raise _fail(ProtocolError, f"cannot decode {cls.__name__} v{api_version}: {e}", header, e)
+    if end != len(view) and not api_version >= getattr(cls, "TRAILING_BYTES_FROM_VERSION", 1 << 15):
+        raise _fail(ProtocolError, f"{len(view) - end} trailing bytes after {cls.__name__} v{api_version}", header)
+    return header, body
+
+
+#: (api key, version) -> (request class, header version, body decoder) for every served
+#: version seen: a request's class, flexibility and decoder are looked up once, not per frame.
+_SERVED: dict = {}
+
+
+def _decode_unplanned(view, api_key: int, api_version: int, correlation_id: int):
+    """An API key or version not decoded before: unknown, unsupported, or new to the plan."""
     cls = REQUESTS.get(api_key)
     if cls is None:
         raise _fail(UnsupportedVersionError, f"unknown API key {api_key}",
@@ -165,13 +235,9 @@ def decode_request(frame) -> tuple[RequestHeader, Request]:
             return header, ApiVersionsRequest()
         raise _fail(UnsupportedVersionError,
                     f"{cls.__name__} version {api_version} is not in {cls.MIN_VERSION}-{cls.MAX_VERSION}", header)
-    try:
-        body, end = cls.decode_from(view, pos, api_version)
-    except ProtocolError as e:
-        raise _fail(ProtocolError, str(e), header, e)
-    if end != len(view) and not api_version >= getattr(cls, "TRAILING_BYTES_FROM_VERSION", 1 << 15):
-        raise _fail(ProtocolError, f"{len(view) - end} trailing bytes after {cls.__name__} v{api_version}", header)
-    return header, body
+    _SERVED[(api_key, api_version)] = (cls, request_header_version(api_key, api_version),
+                                       cls._DECODERS.get(api_version) or cls.decoder(api_version))
+    return decode_request(view)
 
 
 def encode_response(header_or_correlation, api_key: int, api_version: int, message: Response,

@@ -66,7 +66,9 @@ class LeaderReplication:
                                          partition_leader_epoch=s.epoch, timestamp=now))
             else:
                 parts.append(p.data)
-        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        # One bytearray: the log patches offsets and epoch into it in place and keeps it
+        # (a bytes join would be copied again to patch).
+        data = parts[0] if len(parts) == 1 else bytearray().join(parts)
         first, last = self.local_log.append_as_leader(data, s.epoch)
         if first != pending[0].base_offset or last != s.accumulator.next_offset - 1:
             raise AssertionError(f"accumulator offsets {pending[0].base_offset}..{s.accumulator.next_offset - 1}"

@@ -56,6 +56,29 @@ def test_every_truncation_and_trailing_garbage_is_a_protocol_error(cls, version)
         decode_request(frame + b"\x00")
 
 
+def test_a_request_kind_seen_before_is_checked_as_the_first_was(monkeypatch):
+    """decode_request looks a (key, version)'s class and decoder up once; every later frame
+    of that kind must still be refused for the same reasons with the same words."""
+    import kraft.protocol.framing as framing
+    frame = encode_request(sample(VoteRequest, 1), 1, correlation_id=1, client_id="c")[4:]
+    bad = [frame[:len(frame) - 3], frame + b"\x00", frame[:8] + b"\x7f\xff"]
+    for broken in bad:
+        monkeypatch.setattr(framing, "_SERVED", {})
+        errors = []
+        for planned in (False, True):
+            if planned:
+                decode_request(frame)
+                assert framing._SERVED  # a good frame of the kind made the plan
+            with pytest.raises(ProtocolError) as info:
+                decode_request(broken)
+            errors.append((str(info.value), info.value.header and info.value.header.correlation_id))
+        assert errors[0] == errors[1], broken
+    header, body = decode_request(frame)
+    assert (header.api_key, header.api_version, header.correlation_id) == (52, 1, 1) and body == sample(VoteRequest, 1)
+    with pytest.raises(UnsupportedVersionError):  # a planned key still refuses versions it does not serve
+        decode_request(bytes.fromhex("0034 0007 00000003 ffff 00 00 01 00"))
+
+
 def test_librdkafka_all_topics_metadata_request_with_its_placeholder_bytes_decodes():
     # librdkafka 2.x, Metadata v12 for all topics: int32 0 placeholder left as the compact
     # array count, then allow_auto_topic_creation=1 and two more bytes. Kafka accepts it.
@@ -282,7 +305,7 @@ def test_frame_decoder_receives_large_frames_in_place_across_any_split():
             got += decoder.feed(stream[i:i + step])
         assert [bytes(f) for f in got] == [b"hi", big, small], step
         assert decoder.buffered == 0
-        if step < len(stream):
-            assert isinstance(got[1], bytearray)  # received in place, not cut out of the stream buffer
+        if step < len(stream):  # received in place, not cut out of the stream buffer
+            assert isinstance(got[1], memoryview) and type(got[1].obj) is bytearray and got[1].readonly
     decoder = FrameDecoder(len(big), large_frames_in_place=True)
     assert decoder.feed(stream[:100]) == [b"hi"] and decoder.buffered == 100 - 10

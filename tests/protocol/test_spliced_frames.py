@@ -79,8 +79,34 @@ def test_frames_cut_from_a_stream_at_every_split_are_the_frames_sent():
                 at += n
             assert [bytes(f) for f in got] == bodies
             assert dec.buffered == 0
-            # Small frames are bytes; a large frame received in place is its own bytearray.
-            assert all(type(f) is bytes for f, b in zip(got, bodies) if len(b) < FrameDecoder.LARGE_FRAME)
+            # Small frames are bytes; larger ones are read-only views (of the chunk, of their
+            # own buffer when they spanned chunks).
+            assert all(type(f) is bytes for f, b in zip(got, bodies) if len(b) < FrameDecoder.VIEW_FRAME)
+            assert all(memoryview(f).readonly for f in got)
+
+
+def test_whole_frames_in_a_chunk_are_views_of_it_and_a_split_frame_copies_only_itself():
+    """The leader receives every Produce from the loop's bytes chunks: frames of
+    VIEW_FRAME bytes or more come out as views of the chunk (no copy), and a frame cut by a
+    chunk's end is gathered alone, without copying the frames that follow it."""
+    bodies = [os.urandom(n) for n in (FrameDecoder.VIEW_FRAME, 30_000, 10, 25_000, 25_000)]
+    wire = [struct.pack(">i", len(b)) + b for b in bodies]
+    first = b"".join(wire[:3]) + wire[3][:1000]  # ends inside the 4th frame
+    second = wire[3][1000:] + wire[4]
+    dec = FrameDecoder()
+    got = dec.feed(first)
+    assert [bytes(f) for f in got] == bodies[:3] and dec.buffered == 1000
+    assert got[0].obj is first and got[1].obj is first and type(got[2]) is bytes
+    got = dec.feed(second)
+    assert [bytes(f) for f in got] == bodies[3:] and dec.buffered == 0
+    assert got[0].obj is not second and got[0].readonly  # gathered: its own buffer
+    assert got[1].obj is second  # the frame after it was not copied
+    # A chunk that is not bytes may be reused by its owner: every frame is copied out of it.
+    dec = FrameDecoder()
+    chunk = bytearray(b"".join(wire))
+    got = dec.feed(chunk)
+    chunk[:] = bytes(len(chunk))
+    assert [bytes(f) for f in got] == bodies
 
 
 def test_answers_without_records_are_built_as_plain_frames():
