@@ -61,6 +61,34 @@ def test_a_buffer_changed_after_its_append_does_not_change_the_memo():
     assert m.read(0, 4) == b"abcd"
 
 
+def test_read_only_views_are_kept_and_writable_views_copied():
+    """Read-only views are handed over for good (the log's patched buffers, decoded frames):
+    kept uncopied; a writable view may still change under the memo: copied."""
+    m = TailMemo()
+    owner = bytearray(b"abcdefgh")
+    kept = memoryview(owner).toreadonly()
+    m.append(0, kept)
+    got = m.read(0, 8)
+    assert got is kept and m.read(2, 3) == b"cde" and m.read(2, 3).obj is owner
+    writable = bytearray(b"12345678")
+    m.append(8, memoryview(writable))
+    writable[0] = ord("z")
+    assert m.read(8, 8) == b"12345678"
+
+
+def test_the_leader_path_keeps_its_patched_buffer_uncopied(open_log):
+    """The leader hands the log one bytearray per drain; the log patches offsets and epoch
+    into it and the memo serves reads of it without another copy."""
+    log = open_log(segment_bytes=1 << 30)
+    data = bytearray(batch_for(0, 3) + batch_for(0, 2))  # base offsets are rewritten
+    log.append(data, assign_offsets=True, leader_epoch=4)
+    got = log.read(0, 1 << 20)
+    assert isinstance(got, memoryview) and got.readonly and got.obj is data
+    assert bytes(got) == _file_read(log.segments[-1], 0, 1 << 20)
+    log.append(batch_for(0, 1), assign_offsets=True, leader_epoch=4)  # bytes: copied, then kept
+    assert log.read(5, 1 << 20) == _file_read(log.segments[-1], log.segments[-1].translate(5), 1 << 20)
+
+
 # --- a segment using it -----------------------------------------------------------------------
 def _file_read(seg: LogSegment, position: int, max_bytes: int) -> bytes:
     """What a segment without the memo answers: a fresh object over the same file."""
