@@ -19,9 +19,10 @@ from kraft.log.checkpoint import LeaderEpochCheckpointFile, OffsetCheckpointFile
 from kraft.log.config import LogConfig
 from kraft.log.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochCache
 from kraft.log.hotloops import IMPLEMENTATION
+from kraft.log.log_results import FlushStats, LogAppendInfo, UnexpectedAppendOffsetError
 from kraft.log.recovery import RecoveryReport
 from kraft.log.segment import LogSegment
-from kraft.log.segmented_log import FlushStats, LogAppendInfo, SegmentedLog, UnexpectedAppendOffsetError
+from kraft.log.segmented_log import SegmentedLog
 
 __all__ = [
     "FlushStats", "IMPLEMENTATION", "LeaderEpochCache", "LeaderEpochCheckpointFile", "LogAppendInfo",

@@ -35,14 +35,14 @@ from kraft.errors import (
     CorruptRecordError,
     FatalLogError,
     OffsetOutOfRangeError,
-    RecordTooLargeError,
     StorageError,
 )
 from kraft.log import files, recovery
+from kraft.log.append_checks import checked_batches
 from kraft.log.config import LogConfig
 from kraft.log.epoch_cache import LeaderEpochCache
 from kraft.log.group_commit import FlushCycle, GroupCommit
-from kraft.log.log_results import FlushStats, LogAppendInfo, UnexpectedAppendOffsetError
+from kraft.log.log_results import FlushStats, LogAppendInfo
 from kraft.log.recovery import RecoveryReport
 from kraft.log.segment import MAX_SEGMENT_SIZE, LogSegment
 from kraft.types import OffsetAndEpoch
@@ -204,28 +204,12 @@ class SegmentedLog:
             self._check_usable()
             if assign_offsets:
                 records.assign_offsets(buf, self._end, leader_epoch)
-            scan = records.scan_batches(buf)
-            if scan.error == "partial" and ignore_partial_tail:
-                if not len(scan):
-                    return None
-                buf = memoryview(buf)[: scan.valid_end]
-            elif scan.error is not None:
-                raise CorruptRecordError(f"rejected append to {self.directory}: {scan.error}")
+            checked = checked_batches(buf, self._end, self.config, self.epoch_cache.latest_epoch,
+                                      self.directory, ignore_partial_tail)
+            if checked is None:
+                return None
+            buf, scan, max_timestamp = checked
             first, last = int(scan.base_offsets[0]), int(scan.last_offsets[-1])
-            if first < self._end or (self.config.strict_order and first != self._end):
-                raise UnexpectedAppendOffsetError(
-                    f"append at offset {first} but the log end offset is {self._end}")
-            if self.config.strict_order:
-                latest = self.epoch_cache.latest_epoch
-                violation = recovery.order_violation(scan, self._end, -1 if latest is None else latest)
-                if violation is not None:
-                    raise CorruptRecordError(f"rejected append to {self.directory}: {violation[1]}")
-            limit = self.config.max_batch_bytes
-            if limit is not None and _max(scan.sizes) > limit:
-                raise RecordTooLargeError(f"batch of {_max(scan.sizes)} bytes over max.message.bytes {limit}")
-            max_timestamp = _max(scan.max_timestamps)
-            if len(buf) > MAX_SEGMENT_SIZE:
-                raise RecordTooLargeError(f"append of {len(buf)} bytes does not fit in a segment")
             try:
                 seg = self._segment_for_append(len(buf), first, last, max_timestamp)
                 position = seg.size
@@ -594,9 +578,4 @@ class SegmentedLog:
     def __repr__(self) -> str:
         return (f"SegmentedLog({self.directory!r}, start={self._start}, end={self._end}, "
                 f"flushed={self._flushed}, segments={len(self._segments)})")
-
-
-def _max(values) -> int:
-    # numpy's reduction costs microseconds; most appends hold a single batch.
-    return int(values[0]) if len(values) == 1 else int(values.max())
 
