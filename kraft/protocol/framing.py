@@ -196,14 +196,17 @@ def decode_request(frame) -> tuple[RequestHeader, Request]:
         api_key, api_version, correlation_id = decode_request_header_prefix(view)
     except struct.error as e:
         raise _fail(ProtocolError, f"request frame of {len(view)} bytes is too short for a header", None, e)
-    plan = _SERVED.get((api_key, api_version))
-    if plan is None:
-        return _decode_unplanned(view, api_key, api_version, correlation_id)
-    cls, header_version, decoder = plan
+    cls, header_version, decoder = (_SERVED.get((api_key, api_version))
+                                    or _plan(api_key, api_version, correlation_id))
     try:
         header, pos = decode_request_header(view, header_version)
     except (ProtocolError,) + DECODE_FAILURES as e:
         raise _fail(ProtocolError, f"bad request header: {e}", RequestHeader(api_key, api_version, correlation_id), e)
+    if decoder is None:
+        if api_key == API_VERSIONS_KEY:
+            return header, ApiVersionsRequest()
+        raise _fail(UnsupportedVersionError,
+                    f"{cls.__name__} version {api_version} is not in {cls.MIN_VERSION}-{cls.MAX_VERSION}", header)
     try:
         body, end = decoder(view, pos)
     except ProtocolError as e:
@@ -220,24 +223,19 @@ def decode_request(frame) -> tuple[RequestHeader, Request]:
 _SERVED: dict = {}
 
 
-def _decode_unplanned(view, api_key: int, api_version: int, correlation_id: int):
-    """An API key or version not decoded before: unknown, unsupported, or new to the plan."""
+def _plan(api_key: int, api_version: int, correlation_id: int) -> tuple:
+    """The plan of a kind not seen before; its decoder is None for a version not served
+    (not remembered: a stranger could name every version of every key)."""
     cls = REQUESTS.get(api_key)
     if cls is None:
         raise _fail(UnsupportedVersionError, f"unknown API key {api_key}",
                     RequestHeader(api_key, api_version, correlation_id), None)
-    try:
-        header, pos = decode_request_header(view, request_header_version(api_key, api_version))
-    except (ProtocolError,) + DECODE_FAILURES as e:
-        raise _fail(ProtocolError, f"bad request header: {e}", RequestHeader(api_key, api_version, correlation_id), e)
+    header_version = request_header_version(api_key, api_version)
     if not cls.supports(api_version):
-        if api_key == API_VERSIONS_KEY:
-            return header, ApiVersionsRequest()
-        raise _fail(UnsupportedVersionError,
-                    f"{cls.__name__} version {api_version} is not in {cls.MIN_VERSION}-{cls.MAX_VERSION}", header)
-    _SERVED[(api_key, api_version)] = (cls, request_header_version(api_key, api_version),
-                                       cls._DECODERS.get(api_version) or cls.decoder(api_version))
-    return decode_request(view)
+        return cls, header_version, None
+    plan = _SERVED[(api_key, api_version)] = (cls, header_version,
+                                              cls._DECODERS.get(api_version) or cls.decoder(api_version))
+    return plan
 
 
 def encode_response(header_or_correlation, api_key: int, api_version: int, message: Response,

@@ -77,6 +77,7 @@ def test_a_request_kind_seen_before_is_checked_as_the_first_was(monkeypatch):
     assert (header.api_key, header.api_version, header.correlation_id) == (52, 1, 1) and body == sample(VoteRequest, 1)
     with pytest.raises(UnsupportedVersionError):  # a planned key still refuses versions it does not serve
         decode_request(bytes.fromhex("0034 0007 00000003 ffff 00 00 01 00"))
+    assert (52, 7) not in framing._SERVED  # versions not served are not remembered
 
 
 def test_librdkafka_all_topics_metadata_request_with_its_placeholder_bytes_decodes():
