@@ -17,6 +17,5 @@ cdef class Hooks:
     cdef public object compress
     cdef public object decompress
     cdef public object decoded_batch
-    cdef public object batch_scan
 
 cdef Hooks get_hooks()

@@ -42,10 +42,9 @@ cdef Hooks get_hooks():
     return _hooks
 
 
-def configure(*, corrupt_error, codec_error, compress, decompress, decoded_batch, batch_scan):
+def configure(*, corrupt_error, codec_error, compress, decompress, decoded_batch):
     _hooks.corrupt_error = corrupt_error
     _hooks.codec_error = codec_error
     _hooks.compress = compress
     _hooks.decompress = decompress
     _hooks.decoded_batch = decoded_batch
-    _hooks.batch_scan = batch_scan

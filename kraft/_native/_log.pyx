@@ -223,6 +223,25 @@ cdef class IndexBuilder:
                 self.bytes_since_entry += sizes[i]
         return rel[:k], pos[:k], tts[:t], trel[:t]
 
+    def add_one(self, int64_t position, int64_t last_offset, int64_t max_timestamp, int64_t size):
+        """``add`` for one batch at file ``position`` without arrays: None, or the new entry
+        ``(rel, pos, time_ts, time_rel)`` (the time pair None when no time entry is due)."""
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = last_offset
+        if self.bytes_since_entry <= self.interval:
+            self.bytes_since_entry += size
+            return None
+        rel = <int32_t>(last_offset - self.base_offset)
+        pos = <int32_t>position
+        ts = trel = None
+        if self.max_timestamp > self.last_time_entry:
+            ts = self.max_timestamp
+            trel = <int32_t>(self.offset_of_max_timestamp - self.base_offset)
+            self.last_time_entry = self.max_timestamp
+        self.bytes_since_entry = size
+        return rel, pos, ts, trel
+
 
 cdef class EpochTable:
     """Leader epochs and their start offsets, both strictly increasing, with Kafka's

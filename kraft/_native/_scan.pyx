@@ -88,18 +88,9 @@ def scan_batches(buffer, Py_ssize_t position=0):
             next_offset = kc_wrap_add(base, <int64_t>lod + 1)
             have_prev = True
             pos += <Py_ssize_t>length + LOG_OVERHEAD
-    try:
-        if stop == STOP_NOMEM:
-            raise MemoryError()
-        positions = np.empty(n, np.int64)
-        bases = np.empty(n, np.int64)
-        lasts = np.empty(n, np.int64)
-        epochs = np.empty(n, np.int32)
-        maxts = np.empty(n, np.int64)
-        sizes = np.empty(n, np.int64)
-        fill(rows, n, positions, bases, lasts, epochs, maxts, sizes)
-    finally:
+    if stop == STOP_NOMEM:
         free(rows)
+        raise MemoryError()
     if stop == STOP_END:
         error = None
     elif stop == STOP_PARTIAL:
@@ -112,7 +103,135 @@ def scan_batches(buffer, Py_ssize_t position=0):
         error = f"CRC mismatch at position {pos}"
     else:
         error = f"offsets not increasing at position {pos}"
-    return H.batch_scan(positions, bases, lasts, epochs, maxts, sizes, valid_end=pos, error=error)
+    cdef Scan result = Scan.__new__(Scan)
+    result.rows, result.n, result.valid_end, result.error = rows, n, pos, error
+    return result
+
+
+cdef class Scan:
+    """What ``scan_batches`` found: kraft.records.BatchScan's interface. The rows stay in C;
+    the six numpy arrays are built on first use. An append reads only the scalars (first
+    and last offset, largest timestamp and size, the order check): creating six arrays per
+    append cost several times the scan itself in a busy node."""
+
+    cdef Found *rows
+    cdef Py_ssize_t n
+    cdef readonly Py_ssize_t valid_end
+    cdef readonly object error
+    cdef tuple _arrays
+
+    def __dealloc__(self):
+        free(self.rows)
+
+    def __len__(self):
+        return self.n
+
+    @property
+    def complete(self):
+        return self.error is None
+
+    cdef tuple _columns(self):
+        if self._arrays is None:
+            positions = np.empty(self.n, np.int64)
+            bases = np.empty(self.n, np.int64)
+            lasts = np.empty(self.n, np.int64)
+            epochs = np.empty(self.n, np.int32)
+            maxts = np.empty(self.n, np.int64)
+            sizes = np.empty(self.n, np.int64)
+            fill(self.rows, self.n, positions, bases, lasts, epochs, maxts, sizes)
+            self._arrays = (positions, bases, lasts, epochs, maxts, sizes)
+        return self._arrays
+
+    @property
+    def positions(self):
+        return self._columns()[0]
+
+    @property
+    def base_offsets(self):
+        return self._columns()[1]
+
+    @property
+    def last_offsets(self):
+        return self._columns()[2]
+
+    @property
+    def partition_leader_epochs(self):
+        return self._columns()[3]
+
+    @property
+    def max_timestamps(self):
+        return self._columns()[4]
+
+    @property
+    def sizes(self):
+        return self._columns()[5]
+
+    @property
+    def first_offset(self):
+        """Base offset of the first batch (-1 if none)."""
+        return self.rows[0].base_offset if self.n else -1
+
+    @property
+    def last_offset(self):
+        """Last offset of the last batch (-1 if none)."""
+        return self.rows[self.n - 1].last_offset if self.n else -1
+
+    @property
+    def last_position(self):
+        """Position of the last batch (-1 if none)."""
+        return self.rows[self.n - 1].position if self.n else -1
+
+    @property
+    def max_timestamp(self):
+        """The largest MaxTimestamp of any batch (-1 if none)."""
+        if not self.n:
+            return -1
+        cdef int64_t best = self.rows[0].max_timestamp
+        cdef Py_ssize_t i
+        for i in range(1, self.n):
+            if self.rows[i].max_timestamp > best:
+                best = self.rows[i].max_timestamp
+        return best
+
+    @property
+    def max_size(self):
+        """The size of the largest batch (0 if none)."""
+        cdef int64_t best = 0
+        cdef Py_ssize_t i
+        for i in range(self.n):
+            if self.rows[i].size > best:
+                best = self.rows[i].size
+        return best
+
+    @property
+    def max_epoch(self):
+        """The largest PartitionLeaderEpoch of any batch (-1 if none)."""
+        if not self.n:
+            return -1
+        cdef int64_t best = self.rows[0].epoch
+        cdef Py_ssize_t i
+        for i in range(1, self.n):
+            if self.rows[i].epoch > best:
+                best = self.rows[i].epoch
+        return best
+
+    def is_ordered(self, int64_t expected_first, int64_t previous_epoch):
+        """No batch breaks strict log order: offsets run on from ``expected_first`` (-1:
+        from the first batch) without gaps, and leader epochs never decrease from
+        ``previous_epoch``. kraft.log.recovery.order_violation says where and why."""
+        cdef int64_t expect = expected_first, epoch = previous_epoch
+        cdef Py_ssize_t i
+        for i in range(self.n):
+            if (i > 0 or expected_first >= 0) and self.rows[i].base_offset != expect:
+                return False
+            if self.rows[i].epoch < epoch:
+                return False
+            epoch = self.rows[i].epoch
+            expect = self.rows[i].last_offset + 1
+        return True
+
+    def __repr__(self):
+        return f"Scan({self.n} batches, valid_end={self.valid_end}, error={self.error!r})"
 
 
 cdef void fill(Found *rows, Py_ssize_t n, int64_t[::1] positions, int64_t[::1] bases,

@@ -115,6 +115,21 @@ class IndexBuilder:
         return (np.array(rel, np.int32), np.array(pos, np.int32),
                 np.array(tts, np.int64), np.array(trel, np.int32))
 
+    def add_one(self, position: int, last_offset: int, max_timestamp: int, size: int):
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = last_offset
+        if self.bytes_since_entry <= self.interval:
+            self.bytes_since_entry += size
+            return None
+        ts = trel = None
+        if self.max_timestamp > self.last_time_entry:
+            ts = self.max_timestamp
+            trel = self.offset_of_max_timestamp - self.base_offset
+            self.last_time_entry = self.max_timestamp
+        self.bytes_since_entry = size
+        return last_offset - self.base_offset, position, ts, trel
+
 
 class EpochTable:
     """See ``kraft._native._log.EpochTable``."""

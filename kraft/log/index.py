@@ -53,6 +53,15 @@ class _Column:
         self.data[self.n : need] = values
         self.n = need
 
+    def append(self, value) -> None:
+        n = self.n
+        if n == len(self.data):
+            grown = np.empty(2 * n, self.data.dtype)
+            grown[:n] = self.data[:n]
+            self.data = grown
+        self.data[n] = value
+        self.n = n + 1
+
     def view(self) -> np.ndarray:
         return self.data[: self.n]
 
@@ -150,6 +159,25 @@ class SegmentIndex:
             self.ts.extend(ts)
             self.trel.extend(trel)
         # One small write per PERSIST_EVERY entries instead of one per append.
+        if self.rel.n - self._written[0] >= PERSIST_EVERY:
+            self.persist()
+
+    def add_scan(self, scan, shift: int) -> None:
+        """Index the batches of an append's ``scan`` (``add_batches`` of its arrays); one
+        batch, the usual append, goes through the builder's scalar step without arrays."""
+        if len(scan) != 1:
+            self.add_batches(scan.positions, scan.last_offsets, scan.max_timestamps, scan.sizes, shift)
+            return
+        entry = self.builder.add_one(scan.last_position + shift, scan.last_offset, scan.max_timestamp,
+                                     scan.max_size)
+        if entry is None:
+            return
+        rel, pos, ts, trel = entry
+        self.rel.append(rel)
+        self.pos.append(pos)
+        if ts is not None:
+            self.ts.append(ts)
+            self.trel.append(trel)
         if self.rel.n - self._written[0] >= PERSIST_EVERY:
             self.persist()
 

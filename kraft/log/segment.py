@@ -147,9 +147,9 @@ class LogSegment:
             self.rolling_timestamp_ms = first_ts if first_ts >= 0 else None
             self.created_ms = clock_ms()
         self.size = position + len(data)
-        self.next_offset = int(scan.last_offsets[-1]) + 1
+        self.next_offset = scan.last_offset + 1
         self._remember(scan, position)
-        self.index.add_batches(scan.positions, scan.last_offsets, scan.max_timestamps, scan.sizes, position)
+        self.index.add_scan(scan, position)
 
     def truncate_at(self, position: int, next_offset: int) -> int:
         """Cut the file at batch boundary ``position``; ``next_offset`` is the base offset of
@@ -216,9 +216,9 @@ class LogSegment:
         # The memo stays contiguous up to the end of the file: a large append keeps only
         # its last batches and drops what came before them.
         last, pos = self._recent_last, self._recent_pos
-        if len(scan.last_offsets) == 1:
-            last.append(int(scan.last_offsets[0]))
-            pos.append(position + int(scan.positions[0]))
+        if len(scan) == 1:
+            last.append(scan.last_offset)
+            pos.append(position + scan.last_position)
         else:
             last.extend(scan.last_offsets[-RECENT_BATCHES:].tolist())
             pos.extend((scan.positions[-RECENT_BATCHES:] + position).tolist())

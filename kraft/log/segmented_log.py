@@ -209,7 +209,7 @@ class SegmentedLog:
             if checked is None:
                 return None
             buf, scan, max_timestamp = checked
-            first, last = int(scan.base_offsets[0]), int(scan.last_offsets[-1])
+            first, last = scan.first_offset, scan.last_offset
             try:
                 seg = self._segment_for_append(len(buf), first, last, max_timestamp)
                 position = seg.size
@@ -223,7 +223,9 @@ class SegmentedLog:
             self._appended[1] += len(scan)
             # A new epoch reaches the checkpoint file with the next flush (or roll), before
             # that flush is reported.
-            self.epoch_cache.assign_batches(scan.partition_leader_epochs, scan.base_offsets)
+            latest = self.epoch_cache.latest_epoch
+            if scan.max_epoch > (-1 if latest is None else latest):  # else nothing to assign
+                self.epoch_cache.assign_batches(scan.partition_leader_epochs, scan.base_offsets)
             self._mark_dirty()
         return LogAppendInfo(first, last, len(scan), len(buf), max_timestamp, seg.base_offset, position)
 

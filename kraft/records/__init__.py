@@ -54,7 +54,6 @@ def _load_native():
         compress=_compression.compress,
         decompress=_compression.decompress,
         decoded_batch=DecodedBatch,
-        batch_scan=BatchScan,
     )
     return SimpleNamespace(
         RecordBatchBuilder=_builder.RecordBatchBuilder, build_batch=_builder.build_batch,

@@ -91,6 +91,46 @@ class BatchScan:
     def complete(self) -> bool:
         return self.error is None
 
+    # The scalars an append reads (the native scan keeps its rows in C and answers these
+    # without building the arrays).
+    @property
+    def first_offset(self) -> int:
+        return int(self.base_offsets[0]) if len(self) else -1
+
+    @property
+    def last_offset(self) -> int:
+        return int(self.last_offsets[-1]) if len(self) else -1
+
+    @property
+    def last_position(self) -> int:
+        return int(self.positions[-1]) if len(self) else -1
+
+    @property
+    def max_timestamp(self) -> int:
+        return int(self.max_timestamps.max()) if len(self) else -1
+
+    @property
+    def max_size(self) -> int:
+        return int(self.sizes.max()) if len(self) else 0
+
+    @property
+    def max_epoch(self) -> int:
+        return int(self.partition_leader_epochs.max()) if len(self) else -1
+
+    def is_ordered(self, expected_first: int, previous_epoch: int) -> bool:
+        """No batch breaks strict log order: offsets run on from ``expected_first`` (-1:
+        from the first batch) without gaps, and leader epochs never decrease from
+        ``previous_epoch``. kraft.log.recovery.order_violation says where and why."""
+        expect, epoch = expected_first, previous_epoch
+        for i, (base, last, e) in enumerate(zip(self.base_offsets.tolist(), self.last_offsets.tolist(),
+                                                self.partition_leader_epochs.tolist())):
+            if (i > 0 or expected_first >= 0) and base != expect:
+                return False
+            if e < epoch:
+                return False
+            epoch, expect = e, last + 1
+        return True
+
 
 def empty_scan_arrays(n: int):
     """Allocate the six arrays of a BatchScan for ``n`` batches."""

@@ -150,3 +150,32 @@ def test_order_violation_same_in_both_and_correct(rows, expected_first, previous
         epoch, expect = epochs[j], last[j] + 1
     else:
         assert (i, kind) == (-1, 0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 5000), st.integers(-1, 100), st.integers(1, 4)), max_size=30),
+       st.integers(0, 5000))
+def test_index_builder_one_batch_at_a_time_is_add(batches, interval):
+    """``add_one`` (an append of one batch, no arrays) leaves the builder where ``add`` of the
+    same batches does and yields the same entries, in both implementations."""
+    sizes = [b[0] for b in batches]
+    positions = [sum(sizes[:i]) for i in range(len(batches))]
+    last = [99 + sum(b[2] for b in batches[: i + 1]) for i in range(len(batches))]
+    ts = [b[1] for b in batches]
+    for impl in IMPLS:
+        whole = impl.IndexBuilder(100, interval).add(*(np.array(x, np.int64) for x in (positions, last, ts, sizes)))
+        one = impl.IndexBuilder(100, interval)
+        rel, pos, tts, trel = [], [], [], []
+        for p, lo, t, s in zip(positions, last, ts, sizes):
+            entry = one.add_one(p, lo, t, s)
+            if entry is not None:
+                rel.append(entry[0])
+                pos.append(entry[1])
+                if entry[2] is not None:
+                    tts.append(entry[2])
+                    trel.append(entry[3])
+        assert [rel, pos, tts, trel] == [x.tolist() for x in whole]
+        ref = impl.IndexBuilder(100, interval)
+        ref.add(*(np.array(x, np.int64) for x in (positions, last, ts, sizes)))
+        assert ((one.bytes_since_entry, one.max_timestamp, one.offset_of_max_timestamp, one.last_time_entry)
+                == (ref.bytes_since_entry, ref.max_timestamp, ref.offset_of_max_timestamp, ref.last_time_entry))

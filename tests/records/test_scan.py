@@ -260,3 +260,41 @@ def test_assign_offsets_needs_a_writable_buffer(codec):
     raw = codec.build_batch([b"x"], timestamp=5)
     with pytest.raises((TypeError, BufferError)):
         codec.assign_offsets(raw, 0, 0)
+
+
+# --- the scalars an append reads --------------------------------------------------------------
+
+
+def test_scan_scalars_are_those_of_the_arrays(codec):
+    parts = three_batches(codec, base=10)
+    parts[1] = codec.build_batch([b"b"], timestamp=-7, base_offset=11, partition_leader_epoch=-1)
+    s = codec.scan_batches(b"".join(parts))
+    assert len(s) == 3
+    assert (s.first_offset, s.last_offset, s.last_position) == (10, 15, len(parts[0]) + len(parts[1]))
+    assert s.max_timestamp == max(s.max_timestamps.tolist()) == 300
+    assert s.max_size == max(len(p) for p in parts)
+    assert s.max_epoch == 3
+    one = codec.scan_batches(parts[1])
+    assert (one.max_timestamp, one.max_epoch) == (-7, -1)  # not clamped: what the batch says
+    empty = codec.scan_batches(b"")
+    assert (empty.first_offset, empty.last_offset, empty.last_position, empty.max_timestamp,
+            empty.max_size, empty.max_epoch) == (-1, -1, -1, -1, 0, -1)
+
+
+@pytest.mark.parametrize(("bases", "epochs", "expected_first", "previous_epoch", "ordered"), [
+    ([5, 6, 9], [1, 1, 2], 5, 1, True),      # contiguous (batches of 1, 3 and 2 records)
+    ([5, 6, 9], [1, 1, 2], 4, 1, False),     # not where the log ends
+    ([5, 6, 9], [1, 1, 2], -1, 1, True),     # no expected first offset
+    ([5, 7, 10], [1, 1, 2], 5, 1, False),    # a gap
+    ([5, 6, 9], [1, 2, 1], 5, 1, False),     # an epoch goes back
+    ([5, 6, 9], [1, 1, 2], 5, 2, False),     # below the previous epoch
+])
+def test_is_ordered_is_order_violation_finding_nothing(codec, bases, epochs, expected_first, previous_epoch,
+                                                       ordered):
+    from kraft.log.recovery import order_violation
+    sizes = (1, 3, 2)
+    buf = b"".join(codec.build_batch([b"x"] * n, base_offset=b, partition_leader_epoch=e)
+                   for n, b, e in zip(sizes, bases, epochs))
+    s = codec.scan_batches(buf)
+    assert s.is_ordered(expected_first, previous_epoch) is ordered
+    assert (order_violation(s, None if expected_first < 0 else expected_first, previous_epoch) is None) is ordered
