@@ -55,8 +55,11 @@ class LogConfig:
 
     @classmethod
     def metadata(cls, **overrides) -> "LogConfig":
-        """The ``__cluster_metadata`` log: ``metadata.log.segment.bytes`` 1 GiB,
-        ``controller.quorum.append.linger.ms`` 25, batches up to 8 MiB (KafkaRaftClient)."""
-        values = dict(segment_bytes=GIB, append_linger_ms=25.0, max_batch_bytes=8 * MIB)
+        """The ``__cluster_metadata`` log: ``metadata.log.segment.bytes`` 1 GiB, batches up to
+        8 MiB (KafkaRaftClient). No linger here: the Raft core holds proposals for
+        ``controller.quorum.append.linger.ms`` before it appends, and asks for a flush right
+        after every append (as KafkaRaftClient flushes the log it appended to); a second
+        linger in the log only armed a timer per append that the request then cancelled."""
+        values = dict(segment_bytes=GIB, append_linger_ms=0.0, max_batch_bytes=8 * MIB)
         values.update(overrides)
         return cls(**values)

@@ -444,6 +444,10 @@ class SegmentedLog:
         if not self._group.background:
             self.flush()
             return
+        if not self._group.dirty:
+            # A cycle has begun since the last change (read without the lock: only this
+            # thread makes changes, so "clean" cannot be stale): nothing left to ask for.
+            return
         with self._lock:
             self._group.request()
 

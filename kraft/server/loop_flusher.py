@@ -111,7 +111,11 @@ class LoopFlusher:
 
     # --- cycles ------------------------------------------------------------------------------
     def _start(self) -> None:
-        self._timer = None
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            # Started before the linger ended (a requested flush): that timer would fire for
+            # nothing, one loop wake-up per append.
+            timer.cancel()
         group = self._group
         if self._closed or group is None or self._cycle is not None or self._slow is not None:
             return

@@ -225,3 +225,25 @@ def test_the_native_syncer_runs_no_python_thread(tmp_path):
         await until(lambda: log.flushed_offset == 42)
 
     run(tmp_path, hotloops.syncer_class("native"), body)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_requested_flush_leaves_no_linger_timer_behind(tmp_path, kind):
+    """An append arms the linger timer; the flush requested right after starts the cycle at
+    once, and the timer goes with it (it used to stay armed and wake the loop for nothing
+    after every append)."""
+    async def body(log, rec):
+        loop = asyncio.get_running_loop()
+
+        def armed():
+            return [h for h in loop._scheduled if not h.cancelled() and "LoopFlusher._start" in repr(h)]
+
+        for i in range(5):
+            log.append(batch_for(i, 1), leader_epoch=1)
+            assert len(armed()) == 1  # the linger (10 s here) is running
+            log.request_flush()
+            assert armed() == []
+            await until(lambda: log.flushed_offset == log.end_offset)
+        assert [o for o, _ in rec.flushed] == [1, 2, 3, 4, 5]
+
+    run(tmp_path, hotloops.syncer_class(kind), body, append_linger_ms=10_000)
