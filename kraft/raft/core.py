@@ -171,6 +171,13 @@ class RaftCore:
     def last_storage_read_error(self) -> tuple | None:
         return self.leader_replication.last_storage_read_error
 
+    def observed(self) -> tuple:
+        """``(leader id, epoch, corrupt_fetches, storage_read_errors, voters)``: what a driver
+        watches after every batch of effects, in one call (it runs several times per write)."""
+        q = self.quorum.state
+        return (q.leader_id, q.epoch, self.local_log.corrupt_fetches, self.leader_replication.storage_read_errors,
+                self.voter_history.last())
+
     @property
     def kraft_version(self) -> int:
         """0: static voters (``controller.quorum.voters``); 1: voters in the log (KIP-853)."""

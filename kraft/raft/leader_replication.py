@@ -105,7 +105,7 @@ class LeaderReplication:
         s = q.state
         replica_id = r.replica_state.replica_id
         known = s.hw_sent.get(replica_id, -1) if type(s) is LeaderState else -1
-        response, waits = self._try_complete_fetch(r, p, now)
+        response, waits = self._try_complete_fetch(r, p, now, r.max_wait_ms > 0)
         if waits and r.max_wait_ms > 0:  # (only a leader's answers may wait)
             # Long poll: answer when data arrives, the high watermark differs from the one
             # this replica knows (after the notify delay), or max wait ends.
@@ -114,9 +114,11 @@ class LeaderReplication:
         else:
             self._emit(Respond(message.handle, response))
 
-    def _try_complete_fetch(self, r, p, now: int):
+    def _try_complete_fetch(self, r, p, now: int, parks: bool = False):
         """(response, may wait): the answer to a well-formed Fetch ``r`` whose partition is
-        ``p``; "may wait" when it is valid but finds no data (a long poll may park it)."""
+        ``p``; "may wait" when it is valid but finds no data (a long poll may park it).
+        ``parks``: the caller parks a fetch that may wait, so its response is None (most
+        fetches park on arrival: building an answer to drop cost each of them)."""
         s = self.quorum.state
         err = leader_only_error(s, p.current_leader_epoch)
         if err is not None:
@@ -140,7 +142,7 @@ class LeaderReplication:
             self.on_high_watermark(s, now)
         s.hw_sent[r.replica_state.replica_id] = s.high_watermark  # every answer from here carries it
         if fetch_offset >= end:
-            return fetch_response(NONE, self.node_id, s.epoch, s.high_watermark, start), True
+            return (None if parks else fetch_response(NONE, self.node_id, s.epoch, s.high_watermark, start)), True
         try:
             records = log.read(fetch_offset, max(0, min(r.max_bytes, p.partition_max_bytes)))
         except StorageError as exc:

@@ -52,6 +52,10 @@ class MetadataSnapshots:
     def after_commit(self, now_ms: int) -> None:
         if self.writing or self._closed:
             return
+        if self._timer is not None and self.listener.bytes_since_snapshot < self.config.max_bytes:
+            # Not due by bytes, and the timer armed at the last decision decides the rest when
+            # it fires (deciding again after every commit cost each node a schedule per write).
+            return
         state = ScheduleState(self.listener.bytes_since_snapshot, self.last_snapshot_ms, self.writing)
         decision = decide(self.config, state, now_ms, index=self.index, voters=self.voters)
         if not decision.start:

@@ -196,11 +196,6 @@ class RaftDriver:
                 break
         self._arm(ready.next_deadline_ms)
         self._observe()
-        voters = getattr(core, "voters", None)
-        if voters is not self._known_voters:
-            self._known_voters = voters
-            if self.on_voters_changed is not None:
-                self.on_voters_changed(voters)
 
     def _execute(self, e) -> None:
         if isinstance(e, Send):
@@ -373,10 +368,13 @@ class RaftDriver:
 
     # --- metrics ------------------------------------------------------------------------
     def _observe(self) -> None:
+        """After every drain: log problems the core counted, note a new leader or epoch, and
+        pass on a new voter set (``core.observed``: one call, a drain runs per request)."""
         core, m = self.core, self.metrics
-        if (core.corrupt_fetches, core.storage_read_errors) != self._seen_problems:
+        leader_id, epoch, corrupt, read_errors, voters = core.observed()
+        if corrupt != self._seen_problems[0] or read_errors != self._seen_problems[1]:
             self._report_log_problems()
-        leader = (core.leader_id, core.epoch)
+        leader = (leader_id, epoch)
         if leader != self._last_leader:
             if self._last_leader is not None and not core.is_leader():
                 # Lost (or never had) leadership: pending writes have an unknown fate.
@@ -391,6 +389,10 @@ class RaftDriver:
                     m.leader_changes.inc()
                 if core.role == "candidate":
                     m.elections.inc()
+        if voters is not self._known_voters:
+            self._known_voters = voters
+            if self.on_voters_changed is not None:
+                self.on_voters_changed(voters)
 
     def _refresh_gauges(self) -> None:
         """Pulled when /metrics is rendered, not set on every drain: a drain runs per request."""

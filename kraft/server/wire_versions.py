@@ -20,7 +20,7 @@ from kraft.protocol import (METADATA_TOPIC_ID, ZERO_UUID, BeginQuorumEpochReques
                             DescribeQuorumResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
                             FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse, UpdateRaftVoterRequest, VoteRequest,
                             VoteResponse)
-from kraft.raft.rpcs import TOPIC
+from kraft.raft.rpcs import TOPIC, response_partition
 
 SEND_VERSIONS = {VoteRequest: 2, BeginQuorumEpochRequest: 1, EndQuorumEpochRequest: 1, FetchRequest: 17,
                  FetchSnapshotRequest: 1, UpdateRaftVoterRequest: 0}
@@ -46,15 +46,17 @@ def upgrade_request(wire, version: int) -> None:
 
 class ResponseFitter:
     """Fits the core's responses to the version they are sent at. ``endpoints``: (node id,
-    host, port) of every voter's controller listener, sent where the version has a field for
-    them so clients can find the leader. The endpoint lists are built once and shared by
-    every response (the encoder only reads them)."""
+    host, port) of every voter's controller listener. Where the version has NodeEndpoints,
+    the answer names the leader it reports, as Kafka's RaftUtil does (every voter's address
+    comes from the Voters record or the configuration, not from each answer: three encoded
+    per Fetch answer was a sixth of the answer's encoding). The lists are built once and
+    shared by every response (the encoder only reads them)."""
 
     def __init__(self, endpoints, listener_name: str = "CONTROLLER"):
         endpoints = list(endpoints)
-        self._node_endpoints = {W: [W.NodeEndpoint(node_id=i, host=h, port=p) for i, h, p in endpoints]
-                                for W in (VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse,
-                                          FetchSnapshotResponse, FetchResponse)}
+        self._leader_endpoint = {W: {i: [W.NodeEndpoint(node_id=i, host=h, port=p)] for i, h, p in endpoints}
+                                 for W in (VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse,
+                                           FetchSnapshotResponse, FetchResponse)}
         D = DescribeQuorumResponse
         self._nodes = [D.Node(node_id=i, listeners=[D.Node.Listener(name=listener_name, host=h, port=p)])
                        for i, h, p in endpoints]
@@ -63,7 +65,7 @@ class ResponseFitter:
         t = type(resp)
         if t is FetchResponse:
             if version >= 16:
-                resp.node_endpoints = self._node_endpoints[t]
+                resp.node_endpoints = self._endpoint_of_leader(resp)
             elif version < 12:
                 _fetch_before_kip_595(resp, version)
         elif t is DescribeQuorumResponse:
@@ -74,9 +76,17 @@ class ResponseFitter:
                     for p in topic.partitions:
                         for r in p.current_voters + p.observers:
                             r.replica_directory_id = ZERO_UUID
-        elif version >= 1 and t in self._node_endpoints:
-            resp.node_endpoints = self._node_endpoints[t]
+        elif version >= 1 and t in self._leader_endpoint:
+            resp.node_endpoints = self._endpoint_of_leader(resp)
         return resp
+
+    def _endpoint_of_leader(self, resp) -> list:
+        """[the NodeEndpoint of the leader the answer names], or [] (unknown leader)."""
+        p = response_partition(resp)
+        if p is None:
+            return []
+        leader = p.leader_id if hasattr(p, "leader_id") else p.current_leader.leader_id
+        return self._leader_endpoint[type(resp)].get(leader) or []
 
 
 def _fetch_before_kip_595(resp, version: int) -> None:

@@ -139,6 +139,9 @@ class FakeCore:
     def is_leader(self):
         return self.role == "leader"
 
+    def observed(self):
+        return (self.leader_id, self.epoch, self.corrupt_fetches, self.storage_read_errors, None)
+
     def propose(self, values, now_ms):
         if not self.is_leader():
             raise NotLeaderError("not leader", self.leader_id, self.epoch)
