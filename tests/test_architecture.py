@@ -22,7 +22,7 @@ BASE = {"kraft", "kraft.errors", "kraft.config", "kraft.types"}  # importable by
 RULES = {
     "_native": (set(), {"asyncio", "socket", "threading"}),
     "records": ({"_native"}, {"asyncio", "socket", "selectors", "threading"}),
-    "protocol": ({"records"}, {"asyncio", "socket", "selectors"}),
+    "protocol": ({"records", "_native"}, {"asyncio", "socket", "selectors"}),
     "log": ({"records", "_native"}, {"asyncio", "socket", "selectors"}),
     "raft": ({"records", "protocol"}, {"asyncio", "socket", "selectors", "threading", "time", "os", "random"}),
     "metadata": ({"records", "protocol", "types", "_native"}, {"asyncio", "socket", "selectors"}),

@@ -36,8 +36,8 @@ run_pytest() {
 echo "+ pytest (native extensions)"
 run_pytest -q -m "not slow" tests
 
-echo "+ pytest (pure-Python codec, KRAFT_NO_EXTENSIONS=1)"
-KRAFT_NO_EXTENSIONS=1 run_pytest -q -m "not slow" tests/records $( [ -d tests/log ] && echo tests/log )
+echo "+ pytest (pure-Python codecs, KRAFT_NO_EXTENSIONS=1)"
+KRAFT_NO_EXTENSIONS=1 run_pytest -q -m "not slow" tests/records tests/protocol $( [ -d tests/log ] && echo tests/log )
 
 if [ -x tools/check_wheel.sh ] || [ -f tools/check_wheel.sh ]; then
   echo "+ wheel: sdist -> manylinux wheel, contents, fresh virtualenv, codec tests from the sdist"

@@ -1,5 +1,10 @@
 """The one codec: compiles a struct's schema into an encoder and a decoder per (version, flexible).
 
+Two implementations of the same plan: ``kraft._native._wire`` interprets it natively (the
+default when built), and the generated Python below is its pure twin and reference
+(``KRAFT_NO_EXTENSIONS=1``, or when the extension is not built). ``plan(..., impl=)`` gives
+either, so tests compare them on the same messages.
+
 For each struct class and version we generate straight-line Python source once (``exec``),
 cache it in ``cls._PLANS`` and reuse it for every message: no schema walking, no ``getattr``
 by name, no per-field dispatch at call time. Runs of fixed-width fields are packed and
@@ -16,27 +21,46 @@ This module must not know about headers, framing or particular messages.
 
 from __future__ import annotations
 
+import os
 import struct
 
 from kraft.errors import EncodeError, ProtocolError, UnsupportedVersionError
 from kraft.protocol import primitives as P
 from kraft.protocol.schema import Array, Field, Primitive, is_struct
 
+NATIVE_IMPORT_ERROR: Exception | None = None
+_wire = None
+if not os.environ.get("KRAFT_NO_EXTENSIONS"):
+    try:
+        from kraft._native import _wire
+    except ImportError as exc:  # not built: the generated Python codec, but say so
+        NATIVE_IMPORT_ERROR = exc
+IMPLEMENTATION = "native" if _wire is not None else "python"
+
 
 class Plan:
-    """The compiled codec of one struct at one (version, flexible)."""
+    """The compiled codec of one struct at one (version, flexible). ``native``: the
+    ``_wire.Plan`` behind a native plan's encode and decode (None for a Python plan)."""
 
-    __slots__ = ("encode", "decode", "min_size", "source")
+    __slots__ = ("encode", "decode", "min_size", "source", "native")
 
-    def __init__(self, encode, decode, min_size: int, source: str):
-        self.encode, self.decode, self.min_size, self.source = encode, decode, min_size, source
+    def __init__(self, encode, decode, min_size: int, source: str, native=None):
+        self.encode, self.decode, self.min_size, self.source, self.native = encode, decode, min_size, source, native
 
 
-def plan(cls, version: int, flexible: bool) -> Plan:
-    """The cached plan of ``cls`` at ``version``; built on first use."""
-    p = cls._PLANS.get((version, flexible))
+def plan(cls, version: int, flexible: bool, impl: str | None = None) -> Plan:
+    """The cached plan of ``cls`` at ``version``, built on first use; ``impl`` "native" or
+    "python" (default: ``IMPLEMENTATION``; "native" needs the extension)."""
+    impl = impl or IMPLEMENTATION
+    key = (version, flexible, impl)
+    p = cls._PLANS.get(key)
     if p is None:
-        p = cls._PLANS[(version, flexible)] = _Builder(cls, version, flexible).build()
+        if impl == "python":
+            p = cls._PLANS[key] = _Builder(cls, version, flexible).build()
+        elif impl == "native" and _wire is not None:
+            p = _native_plan(cls, version, flexible)
+        else:
+            raise ValueError(f"no {impl!r} codec here (native: {NATIVE_IMPORT_ERROR or 'built'})")
     return p
 
 
@@ -149,7 +173,7 @@ class _Builder:
             return 1 if self.flexible else (2 if t.name == "string" else 4)
         if isinstance(t, Array):
             return 1 if self.flexible else 4
-        return plan(t, self.version, self.flexible).min_size
+        return plan(t, self.version, self.flexible, "python").min_size
 
     def encode_value(self, f: Field, t, expr: str, out: str, ind: str) -> list[str]:
         nullable = self.nullable_now(f)
@@ -164,7 +188,7 @@ class _Builder:
                 return [f"{ind}{self.bind(P.write_varint)}({out}, {expr})"]
             return [f"{ind}{self.bind(_WRITERS[(t.name, self.flexible, nullable)])}({out}, {expr})"]
         if is_struct(t):
-            enc = self.bind(plan(t, self.version, self.flexible).encode)
+            enc = self.bind(plan(t, self.version, self.flexible, "python").encode)
             return [f"{ind}if {expr} is None: raise _not_null({self.owner!r}, {f.name!r})",
                     f"{ind}{enc}({expr}, {out})"]
         # Array: count, then the elements.
@@ -179,7 +203,7 @@ class _Builder:
         count = "_uv(len(_v) + 1)" if self.flexible else f"{self.bind(struct.Struct('>i').pack)}(len(_v))"
         lines.append(f"{ind}    {out} += {count}")
         if is_struct(elem):
-            enc = self.bind(plan(elem, self.version, self.flexible).encode)
+            enc = self.bind(plan(elem, self.version, self.flexible, "python").encode)
             lines += [f"{ind}    for _e in _v:", f"{ind}        {enc}(_e, {out})"]
         elif elem.fmt is not None and elem.name != "uuid":
             lines.append(f"{ind}    {out} += {self.bind(_fixed_array_packer(elem.fmt))}(_v)")
@@ -202,7 +226,7 @@ class _Builder:
                 return [f"{ind}{target}, {pos} = {self.bind(P.read_varint)}(buf, {pos})"]
             return [f"{ind}{target}, {pos} = {self.bind(_READERS[(t.name, self.flexible, nullable)])}(buf, {pos})"]
         if is_struct(t):
-            dec = self.bind(plan(t, self.version, self.flexible).decode)
+            dec = self.bind(plan(t, self.version, self.flexible, "python").decode)
             return [f"{ind}{target}, {pos} = {dec}(buf, {pos})"]
         elem = t.elem
         reader = self.bind(_COUNT_READERS[(self.flexible, nullable)])
@@ -212,7 +236,7 @@ class _Builder:
             lines += [f"{ind}if _n is None:", f"{ind}    {target} = None", f"{ind}else:"]
             body_ind = ind + "    "
         if is_struct(elem):
-            dec = self.bind(plan(elem, self.version, self.flexible).decode)
+            dec = self.bind(plan(elem, self.version, self.flexible, "python").decode)
             lines += [f"{body_ind}_l = []", f"{body_ind}_a = _l.append", f"{body_ind}for _ in range(_n):",
                       f"{body_ind}    _e, {pos} = {dec}(buf, {pos})", f"{body_ind}    _a(_e)",
                       f"{body_ind}{target} = _l"]
@@ -351,3 +375,47 @@ class _Builder:
                 # Kept in tag order whatever order they came in (they are written back sorted).
                 "        if o.unknown_tagged_fields is not None and len(o.unknown_tagged_fields) > 1:",
                 "            o.unknown_tagged_fields.sort(key=lambda t: t[0])"]
+
+
+# --- the native plan ---------------------------------------------------------------------------
+
+def _kind(t) -> int:
+    if is_struct(t):
+        return _wire.Kind.K_STRUCT
+    if isinstance(t, Array):
+        return _wire.Kind.K_ARRAY
+    return _wire.Kind["K_" + t.name.upper()]
+
+
+def _native_plan(cls, version: int, flexible: bool) -> Plan:
+    """``_wire`` interprets the same field lists the generator walks (``_Builder.build``);
+    the Python plan is built first for its checks and its ``min_size``."""
+    ref = plan(cls, version, flexible, "python")
+    native = _wire.Plan(cls, cls.__qualname__, version, flexible, _HOOKS)
+    p = cls._PLANS[(version, flexible, "native")] = Plan(native.encode, native.decode, ref.min_size, ref.source,
+                                                          native)
+    builder = _Builder(cls, version, flexible)
+    v = version
+
+    def slot(f: Field, tag: int = -1):
+        t = f.type
+        elem = t.elem if isinstance(t, Array) else None
+        struct_t = t if is_struct(t) else (elem if elem is not None and is_struct(elem) else None)
+        sub = plan(struct_t, version, flexible, "native").native if struct_t is not None else None
+        return _wire.Slot(f.name, _kind(t), _kind(elem) if elem is not None else -1, v in f.nullable, sub,
+                          max(1, builder.value_min_size(elem)) if elem is not None else 1, tag,
+                          f.default_value(), f.factory, f, f.ignorable)
+
+    present = [f for f in cls.FIELDS if v in f.versions]
+    tagged = sorted((f for f in present if f.tagged_in(v, flexible)), key=lambda f: f.tag)
+    native.fill([slot(f) for f in present if not f.tagged_in(v, flexible)],
+                [slot(f, f.tag) for f in tagged],
+                [slot(f) for f in cls.FIELDS if v not in f.versions],
+                [slot(f) for f in present if not f.nullable.empty and v not in f.nullable])
+    return p
+
+
+_HOOKS = None if _wire is None else _wire.Hooks(
+    protocol_error=ProtocolError, encode_error=EncodeError, unsupported=_unsupported, not_null=_not_null,
+    uuid_from_wire=P.uuid_from_wire, merge_unknown=_merge_unknown, spliced_frame=P.SplicedFrame,
+    splice_bytes=P.SPLICE_BYTES)

@@ -209,7 +209,7 @@ class StructMeta(type):
             ns["__slots__"] = tuple(f.name for f in fields)
         cls = super().__new__(mcs, name, bases, ns, **kw)
         cls.FIELDS = fields
-        cls._PLANS = {}  # (version, flexible) -> codec plan, filled lazily by codec.py
+        cls._PLANS = {}  # (version, flexible, implementation) -> codec plan, filled lazily by codec.py
         _check_fields(cls)
         _install_methods(cls)
         return cls
