@@ -216,18 +216,28 @@ class RaftDriver:
             # Applied once this batch's answers have left (TurnQueue, in order with failures
             # of waiters below): a follower's next Fetch waits on the answer, not on the
             # state machine reading and applying what just committed.
-            self._turn.soon(self._apply, e)
+            self._turn.soon(self._answer_then_apply, e)
         elif isinstance(e, Append):
             pass
         else:  # an effect this driver does not know is a bug, not something to skip
             raise TypeError(f"unknown effect {e!r}")
+
+    def _answer_then_apply(self, e) -> None:
+        """Writers waiting for a commit are answered first: what they wait for is the commit
+        (durable on a majority), and their answers then leave with the next writes, ahead of
+        this node's state machine applying it (a write's latency at one in flight carried the
+        apply). Every effect takes this second step, so applies keep the effects' order."""
+        if self.closed:
+            return
+        if isinstance(e, Commit):
+            self.commits.committed(e.up_to)
+        self._turn.soon(self._apply, e)
 
     def _apply(self, e) -> None:
         if self.closed:
             return
         self.cursor.execute(e)
         if isinstance(e, Commit):
-            self.commits.committed(e.up_to)
             self._observe_commit(e.up_to)
             if self.snapshot_policy is not None:
                 self.snapshot_policy.after_commit(wall_ms())

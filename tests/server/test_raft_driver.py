@@ -440,3 +440,35 @@ def test_close_cancels_waiting_requests_and_closes_peer_clients():
         await asyncio.sleep(0.01)
         assert ("flushed", 5) not in core.inputs
     run(main())
+
+
+def test_writers_are_answered_before_the_commit_is_applied_and_applies_keep_their_order():
+    """A commit completes the writers waiting for it one step before the listener applies
+    it (their answers leave first), and the listener still gets every effect in order."""
+    async def main():
+        log = InMemoryLog()
+        for i in range(2):
+            log.append_as_leader(build_batch([b"x"] * 5, timestamp=0), 1)
+        seen = []
+
+        class OrderListener(NullListener):
+            def handle_commit(self, batches):
+                seen.append(("applied", batches[-1].next_offset, fut.done()))
+
+            def handle_leader_change(self, leader_and_epoch):
+                seen.append(("leader", leader_and_epoch.leader_id))
+
+        core = FakeCore()
+        core.role, core.leader_id, core.epoch = "leader", 1, 1
+        driver, _, _, _ = make_driver(core, log=log, listener=OrderListener())
+        log.request_flush = lambda: None
+        driver.start()
+        _, fut = driver.propose([b"a"] * 5)
+        core.queue(Commit(5), LeaderChange(LeaderAndEpoch(2, 2)), Commit(10))
+        driver._drain()
+        driver._turn.run()
+        # (5, True): the writer of offsets 0-4 was answered before offset 5's apply began.
+        assert seen == [("applied", 5, True), ("leader", 2), ("applied", 10, True)]
+        assert fut.result() == 5
+        await driver.close()
+    run(main())
