@@ -24,7 +24,8 @@ class Kind(enum.IntEnum):
 class Hooks:
     def __init__(self, *, protocol_error: type, encode_error: type, unsupported: Callable[..., Exception],
                  not_null: Callable[[str, str], Exception], uuid_from_wire: Callable[[bytes], Any],
-                 merge_unknown: Callable[..., list], spliced_frame: type, splice_bytes: int) -> None: ...
+                 merge_unknown: Callable[..., list], spliced_frame: type, splice_bytes: int,
+                 uuid_type: type) -> None: ...
 
 class Plan:
     def __init__(self, cls: type, owner: str, version: int, flexible: bool, hooks: Hooks) -> None: ...

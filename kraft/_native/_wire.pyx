@@ -19,7 +19,7 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 import struct as _struct
 
@@ -70,11 +70,11 @@ _PACK_RANGE = {K_INT8: "byte format requires -128 <= number <= 127",
 cdef class Hooks:
     """What kraft.protocol hands the codec: error types and the helpers whose behaviour the
     generated codec shares (uuid objects, the unsupported/not-null errors, splicing)."""
-    cdef object perr, eerr, unsupported, not_null, uuid_from_wire, merge_unknown, spliced_frame
+    cdef object perr, eerr, unsupported, not_null, uuid_from_wire, merge_unknown, spliced_frame, uuid_type
     cdef Py_ssize_t splice_bytes
 
     def __init__(self, *, protocol_error, encode_error, unsupported, not_null, uuid_from_wire, merge_unknown,
-                 spliced_frame, splice_bytes):
+                 spliced_frame, splice_bytes, uuid_type):
         self.perr = protocol_error
         self.eerr = encode_error
         self.unsupported = unsupported
@@ -83,6 +83,7 @@ cdef class Hooks:
         self.merge_unknown = merge_unknown
         self.spliced_frame = spliced_frame
         self.splice_bytes = splice_bytes
+        self.uuid_type = uuid_type
 
 
 cdef class Slot:
@@ -309,6 +310,26 @@ cdef void put_blob(Hooks h, object out, object b, bint compact, bint nullable) e
         PyBuffer_Release(&view)
 
 
+cdef void put_uuid(Hooks h, object out, object v, bint in_run) except *:
+    """``v.bytes`` (from the UUID's int without the Python-level property when it is a
+    uuid.UUID); in a run of fixed-width fields padded or cut to 16 bytes as struct's '16s'
+    does, elsewhere appended as it is (the reference's ``out += v.bytes``)."""
+    cdef Py_buffer view
+    cdef uint8_t *p
+    raw = v.int.to_bytes(16, "big") if type(v) is h.uuid_type else v.bytes
+    PyObject_GetBuffer(raw, &view, PyBUF_SIMPLE)
+    try:
+        if not in_run:
+            put(out, view.buf, view.len)
+            return
+        p = grow(out, 16)
+        memcpy(p, view.buf, min(view.len, 16))
+        if view.len < 16:
+            memset(p + view.len, 0, 16 - view.len)
+    finally:
+        PyBuffer_Release(&view)
+
+
 cdef void put_value(Plan plan, Slot s, int kind, bint nullable, object out, object v) except *:
     """One value of ``s`` (kind given: an array element has its own)."""
     cdef Hooks h = plan.h
@@ -317,8 +338,7 @@ cdef void put_value(Plan plan, Slot s, int kind, bint nullable, object out, obje
     if kind <= K_BOOL:
         put_fixed(kind, out, v)
     elif kind == K_UUID:
-        raw = v.bytes
-        put(out, <const char *>raw, 16)
+        put_uuid(h, out, v, s.kind == K_UUID and s.tag < 0)
     elif kind == K_UVARINT:
         put_uv32(h, out, v)
     elif kind == K_VARINT:

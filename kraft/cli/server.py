@@ -12,7 +12,6 @@ import asyncio
 import logging
 import os
 import signal
-import sys
 
 from kraft.cli import describe_failure
 from kraft.cli.log_output import FORMATS, configure_logging, log_level

@@ -418,4 +418,4 @@ def _native_plan(cls, version: int, flexible: bool) -> Plan:
 _HOOKS = None if _wire is None else _wire.Hooks(
     protocol_error=ProtocolError, encode_error=EncodeError, unsupported=_unsupported, not_null=_not_null,
     uuid_from_wire=P.uuid_from_wire, merge_unknown=_merge_unknown, spliced_frame=P.SplicedFrame,
-    splice_bytes=P.SPLICE_BYTES)
+    splice_bytes=P.SPLICE_BYTES, uuid_type=P.ZERO_UUID.__class__)

@@ -73,7 +73,10 @@ def read_varint(buf, pos: int) -> tuple[int, int]:
 
 # --- uuids -------------------------------------------------------------------
 
-_UUID_CACHE: dict[bytes, uuid.UUID] = {}
+# Kafka's two reserved ids decode to these very objects, so ``is`` finds them without
+# UUID.__eq__ (a Python-level call) on every Fetch.
+_SEEDS = {ZERO_UUID.bytes: ZERO_UUID, METADATA_TOPIC_ID.bytes: METADATA_TOPIC_ID}
+_UUID_CACHE: dict[bytes, uuid.UUID] = dict(_SEEDS)
 
 
 def uuid_from_wire(raw) -> uuid.UUID:
@@ -82,8 +85,14 @@ def uuid_from_wire(raw) -> uuid.UUID:
     if u is None:
         if len(_UUID_CACHE) > 4096:
             _UUID_CACHE.clear()
+            _UUID_CACHE.update(_SEEDS)
         u = _UUID_CACHE[raw] = uuid.UUID(bytes=bytes(raw))
     return u
+
+
+def uuid_bytes(u: uuid.UUID) -> bytes:
+    """``u.bytes`` without the Python-level property (a C call on the UUID's int)."""
+    return u.int.to_bytes(16, "big")
 
 
 def uuid_to_base64(u: uuid.UUID) -> str:

@@ -384,7 +384,8 @@ class RaftCore:
     # ================================================================ polling
     def _poll(self, now: int) -> None:
         e, f = self.elections, self.follower_replication
-        self.membership.expire(now)  # a change pending when leadership ended is answered
+        if self.membership.pending is not None:
+            self.membership.expire(now)  # a change pending when leadership ended is answered
         for _ in range(8):  # transitions made here may enable the next role's work at once
             s = self.quorum.state
             t = type(s)
@@ -418,18 +419,26 @@ class RaftCore:
         return (not self.quorum.is_voter() and s.high_watermark > self.voter_history.last_offset())
 
     def _poll_leader(self, s: LeaderState, now: int) -> int:
-        self.sync_leader_voters(s, now)
+        # ``s.voters is not history.latest``: the voter set changed (a Voters record was
+        # appended); checked inline, as this runs after every request.
+        history = self.voter_history
+        if s.voters is not history.latest:
+            self.sync_leader_voters(s, now)
         self.membership.refresh_own_endpoints(s, self.follower_replication.local_endpoints, now)
         self.reassignment.poll(s, now)  # the next step toward the target voters, if due
-        self.sync_leader_voters(s, now)
+        if s.voters is not history.latest:
+            self.sync_leader_voters(s, now)
         if s.resign_requested or s.check_quorum_expired(now) or self._removed_leader_done(s):
             self.transitions.become_resigned(now)
             return now
         r = self.leader_replication
         deadline = r.drain_if_due(s, now)
-        self.sync_leader_voters(s, now)
+        if s.voters is not history.latest:
+            self.sync_leader_voters(s, now)
         deadline = min(deadline, self.elections.send_begin_epoch(s, now))
         deadline = min(deadline, r.answer_parked(s, now))
         if s.check_quorum_deadline is not None:
             deadline = min(deadline, s.check_quorum_deadline)
-        return min(deadline, self.membership.expire(now))
+        if self.membership.pending is not None:
+            deadline = min(deadline, self.membership.expire(now))
+        return deadline

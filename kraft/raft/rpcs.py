@@ -27,7 +27,7 @@ from kraft.protocol import (METADATA_TOPIC_ID, ZERO_UUID, BeginQuorumEpochReques
                             DescribeQuorumRequest, DescribeQuorumResponse, EndQuorumEpochRequest,
                             EndQuorumEpochResponse, FetchRequest, FetchResponse, FetchSnapshotRequest,
                             FetchSnapshotResponse, VoteRequest, VoteResponse)
-from kraft.protocol.primitives import uuid_from_wire
+from kraft.protocol.primitives import uuid_bytes, uuid_from_wire
 from kraft.types import OffsetAndEpoch
 
 TOPIC = "__cluster_metadata"
@@ -50,7 +50,9 @@ def directory_uuid(directory_id: bytes | None):
 
 
 def directory_bytes(u) -> bytes | None:
-    return None if u is None or u == NO_DIRECTORY else u.bytes
+    if u is None or u is NO_DIRECTORY or u == NO_DIRECTORY:  # decoded ids: the very object
+        return None
+    return uuid_bytes(u)
 
 
 def split_error(code: int) -> tuple[int, int]:
@@ -81,7 +83,11 @@ def fetch_partition(r: FetchRequest):
         return None
     t = topics[0]
     parts = t.partitions
-    if len(parts) != 1 or t.topic_id != METADATA_TOPIC_ID or parts[0].partition != PARTITION:
+    if len(parts) != 1 or parts[0].partition != PARTITION:
+        return None
+    # A decoded topic id is the METADATA_TOPIC_ID object itself (uuid_from_wire): ``is``
+    # first, UUID.__eq__ only for other values.
+    if t.topic_id is not METADATA_TOPIC_ID and t.topic_id != METADATA_TOPIC_ID:
         return None
     return parts[0]
 

@@ -91,20 +91,24 @@ class VoterSetHistory:
     Invariant: offsets strictly increase.
     """
 
-    __slots__ = ("_offsets", "_sets")
+    __slots__ = ("_offsets", "_sets", "latest")
 
     def __init__(self, bootstrap: VoterSet):
         self._offsets: list[int] = [-1]
         self._sets: list[VoterSet] = [bootstrap]
+        #: The voter set in force now (``last()``), as an attribute: the leader's poll checks
+        #: it several times per request.
+        self.latest = bootstrap
 
     def add_at(self, offset: int, voters: VoterSet) -> None:
         if offset <= self._offsets[-1]:
             raise ValueError(f"voter set change at {offset} not after {self._offsets[-1]}")
         self._offsets.append(offset)
         self._sets.append(voters)
+        self.latest = voters
 
     def last(self) -> VoterSet:
-        return self._sets[-1]
+        return self.latest
 
     def previous(self) -> VoterSet | None:
         """The set before the latest change (None if there was none since the bootstrap)."""
@@ -118,6 +122,7 @@ class VoterSetHistory:
         """Forget all history: ``voters`` hold from ``offset`` (a snapshot was loaded)."""
         self._offsets = [offset]
         self._sets = [voters]
+        self.latest = voters
 
     def at(self, offset: int) -> VoterSet:
         """The voter set in force for the record at ``offset``."""
@@ -135,3 +140,4 @@ class VoterSetHistory:
         while len(self._offsets) > 1 and self._offsets[-1] >= end_offset:
             self._offsets.pop()
             self._sets.pop()
+        self.latest = self._sets[-1]

@@ -32,7 +32,6 @@ from kraft.raft.rpcs import request_source
 from kraft.server.log_throttle import LogThrottle, held_note
 from kraft.server.produce_writer import ProduceWriter
 from kraft.server.raft_driver import RaftDriver
-from kraft.server.reply import then
 from kraft.server.wire_versions import ResponseFitter, upgrade_request
 
 log = logging.getLogger("kraft.handlers")
@@ -96,21 +95,19 @@ class ControllerHandlers:
     def _raft(self, wire, version: int, peer: str = "?"):
         upgrade_request(wire, version)
         began = time.perf_counter()
-        # The transport does not know the sender's node id; the core reads it from the request.
-        fut = self.driver.inbound_request(-1, wire)
-        if self.metrics is not None and type(wire) is FetchRequest:
-            # The leader's own work on a Fetch (a long-poll wait is not included).
-            self.metrics.fetch_handle_latency.observe(time.perf_counter() - began)
         fit = self.fitter.fit
 
         def answer(resp):
             if resp.error_code == ErrorCode.INCONSISTENT_CLUSTER_ID:
                 self._log_foreign_cluster(wire, peer)
             return fit(resp, version)
-        out = then(fut, answer)
-        if out.done() and not out.cancelled() and out.exception() is None:
-            return out.result()  # answered at once (a Vote, a Fetch with data): no wait at all
-        return out
+        # The transport does not know the sender's node id; the core reads it from the request.
+        out = self.driver.inbound_request(-1, wire, answer)
+        if self.metrics is not None and type(wire) is FetchRequest:
+            # The leader's own work on a Fetch (a long-poll wait is not included).
+            self.metrics.fetch_handle_latency.observe(time.perf_counter() - began)
+        # Answered at once (a Vote, a Fetch with data): the answer itself, no wait at all.
+        return out.result_or(out)
 
     def _update_kraft_version(self, req, version: int):
         """UpdateFeatures naming ``kraft.version``: the Raft layer's (Kafka 4.1's static-to-

@@ -129,11 +129,12 @@ class RaftDriver:
         self.core.on_flushed(offset, wall_ms())
         self._drain()
 
-    def inbound_request(self, source: int, request) -> Reply:
+    def inbound_request(self, source: int, request, answer=None) -> Reply:
         """Step a request (a protocol message in its newest form) into the core; the returned
-        Reply gets the core's response (done already if the core answered at once)."""
+        Reply gets the core's response, through ``answer(response)`` if given (done already if
+        the core answered at once)."""
         handle = next(self._handles)
-        fut = Reply()  # completes inline: the answer reaches its connection this turn
+        fut = Reply(answer)  # completes inline: the answer reaches its connection this turn
         self._pending[handle] = fut
         if getattr(request, "leader_endpoints", None):
             self._learn_leader_endpoints(request)

@@ -23,12 +23,17 @@ _PENDING, _RESULT, _EXCEPTION, _CANCELLED = range(4)
 
 
 class Reply:
-    __slots__ = ("_state", "_value", "_callbacks")
+    """``Reply(answer)``: ``set_result(v)`` completes it with ``answer(v)`` (an exception
+    from ``answer`` completes it with that exception), so a request's answer is mapped (a
+    version fit, say) without a second Reply chained to the first."""
 
-    def __init__(self):
+    __slots__ = ("_state", "_value", "_callbacks", "_answer")
+
+    def __init__(self, answer=None):
         self._state = _PENDING
         self._value = None
         self._callbacks: list | None = None
+        self._answer = answer
 
     # --- reading ------------------------------------------------------------------------------
     def done(self) -> bool:
@@ -66,7 +71,19 @@ class Reply:
 
     # --- completing ---------------------------------------------------------------------------
     def set_result(self, value) -> None:
+        answer = self._answer
+        if answer is not None and self._state == _PENDING:
+            try:
+                value = answer(value)
+            except Exception as e:  # becomes an error response in network.py
+                self._finish(_EXCEPTION, e)
+                return
         self._finish(_RESULT, value)
+
+    def result_or(self, default):
+        """The result if it completed with one, else ``default`` (one call where the
+        request path asks "answered already?")."""
+        return self._value if self._state == _RESULT else default
 
     def set_exception(self, exc: BaseException) -> None:
         self._finish(_EXCEPTION, exc)
@@ -100,32 +117,6 @@ class Reply:
 
     def __repr__(self) -> str:
         return f"<Reply {('pending', 'result', 'exception', 'cancelled')[self._state]}>"
-
-
-def then(reply, fn) -> Reply:
-    """A Reply of ``fn(reply.result())``; failures and cancellation pass through, and an
-    exception from ``fn`` becomes the new Reply's exception."""
-    out = Reply()
-
-    def done(r):
-        if out.done():
-            return
-        if r.cancelled():
-            out.cancel()
-            return
-        exc = r.exception()
-        if exc is not None:
-            out.set_exception(exc)
-            return
-        try:
-            value = fn(r.result())
-        except Exception as e:  # becomes an error response in network.py
-            out.set_exception(e)
-            return
-        out.set_result(value)
-
-    reply.add_done_callback(done)
-    return out
 
 
 def _relay(reply: Reply, waiter: asyncio.Future) -> None:

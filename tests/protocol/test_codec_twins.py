@@ -112,6 +112,9 @@ def bad_values():
     yield W, 17, W(topics=None)                                                        # non-nullable array
     yield W, 3, W(replica_state=W.ReplicaState(replica_id=5))                         # a field v3 lacks
     yield W, 17, W(topics=[W.Topic(topic_id=None)])                                    # a uuid that is None
+    from types import SimpleNamespace
+    yield W, 17, W(topics=[W.Topic(topic_id=SimpleNamespace(bytes=b"short"))])           # padded as '16s' does
+    yield W, 17, W(topics=[W.Topic(topic_id=SimpleNamespace(bytes=bytearray(20)))])      # cut as '16s' does
     yield W, 17, W(cluster_id="\udc80")                                                # unencodable string
     R = FetchResponse
     yield R, 17, R(responses=[R.Topic(partitions=[R.Topic.Partition(current_leader=None)])])  # tagged struct None

@@ -1,12 +1,12 @@
 """Reply: a future whose callbacks run inline when it completes (asyncio's run a loop turn
-later), awaitable, with failures and cancellation passed through ``then``."""
+later), awaitable, and mapping its result through an answer function."""
 
 import asyncio
 import logging
 
 import pytest
 
-from kraft.server.reply import Reply, then
+from kraft.server.reply import Reply
 
 
 def test_callbacks_run_inline_in_order_when_it_completes():
@@ -95,31 +95,33 @@ async def _await(r):
     return await r
 
 
-def test_then_maps_the_result_inline_and_passes_failures_through():
-    src = Reply()
-    out = then(src, lambda v: v * 2)
-    src.set_result(21)
-    assert out.result() == 42  # no loop turn between the two
-    failed = Reply()
-    out = then(failed, lambda v: v)
+def test_an_answer_function_maps_the_result_inline_and_its_failure_becomes_the_exception():
+    seen = []
+    doubled = Reply(lambda v: v * 2)
+    doubled.add_done_callback(lambda r: seen.append(r.result()))
+    doubled.set_result(21)
+    assert doubled.result() == 42 and seen == [42]  # mapped before the callbacks ran
+    failed = Reply(lambda v: v)
     failed.set_exception(KeyError("k"))
-    assert isinstance(out.exception(), KeyError)
-    gone = Reply()
-    out = then(gone, lambda v: v)
-    gone.cancel()
-    assert out.cancelled()
-    raising = Reply()
-    out = then(raising, lambda v: 1 / v)
+    assert isinstance(failed.exception(), KeyError)  # exceptions are not mapped
+    raising = Reply(lambda v: 1 / v)
     raising.set_result(0)
-    assert isinstance(out.exception(), ZeroDivisionError)
-    ready = Reply()
-    ready.set_result(1)
-    assert then(ready, lambda v: v + 1).result() == 2  # done already: done at once
+    assert isinstance(raising.exception(), ZeroDivisionError)
+    gone = Reply(lambda v: pytest.fail("a cancelled Reply maps nothing"))
+    gone.cancel()  # the connection went away
+    with pytest.raises(asyncio.InvalidStateError):
+        gone.set_result(1)  # the core answering later is an error, as for any done Reply
+    assert gone.cancelled()
 
 
-def test_cancelling_the_mapped_reply_leaves_the_source_alone():
-    src = Reply()
-    out = then(src, lambda v: v)
-    out.cancel()  # the connection went away
-    src.set_result(1)  # the core still answers later: nothing breaks
-    assert out.cancelled() and src.result() == 1
+def test_result_or_gives_the_result_only_when_there_is_one():
+    r = Reply()
+    assert r.result_or("pending") == "pending"
+    r.set_result(None)
+    assert r.result_or("x") is None
+    failed = Reply()
+    failed.set_exception(ValueError())
+    assert failed.result_or("no") == "no"
+    cancelled = Reply()
+    cancelled.cancel()
+    assert cancelled.result_or("no") == "no"
