@@ -97,15 +97,28 @@ cdef class Slot:
     cdef object default, factory, field
     cdef bint ignorable
     cdef Py_ssize_t run  # bytes of the run of fixed-width fields this one starts (0: none)
+    cdef Plan fresh  # a struct field's default struct, built natively (its class's new_default)
 
     def __init__(self, str name, int kind, int elem=-1, bint nullable=False, Plan sub=None, Py_ssize_t elem_min=1,
-                 int tag=-1, default=None, factory=None, field=None, bint ignorable=False):
+                 int tag=-1, default=None, factory=None, field=None, bint ignorable=False, Plan fresh=None):
         self.name, self.kind, self.elem, self.nullable, self.sub = name, kind, elem, nullable, sub
         self.elem_min, self.tag, self.default, self.factory, self.field = elem_min, tag, default, factory, field
-        self.ignorable = ignorable
+        self.ignorable, self.fresh = ignorable, fresh
 
-    cdef inline object fresh_default(self):
+    cdef object fresh_default(self):
+        if self.fresh is not None:
+            return default_struct(self.fresh)
         return self.factory() if self.factory is not None else self.default
+
+
+cdef object default_struct(Plan plan):
+    """``cls.new_default()``: every field at its default (``plan.absent`` lists them all)."""
+    cdef Slot s
+    o = plan.cls.__new__(plan.cls)
+    for s in plan.absent:
+        setattr(o, s.name, s.fresh_default())
+    o.unknown_tagged_fields = None
+    return o
 
 
 cdef struct Reader:

@@ -404,7 +404,7 @@ def _native_plan(cls, version: int, flexible: bool) -> Plan:
         sub = plan(struct_t, version, flexible, "native").native if struct_t is not None else None
         return _wire.Slot(f.name, _kind(t), _kind(elem) if elem is not None else -1, v in f.nullable, sub,
                           max(1, builder.value_min_size(elem)) if elem is not None else 1, tag,
-                          f.default_value(), f.factory, f, f.ignorable)
+                          f.default_value(), f.factory, f, f.ignorable, _defaults(t) if is_struct(t) else None)
 
     present = [f for f in cls.FIELDS if v in f.versions]
     tagged = sorted((f for f in present if f.tagged_in(v, flexible)), key=lambda f: f.tag)
@@ -413,6 +413,18 @@ def _native_plan(cls, version: int, flexible: bool) -> Plan:
                 [slot(f) for f in cls.FIELDS if v not in f.versions],
                 [slot(f) for f in present if not f.nullable.empty and v not in f.nullable])
     return p
+
+
+def _defaults(cls):
+    """A ``_wire.Plan`` that builds ``cls.new_default()`` natively (every field in ``absent``)."""
+    plan = cls.__dict__.get("_NATIVE_DEFAULTS")
+    if plan is None:
+        plan = _wire.Plan(cls, cls.__qualname__, -1, False, _HOOKS)
+        cls._NATIVE_DEFAULTS = plan  # before filling: a struct may contain itself
+        plan.fill([], [], [_wire.Slot(f.name, _kind(f.type), default=f.default, factory=f.factory,
+                                      fresh=_defaults(f.type) if is_struct(f.type) else None)
+                           for f in cls.FIELDS], [])
+    return plan
 
 
 _HOOKS = None if _wire is None else _wire.Hooks(

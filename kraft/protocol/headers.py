@@ -87,11 +87,28 @@ def response_header_version(api_key: int, api_version: int) -> int:
     return 1 if response_class(api_key).is_flexible(api_version) else 0
 
 
+#: client id -> its encoding (int16 length in every version): a node sends every request
+#: with the same one or two.
+_CLIENT_IDS: dict = {}
+
+
 def encode_request_header(out: bytearray, header: RequestHeader, version: int) -> None:
     out += _REQUEST_PREFIX.pack(header.api_key, header.api_version, header.correlation_id)
-    P.write_nullable_string(out, header.client_id)  # int16 length in every version
+    client_id = header.client_id
+    encoded = _CLIENT_IDS.get(client_id) if type(client_id) is str or client_id is None else None
+    if encoded is None:
+        b = bytearray()
+        P.write_nullable_string(b, client_id)
+        encoded = bytes(b)
+        if len(_CLIENT_IDS) < 256 and (type(client_id) is str or client_id is None):
+            _CLIENT_IDS[client_id] = encoded
+    out += encoded
     if version >= 2:
-        _write_tags(out, header.unknown_tagged_fields)
+        tags = header.unknown_tagged_fields
+        if tags:
+            _write_tags(out, tags)
+        else:
+            out.append(0)
 
 
 def decode_request_header_prefix(view, pos: int = 0) -> tuple[int, int, int]:
@@ -104,7 +121,10 @@ def decode_request_header(view, version: int, pos: int = 0) -> tuple[RequestHead
     client_id, pos = P.read_nullable_string(view, pos + 8)
     tags = None
     if version >= 2:
-        tags, pos = P.skip_tagged_fields(view, pos)
+        if view[pos] == 0:  # no header tags: the usual case, without the reader's calls
+            pos += 1
+        else:
+            tags, pos = P.skip_tagged_fields(view, pos)
     return RequestHeader(api_key, api_version, correlation_id, client_id, tags), pos
 
 
@@ -119,7 +139,10 @@ def decode_response_header(view, version: int, pos: int = 0) -> tuple[ResponseHe
     pos += 4
     tags = None
     if version >= 1:
-        tags, pos = P.skip_tagged_fields(view, pos)
+        if view[pos] == 0:  # no header tags
+            pos += 1
+        else:
+            tags, pos = P.skip_tagged_fields(view, pos)
     return ResponseHeader(correlation_id, tags), pos
 
 
