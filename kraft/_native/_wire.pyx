@@ -111,6 +111,28 @@ cdef class Slot:
         return self.factory() if self.factory is not None else self.default
 
 
+cdef bint at_default(Plan plan, object v) except -1:
+    """``v == cls.new_default()`` for a struct of ``plan.cls`` (the generated __eq__: every
+    field equal, unknown tags empty or None), without a Python call per struct."""
+    cdef Slot s
+    for s in plan.absent:
+        x = getattr(v, s.name)
+        if s.fresh is not None and type(x) is s.fresh.cls:
+            if not at_default(s.fresh, x):
+                return False
+        elif s.factory is list:
+            if type(x) is not list or len(<list>x) != 0:
+                if x != []:
+                    return False
+        elif s.fresh is not None:
+            if x != default_struct(s.fresh):
+                return False
+        elif not (x is s.default or x == s.default):
+            return False
+    u = v.unknown_tagged_fields
+    return not u
+
+
 cdef object default_struct(Plan plan):
     """``cls.new_default()``: every field at its default (``plan.absent`` lists them all)."""
     cdef Slot s
@@ -413,7 +435,11 @@ cdef void encode_struct(Plan plan, object o, object out) except *:
     cdef list present = []
     for s in plan.tagged:
         v = getattr(o, s.name)
-        if v != s.default:
+        if s.fresh is not None and type(v) is s.fresh.cls:
+            differs = not at_default(s.fresh, v)
+        else:
+            differs = v != s.default
+        if differs:
             b = bytearray()
             put_value(plan, s, s.kind, s.nullable, b, v)
             present.append((s.tag, b))

@@ -44,15 +44,19 @@ RESPONSE_TYPES = (VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse
 
 # --- directory ids -----------------------------------------------------------------------
 
+_UUID = type(ZERO_UUID)
+
 
 def directory_uuid(directory_id: bytes | None):
     return uuid_from_wire(directory_id) if directory_id else NO_DIRECTORY
 
 
 def directory_bytes(u) -> bytes | None:
-    if u is None or u is NO_DIRECTORY or u == NO_DIRECTORY:  # decoded ids: the very object
+    if u is None or u is NO_DIRECTORY:  # a decoded zero id is the very object
         return None
-    return uuid_bytes(u)
+    if type(u) is _UUID:
+        return None if u.int == 0 else uuid_bytes(u)  # C-level, not UUID.__eq__ / .bytes
+    return None if u == NO_DIRECTORY else u.bytes
 
 
 def split_error(code: int) -> tuple[int, int]:

@@ -145,3 +145,20 @@ def test_large_records_are_spliced_alike():
         frames[impl] = (bytes(out), [(pos, bytes(v)) for pos, v in out.splices], out.spliced_bytes)
     assert frames["native"] == frames["python"]
     assert frames["native"][2] == len(big) and len(frames["native"][1]) == 1
+
+
+def test_tagged_structs_at_or_near_their_default_are_written_alike():
+    """A tagged struct is left out exactly when it equals its class's default: unknown tags
+    that are [] count as none, any other difference (a field, a tag) writes it."""
+    from kraft.protocol import FetchResponse as R
+    P = R.Topic.Partition
+    cases = [P(), P(current_leader=R.LeaderIdAndEpoch(unknown_tagged_fields=[])),
+             P(current_leader=R.LeaderIdAndEpoch(unknown_tagged_fields=[(9, b"z")])),
+             P(current_leader=R.LeaderIdAndEpoch(leader_id=0)), P(snapshot_id=R.SnapshotId(epoch=0)),
+             P(diverging_epoch=R.EpochEndOffset(end_offset=7)), P(current_leader=None)]
+    for p in cases:
+        obj = R(responses=[R.Topic(partitions=[p])])
+        assert encode_outcome(R, 17, obj, "native") == encode_outcome(R, 17, obj, "python"), p
+    plain = encoded(R, 17, R(responses=[R.Topic(partitions=[cases[0]])]), "native")
+    assert encoded(R, 17, R(responses=[R.Topic(partitions=[cases[1]])]), "native") == plain
+    assert encoded(R, 17, R(responses=[R.Topic(partitions=[cases[2]])]), "native") != plain
