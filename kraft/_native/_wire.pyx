@@ -287,16 +287,21 @@ cdef void put_fixed(int kind, object out, object value) except *:
         p[0] = <uint8_t><int8_t>v
 
 
+cdef void put_null(object out, bint compact, Py_ssize_t classic_width) except *:
+    """A null string, bytes or array: compact 0, classic length -1 (int16 or int32)."""
+    if compact:
+        put_uvarint(out, 0)
+    else:
+        put(out, b"\xff\xff\xff\xff", classic_width)
+
+
 cdef void put_string(Hooks h, object out, object s, bint compact, bint nullable) except *:
     cdef Py_ssize_t n
     cdef const char *data
     cdef uint8_t *p
     if s is None:
         if nullable:
-            if compact:
-                put_uvarint(out, 0)
-            else:
-                put(out, b"\xff\xff", 2)
+            put_null(out, compact, 2)
             return
         raise h.eerr("non-nullable string field is None")
     if type(s) is str:
@@ -321,10 +326,7 @@ cdef void put_blob(Hooks h, object out, object b, bint compact, bint nullable) e
     cdef Py_ssize_t n
     if b is None:
         if nullable:
-            if compact:
-                put_uvarint(out, 0)
-            else:
-                put(out, b"\xff\xff\xff\xff", 4)
+            put_null(out, compact, 4)
             return
         raise h.eerr("non-nullable bytes field is None")
     PyObject_GetBuffer(b, &view, PyBUF_SIMPLE)
@@ -399,10 +401,7 @@ cdef void put_array(Plan plan, Slot s, object out, object v) except *:
     cdef Py_ssize_t i, n
     if v is None:
         if s.nullable:
-            if plan.flexible:
-                put_uvarint(out, 0)
-            else:
-                put(out, b"\xff\xff\xff\xff", 4)
+            put_null(out, plan.flexible, 4)
             return
         raise h.not_null(plan.owner, s.name)
     n = len(v)

@@ -9,7 +9,10 @@ at that version. Values come from a counter so that no two fields share a value 
 from __future__ import annotations
 
 import itertools
+import struct
 import uuid
+
+from hypothesis import strategies as st
 
 from kraft.protocol.message import REQUESTS, RESPONSES
 from kraft.protocol.schema import Array, Primitive, is_struct
@@ -88,3 +91,26 @@ def _value(t, default, version, flexible, values, nulls, unknown_tags):
     if is_struct(t):
         return _fill(t, version, flexible, values, nulls, unknown_tags)
     return values.primitive(t, default)
+
+
+@st.composite
+def mutated(draw, data: bytes) -> bytes:
+    """``data`` with 1-4 damages: bytes set, inserted, deleted, the tail cut, extreme int32s
+    planted (lengths and counts are where the danger is) or over-long varints inserted."""
+    buf = bytearray(data)
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["set", "insert", "delete", "truncate", "int", "varint"]))
+        pos = draw(st.integers(0, max(0, len(buf) - 1)))
+        if kind == "set" and buf:
+            buf[pos] = draw(st.integers(0, 255))
+        elif kind == "insert":
+            buf[pos:pos] = draw(st.binary(min_size=1, max_size=8))
+        elif kind == "delete" and buf:
+            del buf[pos:pos + draw(st.integers(1, 8))]
+        elif kind == "truncate":
+            del buf[pos:]
+        elif kind == "int" and len(buf) >= pos + 4:
+            buf[pos:pos + 4] = struct.pack(">i", draw(st.sampled_from([-1, -2, -(2**31), 2**31 - 1, 2**24, 0])))
+        elif kind == "varint":
+            buf[pos:pos] = draw(st.sampled_from([b"\x80\x80\x80\x80\x80", b"\xff\xff\xff\xff\x7f", b"\x80"]))
+    return bytes(buf)

@@ -17,7 +17,7 @@ from kraft.errors import EncodeError, UnsupportedVersionError
 from kraft.protocol import codec
 from kraft.protocol.message import DECODE_FAILURES, as_view
 from kraft.protocol.primitives import SPLICE_BYTES, SplicedFrame
-from protocol_samples import all_messages, message_ids, sample
+from protocol_samples import all_messages, message_ids, mutated, sample
 
 pytestmark = pytest.mark.skipif(codec.IMPLEMENTATION != "native", reason="the native codec is not built "
                                 "(KRAFT_NO_EXTENSIONS=1 or no compiler): nothing to compare")
@@ -59,23 +59,7 @@ BODIES = [(cls, v, encoded(cls, v, sample(cls, v, seed=s, unknown_tags=True), "p
 @st.composite
 def damaged(draw):
     cls, version, data = draw(st.sampled_from(BODIES))
-    buf = bytearray(data)
-    for _ in range(draw(st.integers(1, 4))):
-        kind = draw(st.sampled_from(["set", "insert", "delete", "truncate", "int", "varint"]))
-        pos = draw(st.integers(0, max(0, len(buf) - 1)))
-        if kind == "set" and buf:
-            buf[pos] = draw(st.integers(0, 255))
-        elif kind == "insert":
-            buf[pos:pos] = draw(st.binary(min_size=1, max_size=8))
-        elif kind == "delete" and buf:
-            del buf[pos:pos + draw(st.integers(1, 8))]
-        elif kind == "truncate":
-            del buf[pos:]
-        elif kind == "int" and len(buf) >= pos + 4:
-            buf[pos:pos + 4] = struct.pack(">i", draw(st.sampled_from([-1, -2, -(2**31), 2**31 - 1, 2**24, 0])))
-        elif kind == "varint":
-            buf[pos:pos] = draw(st.sampled_from([b"\x80\x80\x80\x80\x80", b"\xff\xff\xff\xff\x7f", b"\x80"]))
-    return cls, version, bytes(buf)
+    return cls, version, draw(mutated(data))
 
 
 @FUZZ

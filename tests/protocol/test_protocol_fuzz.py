@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from kraft.errors import ProtocolError, UnsupportedVersionError
 from kraft.protocol import FrameDecoder, decode_request, decode_response, encode_request, encode_response
 from kraft.protocol.message import REQUESTS, RESPONSES
-from protocol_samples import all_messages, sample
+from protocol_samples import all_messages, mutated, sample
 
 ALLOWED = (ProtocolError, UnsupportedVersionError)
 MESSAGES = all_messages()
@@ -25,26 +25,6 @@ REQUEST_FRAMES = [encode_request(sample(cls, v, unknown_tags=True), v, 7, "fuzz"
 RESPONSE_FRAMES = [(cls, v, encode_response(7, cls.API_KEY, v, sample(cls, v, unknown_tags=True))[4:])
                    for cls, v in MESSAGES if cls is RESPONSES.get(cls.API_KEY)]
 BODIES = [(cls, v, sample(cls, v, seed=s).encode(v)) for cls, v in MESSAGES for s in (1, 50)]
-
-
-@st.composite
-def mutated(draw, data: bytes) -> bytes:
-    buf = bytearray(data)
-    for _ in range(draw(st.integers(1, 4))):
-        kind = draw(st.sampled_from(["set", "insert", "delete", "truncate", "int"]))
-        pos = draw(st.integers(0, max(0, len(buf) - 1)))
-        if kind == "set" and buf:
-            buf[pos] = draw(st.integers(0, 255))
-        elif kind == "insert":
-            buf[pos:pos] = draw(st.binary(min_size=1, max_size=8))
-        elif kind == "delete" and buf:
-            del buf[pos:pos + draw(st.integers(1, 8))]
-        elif kind == "truncate":
-            del buf[pos:]
-        elif kind == "int" and len(buf) >= pos + 4:
-            # Lengths and counts are where the danger is: plant extreme values.
-            buf[pos:pos + 4] = struct.pack(">i", draw(st.sampled_from([-1, -2, -(2**31), 2**31 - 1, 2**24, 0])))
-    return bytes(buf)
 
 
 @FUZZ
