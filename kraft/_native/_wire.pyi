@@ -1,25 +1,9 @@
 """Type stubs for ``kraft._native._wire`` (the twin of the Python plans in ``kraft/protocol/codec.py``)."""
 
-import enum
 from typing import Any, Callable
 
-class Kind(enum.IntEnum):
-    K_INT8: int
-    K_INT16: int
-    K_INT32: int
-    K_INT64: int
-    K_UINT16: int
-    K_UINT32: int
-    K_FLOAT64: int
-    K_BOOL: int
-    K_UUID: int
-    K_UVARINT: int
-    K_VARINT: int
-    K_STRING: int
-    K_BYTES: int
-    K_RECORDS: int
-    K_STRUCT: int
-    K_ARRAY: int
+#: schema type name ("int8" ... "records", "struct", "array") -> the interpreter's kind code.
+KINDS: dict[str, int]
 
 class Hooks:
     def __init__(self, *, protocol_error: type, encode_error: type, unsupported: Callable[..., Exception],

@@ -22,6 +22,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, u
 from libc.string cimport memcpy, memset
 
 import struct as _struct
+import operator as _operator
 
 from kraft._native._prims cimport (kc_load_be16, kc_load_be32, kc_load_be64, kc_read_uvarint, kc_store_be16,
                                    kc_store_be32, kc_store_be64, kc_write_uvarint)
@@ -38,7 +39,7 @@ cdef extern from "Python.h":
     bint PyObject_IsTrue(object) except -1
 
 # Value kinds (kraft.protocol.schema's primitive names, plus struct and array).
-cpdef enum Kind:
+cdef enum Kind:
     K_INT8 = 0
     K_INT16 = 1
     K_INT32 = 2
@@ -56,10 +57,16 @@ cpdef enum Kind:
     K_STRUCT = 14
     K_ARRAY = 15
 
+#: schema type name -> Kind, for kraft.protocol.codec to build plans with.
+KINDS = {"int8": K_INT8, "int16": K_INT16, "int32": K_INT32, "int64": K_INT64, "uint16": K_UINT16,
+         "uint32": K_UINT32, "float64": K_FLOAT64, "bool": K_BOOL, "uuid": K_UUID, "uvarint": K_UVARINT,
+         "varint": K_VARINT, "string": K_STRING, "bytes": K_BYTES, "records": K_RECORDS, "struct": K_STRUCT,
+         "array": K_ARRAY}
+
 cdef Py_ssize_t[8] FIXED_SIZE = [1, 2, 4, 8, 2, 4, 8, 1]  # K_INT8 .. K_BOOL
 
 # struct.pack's messages for out-of-range values, which the reference raises.
-_PACK_RANGE = {K_INT8: "byte format requires -128 <= number <= 127",
+cdef dict _PACK_RANGE = {K_INT8: "byte format requires -128 <= number <= 127",
                K_INT16: "'h' format requires -32768 <= number <= 32767",
                K_INT32: "'i' format requires -2147483648 <= number <= 2147483647",
                K_INT64: "int too large to convert",
@@ -673,9 +680,8 @@ cdef object decode_struct(Plan plan, Reader *r, object view):
         if r.pos != end:
             raise h.perr('tagged field %d: declared %d bytes, decoded %d' % (tag, size, r.pos - p0))
     if unknown is not None and len(unknown) > 1:
-        unknown.sort(key=_first)
+        unknown.sort(key=_BY_TAG)  # stable: equal tags keep their order, as in the reference
     return o
 
 
-def _first(t):
-    return t[0]
+cdef object _BY_TAG = _operator.itemgetter(0)

@@ -381,10 +381,10 @@ class _Builder:
 
 def _kind(t) -> int:
     if is_struct(t):
-        return _wire.Kind.K_STRUCT
+        return _wire.KINDS["struct"]
     if isinstance(t, Array):
-        return _wire.Kind.K_ARRAY
-    return _wire.Kind["K_" + t.name.upper()]
+        return _wire.KINDS["array"]
+    return _wire.KINDS[t.name]
 
 
 def _native_plan(cls, version: int, flexible: bool) -> Plan:
