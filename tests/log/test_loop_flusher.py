@@ -239,8 +239,9 @@ def test_a_requested_flush_leaves_no_linger_timer_behind(tmp_path, kind):
             return [h for h in loop._scheduled if not h.cancelled() and "LoopFlusher._start" in repr(h)]
 
         for i in range(5):
+            # The append arms the 10 s linger, unless a cycle is still ending (the first one
+            # writes the epoch checkpoint on a thread and hands its end back to the loop).
             log.append(batch_for(i, 1), leader_epoch=1)
-            assert len(armed()) == 1  # the linger (10 s here) is running
             log.request_flush()
             assert armed() == []
             await until(lambda: log.flushed_offset == log.end_offset)
