@@ -95,12 +95,13 @@ _CLIENT_IDS: dict = {}
 def encode_request_header(out: bytearray, header: RequestHeader, version: int) -> None:
     out += _REQUEST_PREFIX.pack(header.api_key, header.api_version, header.correlation_id)
     client_id = header.client_id
-    encoded = _CLIENT_IDS.get(client_id) if type(client_id) is str or client_id is None else None
+    cacheable = client_id is None or type(client_id) is str
+    encoded = _CLIENT_IDS.get(client_id) if cacheable else None
     if encoded is None:
         b = bytearray()
-        P.write_nullable_string(b, client_id)
+        P.write_nullable_string(b, client_id)  # its errors for what is not a string
         encoded = bytes(b)
-        if len(_CLIENT_IDS) < 256 and (type(client_id) is str or client_id is None):
+        if cacheable and len(_CLIENT_IDS) < 256:
             _CLIENT_IDS[client_id] = encoded
     out += encoded
     if version >= 2:
