@@ -13,6 +13,7 @@ indeterminate, not failed).
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import logging
 import random
@@ -126,6 +127,11 @@ class NodeClient:
         self._out: list[bytes] = []
         self._flush_scheduled = False
         self._frames: dict = {}  # (reuse key, version) -> (encoded frame, api key)
+        self._loop: asyncio.AbstractEventLoop | None = None  # asked once: each ask is a getpid
+        # request_nowait's deadlines at the default timeout, in the order sent (so in
+        # deadline order), watched by one timer instead of a timer per request.
+        self._deadlines: collections.deque = collections.deque()
+        self._deadline_timer: asyncio.TimerHandle | None = None
 
     @property
     def address(self) -> str:
@@ -172,15 +178,51 @@ class NodeClient:
         thread that step a state machine with the answer (the Raft driver)."""
         if self._writer is None or self._closed or len(self._waiting) >= self.max_in_flight:
             return False
-        timeout = self.request_timeout if timeout_ms is None else timeout_ms / 1000
         cid = next(self._ids) & 0x7FFFFFFF
         frame = encode_request(message, version, cid, self.client_id)
-        api_key = type(message).API_KEY
         callback = _Callback(on_done)
-        self._waiting[cid] = (callback, api_key, version)
-        self._queue_write(frame)
-        callback.timer = asyncio.get_running_loop().call_later(timeout, self._timed_out, cid, api_key, timeout)
+        self._waiting[cid] = (callback, type(message).API_KEY, version)
+        loop = self._loop or self._running_loop()
+        if timeout_ms is None:
+            self._deadlines.append((loop.time() + self.request_timeout, cid))
+            if self._deadline_timer is None:
+                self._deadline_timer = loop.call_at(self._deadlines[0][0], self._expire_deadlines)
+        else:
+            timeout = timeout_ms / 1000
+            callback.timer = loop.call_later(timeout, self._timed_out, cid, type(message).API_KEY, timeout)
+        if self._out:  # frames queued before this one leave first
+            self._queue_write(frame)
+            return True
+        # The caller steps a state machine on the loop: its request leaves now, not a loop
+        # turn later. A failed write is reported a turn later, as a queued one's would be:
+        # on_done must not run inside this call (the caller is executing effects).
+        try:
+            self._writer.write(frame)
+        except (ConnectionError, OSError) as exc:
+            loop.call_soon(self._disconnect, NetworkError(f"write to {self.address} failed: {exc}"))
         return True
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        self._loop = asyncio.get_running_loop()
+        return self._loop
+
+    def _expire_deadlines(self) -> None:
+        """Time out what ``request_nowait`` sent at the default timeout and is still waiting;
+        answered entries are dropped here, lazily."""
+        self._deadline_timer = None
+        q, waiting = self._deadlines, self._waiting
+        now = self._loop.time()
+        while q:
+            deadline, cid = q[0]
+            entry = waiting.get(cid)
+            if entry is None:
+                q.popleft()
+            elif deadline <= now:
+                q.popleft()
+                self._timed_out(cid, entry[1], self.request_timeout)
+            else:
+                self._deadline_timer = self._loop.call_at(deadline, self._expire_deadlines)
+                return
 
     def _reused_frame(self, key, message, version: int, cid: int) -> tuple[bytearray, int]:
         entry = self._frames.get((key, version))
@@ -209,7 +251,7 @@ class NodeClient:
         self._out.append(frame)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush_writes)
+            (self._loop or self._running_loop()).call_soon(self._flush_writes)
 
     def _flush_writes(self) -> None:
         self._flush_scheduled = False
@@ -308,6 +350,9 @@ class NodeClient:
 
     async def close(self) -> None:
         self._closed = True
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = None
         self._disconnect(NetworkError(f"client for {self.address} closed"))
         if self._connecting is not None:
             self._connecting.cancel()

@@ -394,3 +394,33 @@ def test_request_nowait_fails_with_a_network_error_when_the_connection_drops():
         await c.close()
         await srv.close()
     run(main())
+
+
+def test_request_nowait_at_the_default_timeout_expires_through_one_timer():
+    """Answered requests never time out later; an unanswered one times out at its own
+    deadline (not the first request's), and the connection closes as on any timeout."""
+    async def main():
+        srv = await FakeServer().start()
+        c = NodeClient("127.0.0.1", srv.port, request_timeout_ms=300)
+        warm = asyncio.ensure_future(c.request(_req("warm"), 3))
+        FakeServer.answer(await srv.next_request(), _resp(0))
+        await warm
+        got = []
+        for n in range(5):  # answered at once: their deadlines must not fire
+            assert c.request_nowait(_req(f"quick{n}"), 3, lambda r, e: got.append((r.throttle_time_ms, e)))
+            FakeServer.answer(await srv.next_request(), _resp(n))
+        assert await settle(lambda: len(got) == 5)
+        assert c._deadline_timer is not None and len(c._deadlines) == 5  # one timer for all
+        await asyncio.sleep(0.15)
+        late = []
+        sent = asyncio.get_running_loop().time()
+        assert c.request_nowait(_req("late"), 3, lambda r, e: late.append((r, type(e))))
+        await srv.next_request()  # never answered
+        assert await settle(lambda: late == [(None, RequestTimeoutError)], timeout=3.0)
+        assert asyncio.get_running_loop().time() - sent >= 0.29  # its own deadline, not the first one's
+        assert got == [(n, None) for n in range(5)]  # nothing answered timed out
+        assert await settle(lambda: not c.connected)
+        assert not c._deadlines and c._deadline_timer is None
+        await c.close()
+        await srv.close()
+    run(main())
