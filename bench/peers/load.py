@@ -157,6 +157,11 @@ def _worker_main(spec, worker, job, ready, go_at, out):
         out.put((worker, {"error": repr(exc)}))
 
 
+def _user_system(cpu) -> tuple[float, float]:
+    """``cpu_of_servers`` may give (user, system) seconds or one total (counted as user)."""
+    return (cpu[0], cpu[1]) if isinstance(cpu, tuple) else (cpu, 0.0)
+
+
 def run_clients(spec: dict, jobs: list[dict], cpu_of_servers, timeout: float = 120.0) -> dict:
     """Fork one process per job, wait until all are warmed up, start them together and collect
     their results. Returns the merged result with server CPU seconds over the window."""
@@ -174,9 +179,10 @@ def run_clients(spec: dict, jobs: list[dict], cpu_of_servers, timeout: float = 1
         seconds = jobs[0]["seconds"]
         go_at.value = go
         time.sleep(max(0.0, go - time.monotonic()))
-        cpu0 = cpu_of_servers()
+        cpu0 = _user_system(cpu_of_servers())
         time.sleep(max(0.0, go + seconds - time.monotonic()))
-        server_cpu = cpu_of_servers() - cpu0
+        cpu1 = _user_system(cpu_of_servers())
+        server_user, server_system = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
         results = [out.get(timeout=timeout)[1] for _ in procs]
     finally:
         for p in procs:
@@ -187,7 +193,8 @@ def run_clients(spec: dict, jobs: list[dict], cpu_of_servers, timeout: float = 1
     failed = [r["error"] for r in results if "error" in r]
     if failed:
         raise RuntimeError(f"client process failed: {failed[0]}")
-    merged = {"seconds": seconds, "server_cpu": server_cpu, "processes": len(jobs),
+    merged = {"seconds": seconds, "server_cpu": server_user + server_system, "server_user_cpu": server_user,
+              "server_system_cpu": server_system, "processes": len(jobs),
               "writes": sum(r["writes"] for r in results), "errors": sum(r["errors"] for r in results),
               "client_cpu": sum(r["client_cpu"] for r in results),
               "skipped": sum(r.get("skipped", 0) for r in results),
