@@ -27,6 +27,9 @@ from kraft.protocol import FrameDecoder, decode_response, encode_request, peek_c
 log = logging.getLogger("kraft.client")
 _CORRELATION = struct.Struct(">i")
 _REUSED_FRAMES = 16  # request frames kept for reuse (see NodeClient.request)
+# A write can fail as an OSError, or (uvloop) as a RuntimeError when the transport closed
+# itself after a socket error and connection_lost has not run yet.
+_WRITE_FAILED = (ConnectionError, OSError, RuntimeError)
 
 
 class _Callback:
@@ -198,7 +201,7 @@ class NodeClient:
         # on_done must not run inside this call (the caller is executing effects).
         try:
             self._writer.write(frame)
-        except (ConnectionError, OSError) as exc:
+        except _WRITE_FAILED as exc:
             loop.call_soon(self._disconnect, NetworkError(f"write to {self.address} failed: {exc}"))
         return True
 
@@ -260,7 +263,7 @@ class NodeClient:
             return
         try:
             self._writer.write(out[0] if len(out) == 1 else b"".join(out))
-        except (ConnectionError, OSError) as exc:
+        except _WRITE_FAILED as exc:
             self._disconnect(NetworkError(f"write to {self.address} failed: {exc}"))
 
     async def _ensure_connected(self, deadline: float) -> None:

@@ -424,3 +424,35 @@ def test_request_nowait_at_the_default_timeout_expires_through_one_timer():
         await c.close()
         await srv.close()
     run(main())
+
+
+def test_request_nowait_reports_a_failed_write_later_never_inside_the_call():
+    """The caller is executing effects when it sends: a write that fails at once (uvloop
+    raises RuntimeError on a transport that closed itself) must reach on_done as a
+    NetworkError on a later turn, not raise and not call back inside request_nowait."""
+    async def main():
+        srv = await FakeServer().start()
+        c = NodeClient("127.0.0.1", srv.port)
+        warm = asyncio.ensure_future(c.request(_req("warm"), 3))
+        FakeServer.answer(await srv.next_request(), _resp(0))
+        await warm
+
+        class Closed:
+            closed = False
+
+            def write(self, data):
+                raise RuntimeError("unable to perform operation: the handler is closed")
+
+            def close(self):
+                self.closed = True
+        real, c._writer = c._writer, Closed()
+        got = []
+        assert c.request_nowait(_req("x"), 3, lambda r, e: got.append((r, e)))
+        assert got == []
+        assert await settle(lambda: len(got) == 1)
+        assert got[0][0] is None and isinstance(got[0][1], NetworkError)
+        assert not c.connected
+        real.close()
+        await c.close()
+        await srv.close()
+    run(main())
