@@ -152,8 +152,8 @@ class NodeClient:
         ``message`` may then be a callable making the request, called on a miss only. For a
         caller that sends the same request many times (a writer's fixed batch)."""
         timeout = self.request_timeout if timeout_ms is None else timeout_ms / 1000
-        loop = asyncio.get_running_loop()
-        deadline = time.monotonic() + timeout
+        loop = self._loop or self._running_loop()
+        deadline = time.monotonic() + timeout  # asyncio's clock (uvloop's: in whole ms)
         async with self._slots:
             if self._writer is None:
                 await self._ensure_connected(deadline)
@@ -164,14 +164,21 @@ class NodeClient:
             else:
                 frame, api_key = self._reused_frame(reuse_key, message, version, cid)
             fut = loop.create_future()
+            idle = not self._waiting and not self._out
             self._waiting[cid] = (fut, api_key, version)
-            self._queue_write(frame)
-            # A timer callback rather than wait_for: no task per request on the hot path.
-            timer = loop.call_later(max(0.0, deadline - time.monotonic()), self._timed_out, cid, api_key, timeout)
+            timer = None
+            if timeout_ms is not None or not self._watch_deadline(loop, deadline, cid):
+                # A timer callback rather than wait_for: no task per request.
+                timer = loop.call_later(max(0.0, deadline - time.monotonic()), self._timed_out, cid, api_key, timeout)
+            if idle:  # nothing to coalesce with (one request at a time): it leaves now
+                self._send_now(loop, frame)
+            else:  # pipelined: the frames of this loop turn leave in one write
+                self._queue_write(frame)
             try:
                 return await fut
             finally:
-                timer.cancel()
+                if timer is not None:
+                    timer.cancel()
 
     def request_nowait(self, message, version: int, on_done, timeout_ms: int | None = None) -> bool:
         """Send ``message`` now, without a task or a future: ``on_done(response, error)`` is
@@ -186,23 +193,35 @@ class NodeClient:
         callback = _Callback(on_done)
         self._waiting[cid] = (callback, type(message).API_KEY, version)
         loop = self._loop or self._running_loop()
-        if timeout_ms is None:
-            self._deadlines.append((loop.time() + self.request_timeout, cid))
-            if self._deadline_timer is None:
-                self._deadline_timer = loop.call_at(self._deadlines[0][0], self._expire_deadlines)
-        else:
-            timeout = timeout_ms / 1000
+        timeout = self.request_timeout if timeout_ms is None else timeout_ms / 1000
+        if timeout_ms is not None or not self._watch_deadline(loop, time.monotonic() + timeout, cid):
             callback.timer = loop.call_later(timeout, self._timed_out, cid, type(message).API_KEY, timeout)
         if self._out:  # frames queued before this one leave first
             self._queue_write(frame)
-            return True
-        # The caller steps a state machine on the loop: its request leaves now, not a loop
-        # turn later. A failed write is reported a turn later, as a queued one's would be:
-        # on_done must not run inside this call (the caller is executing effects).
+        else:  # the caller steps a state machine on the loop: its request leaves now
+            self._send_now(loop, frame)
+        return True
+
+    def _send_now(self, loop, frame) -> None:
+        """Write ``frame`` in this call, not a loop turn later. A failed write is reported a
+        turn later, as a queued one's would be: the caller's callback must not run inside the
+        call that sent (the Raft driver is executing effects)."""
         try:
             self._writer.write(frame)
         except _WRITE_FAILED as exc:
             loop.call_soon(self._disconnect, NetworkError(f"write to {self.address} failed: {exc}"))
+
+    def _watch_deadline(self, loop, deadline: float, cid: int) -> bool:
+        """Requests at the default timeout mostly leave in deadline order: one timer, armed
+        for the oldest, watches those (a timer per request cost a handle and a cancel each).
+        False for a deadline before the newest watched one (a request that waited for a
+        slot or the connection): it needs its own timer."""
+        q = self._deadlines
+        if q and q[-1][0] > deadline:
+            return False
+        q.append((deadline, cid))
+        if self._deadline_timer is None:
+            self._deadline_timer = loop.call_at(q[0][0], self._expire_deadlines)
         return True
 
     def _running_loop(self) -> asyncio.AbstractEventLoop:
@@ -210,11 +229,13 @@ class NodeClient:
         return self._loop
 
     def _expire_deadlines(self) -> None:
-        """Time out what ``request_nowait`` sent at the default timeout and is still waiting;
-        answered entries are dropped here, lazily."""
+        """Time out what was sent at the default timeout and is still waiting; answered
+        entries are dropped here, lazily."""
         self._deadline_timer = None
         q, waiting = self._deadlines, self._waiting
-        now = self._loop.time()
+        # uvloop's timers count whole milliseconds: one may fire a hair before its deadline
+        # by this clock (re-arming for the rest would spin).
+        now = time.monotonic() + 0.001
         while q:
             deadline, cid = q[0]
             entry = waiting.get(cid)

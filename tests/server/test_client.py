@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+import time
 import types
 
 import pytest
@@ -410,7 +411,7 @@ def test_request_nowait_at_the_default_timeout_expires_through_one_timer():
             assert c.request_nowait(_req(f"quick{n}"), 3, lambda r, e: got.append((r.throttle_time_ms, e)))
             FakeServer.answer(await srv.next_request(), _resp(n))
         assert await settle(lambda: len(got) == 5)
-        assert c._deadline_timer is not None and len(c._deadlines) == 5  # one timer for all
+        assert c._deadline_timer is not None and len(c._deadlines) == 6  # one timer for all (and the warm-up)
         await asyncio.sleep(0.15)
         late = []
         sent = asyncio.get_running_loop().time()
@@ -454,5 +455,30 @@ def test_request_nowait_reports_a_failed_write_later_never_inside_the_call():
         assert not c.connected
         real.close()
         await c.close()
+        await srv.close()
+    run(main())
+
+
+def test_request_at_the_default_timeout_shares_the_deadline_timer_and_times_out_on_its_own_deadline():
+    """request() (the awaitable form) at the default timeout: a pipelined burst is watched by
+    the one timer; an unanswered request fails at its deadline with RequestTimeoutError."""
+    async def main():
+        srv = await FakeServer().start()
+        c = NodeClient("127.0.0.1", srv.port, request_timeout_ms=300)
+        burst = [asyncio.ensure_future(c.request(_req(f"r{n}"), 3)) for n in range(4)]
+        items = [await srv.next_request() for _ in range(4)]
+        assert [i[1].client_software_name for i in items] == ["r0", "r1", "r2", "r3"]  # in order
+        for n, item in enumerate(items):
+            FakeServer.answer(item, _resp(n))
+        assert [r.throttle_time_ms for r in await asyncio.gather(*burst)] == [0, 1, 2, 3]
+        assert len(c._deadlines) >= 1 and c._deadline_timer is not None
+        began = time.monotonic()
+        late = asyncio.ensure_future(c.request(_req("late"), 3))
+        await srv.next_request()  # never answered
+        with pytest.raises(RequestTimeoutError):
+            await late
+        assert time.monotonic() - began >= 0.28
+        await c.close()
+        assert c._deadline_timer is None
         await srv.close()
     run(main())
