@@ -347,15 +347,20 @@ def test_a_reused_frame_is_the_same_request_with_a_fresh_correlation_id_each_tim
     run(main())
 
 
+async def _connected(c: NodeClient, srv) -> None:
+    """One answered request: ``c`` is connected (request_nowait sends only then)."""
+    warm = asyncio.ensure_future(c.request(_req("warm"), 3))
+    FakeServer.answer(await srv.next_request(), _resp(0))
+    await warm
+
+
 def test_request_nowait_answers_through_the_callback_once_and_refuses_when_it_cannot_send():
     async def main():
         srv = await FakeServer().start()
         c = NodeClient("127.0.0.1", srv.port, max_in_flight=2)
         got = []
         assert not c.request_nowait(_req("early"), 3, lambda r, e: got.append((r, e)))  # not connected yet
-        warm = asyncio.ensure_future(c.request(_req("warm"), 3))
-        FakeServer.answer(await srv.next_request(), _resp(0))
-        await warm
+        await _connected(c, srv)
 
         def boom(resp, exc):
             got.append(("boom", resp.throttle_time_ms))
@@ -383,9 +388,7 @@ def test_request_nowait_fails_with_a_network_error_when_the_connection_drops():
     async def main():
         srv = await FakeServer().start()
         c = NodeClient("127.0.0.1", srv.port)
-        warm = asyncio.ensure_future(c.request(_req("warm"), 3))
-        FakeServer.answer(await srv.next_request(), _resp(0))
-        await warm
+        await _connected(c, srv)
         got = []
         assert c.request_nowait(_req("x"), 3, lambda r, e: got.append((r, e)))
         _, _, writer = await srv.next_request()
@@ -403,9 +406,7 @@ def test_request_nowait_at_the_default_timeout_expires_through_one_timer():
     async def main():
         srv = await FakeServer().start()
         c = NodeClient("127.0.0.1", srv.port, request_timeout_ms=300)
-        warm = asyncio.ensure_future(c.request(_req("warm"), 3))
-        FakeServer.answer(await srv.next_request(), _resp(0))
-        await warm
+        await _connected(c, srv)
         got = []
         for n in range(5):  # answered at once: their deadlines must not fire
             assert c.request_nowait(_req(f"quick{n}"), 3, lambda r, e: got.append((r.throttle_time_ms, e)))
@@ -434,9 +435,7 @@ def test_request_nowait_reports_a_failed_write_later_never_inside_the_call():
     async def main():
         srv = await FakeServer().start()
         c = NodeClient("127.0.0.1", srv.port)
-        warm = asyncio.ensure_future(c.request(_req("warm"), 3))
-        FakeServer.answer(await srv.next_request(), _resp(0))
-        await warm
+        await _connected(c, srv)
 
         class Closed:
             closed = False
