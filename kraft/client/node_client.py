@@ -216,9 +216,11 @@ class NodeClient:
         for the oldest, watches those (a timer per request cost a handle and a cancel each).
         False for a deadline before the newest watched one (a request that waited for a
         slot or the connection): it needs its own timer."""
-        q = self._deadlines
+        q, waiting = self._deadlines, self._waiting
         if q and q[-1][0] > deadline:
             return False
+        while q and q[0][1] not in waiting:  # answered (mostly in order): keeps it ~in-flight long
+            q.popleft()
         q.append((deadline, cid))
         if self._deadline_timer is None:
             self._deadline_timer = loop.call_at(q[0][0], self._expire_deadlines)
