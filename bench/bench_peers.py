@@ -204,7 +204,7 @@ def warm_up_zookeeper(cluster, seconds: float, clients: int) -> None:
     while left > 0:
         chunk = min(left, 10.0)
         for w in ("b256", "c"):
-            run_clients(cluster.spec(), jobs_for(w, chunk / 2, clients), lambda: 0.0)
+            run_clients(cluster.spec(), jobs_for(w, chunk / 2, clients), lambda: (0.0, 0.0))
         left -= chunk
 
 

@@ -157,14 +157,10 @@ def _worker_main(spec, worker, job, ready, go_at, out):
         out.put((worker, {"error": repr(exc)}))
 
 
-def _user_system(cpu) -> tuple[float, float]:
-    """``cpu_of_servers`` may give (user, system) seconds or one total (counted as user)."""
-    return (cpu[0], cpu[1]) if isinstance(cpu, tuple) else (cpu, 0.0)
-
-
 def run_clients(spec: dict, jobs: list[dict], cpu_of_servers, timeout: float = 120.0) -> dict:
     """Fork one process per job, wait until all are warmed up, start them together and collect
-    their results. Returns the merged result with server CPU seconds over the window."""
+    their results. Returns the merged result with server CPU seconds over the window
+    (``cpu_of_servers()`` gives the servers' (user, system) CPU seconds so far)."""
     ctx = multiprocessing.get_context("fork")
     ready, out = ctx.Queue(), ctx.Queue()
     go_at = ctx.Value("d", 0.0)
@@ -179,9 +175,9 @@ def run_clients(spec: dict, jobs: list[dict], cpu_of_servers, timeout: float = 1
         seconds = jobs[0]["seconds"]
         go_at.value = go
         time.sleep(max(0.0, go - time.monotonic()))
-        cpu0 = _user_system(cpu_of_servers())
+        cpu0 = cpu_of_servers()  # (user, system) seconds
         time.sleep(max(0.0, go + seconds - time.monotonic()))
-        cpu1 = _user_system(cpu_of_servers())
+        cpu1 = cpu_of_servers()
         server_user, server_system = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
         results = [out.get(timeout=timeout)[1] for _ in procs]
     finally:

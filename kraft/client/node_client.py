@@ -130,9 +130,10 @@ class NodeClient:
         self._out: list[bytes] = []
         self._flush_scheduled = False
         self._frames: dict = {}  # (reuse key, version) -> (encoded frame, api key)
-        self._loop: asyncio.AbstractEventLoop | None = None  # asked once: each ask is a getpid
-        # request_nowait's deadlines at the default timeout, in the order sent (so in
-        # deadline order), watched by one timer instead of a timer per request.
+        # Asked once (each ask is a getpid): a client belongs to one loop, as its transport does.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # (deadline, correlation id) of requests at the default timeout, in the order sent,
+        # watched by one timer instead of a timer per request (see _watch_deadline).
         self._deadlines: collections.deque = collections.deque()
         self._deadline_timer: asyncio.TimerHandle | None = None
 
