@@ -65,6 +65,15 @@ class _Callback:
             log.exception("request callback failed")
 
 
+class _Held:
+    """A request registered by ``NodeClient.hold_nowait``, waiting for ``release``."""
+
+    __slots__ = ("writer", "frame", "cid", "api_key", "timeout_ms")
+
+    def __init__(self, writer, frame, cid: int, api_key: int, timeout_ms: int | None):
+        self.writer, self.frame, self.cid, self.api_key, self.timeout_ms = writer, frame, cid, api_key, timeout_ms
+
+
 class _Reading(asyncio.Protocol):
     """The connection's read side: frames are decoded and delivered as bytes arrive, in
     the loop's read callback (a reader task would cost a future and one more loop turn per
@@ -187,21 +196,41 @@ class NodeClient:
         (error a NetworkError). Returns False, sending nothing, when not connected or
         ``max_in_flight`` requests are waiting: use ``request`` then. For callers on the loop
         thread that step a state machine with the answer (the Raft driver)."""
-        if self._writer is None or self._closed or len(self._waiting) >= self.max_in_flight:
+        held = self.hold_nowait(message, version, on_done, timeout_ms)
+        if held is None:
             return False
-        cid = next(self._ids) & 0x7FFFFFFF
-        frame = encode_request(message, version, cid, self.client_id)
-        callback = _Callback(on_done)
-        self._waiting[cid] = (callback, type(message).API_KEY, version)
-        loop = self._loop or self._running_loop()
-        timeout = self.request_timeout if timeout_ms is None else timeout_ms / 1000
-        if timeout_ms is not None or not self._watch_deadline(loop, time.monotonic() + timeout, cid):
-            callback.timer = loop.call_later(timeout, self._timed_out, cid, type(message).API_KEY, timeout)
-        if self._out:  # frames queued before this one leave first
-            self._queue_write(frame)
-        else:  # the caller steps a state machine on the loop: its request leaves now
-            self._send_now(loop, frame)
+        self.release(held)
         return True
+
+    def hold_nowait(self, message, version: int, on_done, timeout_ms: int | None = None) -> "_Held | None":
+        """``request_nowait`` in two steps: the request is encoded and registered now, and
+        written by ``release(held)`` (a Raft follower's next Fetch, decided while the flush it
+        depends on runs, leaves the moment that flush completes). Its timeout starts at the
+        release. A disconnect meanwhile fails it through ``on_done``, and the release then
+        writes nothing. None when ``request_nowait`` would return False."""
+        if self._writer is None or self._closed or len(self._waiting) >= self.max_in_flight:
+            return None
+        cid = next(self._ids) & 0x7FFFFFFF
+        api_key = type(message).API_KEY
+        held = _Held(self._writer, encode_request(message, version, cid, self.client_id), cid, api_key, timeout_ms)
+        self._waiting[cid] = (_Callback(on_done), api_key, version)
+        return held
+
+    def release(self, held: "_Held") -> None:
+        """Write a request registered by ``hold_nowait``, unless it already failed (its
+        connection closed or the client did)."""
+        entry = self._waiting.get(held.cid)
+        if held.writer is not self._writer or entry is None:
+            return
+        loop = self._loop or self._running_loop()
+        timeout_ms = held.timeout_ms
+        timeout = self.request_timeout if timeout_ms is None else timeout_ms / 1000
+        if timeout_ms is not None or not self._watch_deadline(loop, time.monotonic() + timeout, held.cid):
+            entry[0].timer = loop.call_later(timeout, self._timed_out, held.cid, held.api_key, timeout)
+        if self._out:  # frames queued before this one leave first
+            self._queue_write(held.frame)
+        else:  # the caller steps a state machine on the loop: its request leaves now
+            self._send_now(loop, held.frame)
 
     def _send_now(self, loop, frame) -> None:
         """Write ``frame`` in this call, not a loop turn later. A failed write is reported a

@@ -14,7 +14,11 @@ I/O contract (what a driver must do with ``Ready = poll_effects()``)
    * ``PersistElection(state)``: write quorum-state durably *before executing any later
      effect* (a granted vote or a leader's first message depends on it).
    * ``Send(dest, cid, request)``: send best effort; deliver the answer later as
-     ``step(InboundResponse(dest, cid, response), now)``. Losing it is fine.
+     ``step(InboundResponse(dest, cid, response), now)``. Losing it is fine. With
+     ``after_flushed >= 0`` not before the flusher has made the log durable below it
+     (a follower's next Fetch, decided while its flush runs); it may leave before
+     ``on_flushed`` is called for that flush, as long as that call comes before its answer
+     is stepped.
    * ``Respond(handle, response)``: answer the inbound request that carried ``handle``.
    * ``Flush(up_to)``: fsync the log below ``up_to`` (may be grouped with others, may run on
      another thread), then call ``on_flushed(up_to)``. Appends and truncations already

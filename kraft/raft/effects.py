@@ -18,11 +18,17 @@ from kraft.types import OffsetAndEpoch
 class Send:
     """Send ``request`` to node ``destination``; deliver its answer as
     ``InboundResponse(destination, correlation_id, response)``. Best effort: the network
-    may drop, delay, reorder or duplicate; the core times requests out itself."""
+    may drop, delay, reorder or duplicate; the core times requests out itself.
+
+    ``after_flushed``: the request claims the log durable below this offset (a follower's
+    next Fetch, decided while its flush runs), so it must not leave before ``on_flushed``
+    reports at least that much; -1: at once. A driver may prepare it meanwhile, so it
+    leaves the moment the flush completes rather than after the core has heard of it."""
 
     destination: int
     correlation_id: int
     request: Any
+    after_flushed: int = -1
 
 
 @dataclass(frozen=True, slots=True)

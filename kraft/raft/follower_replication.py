@@ -58,9 +58,13 @@ class FollowerReplication:
             # An observer that lost its leader asks any voter who leads now.
             return min(self.fetch_from_any_voter(now), now + self.config.fetch_timeout_ms)
         deadline = s.fetch_deadline
-        if self.local_log.position_durable():
+        # The next Fetch claims our end offset: it is decided now, while the flush that makes
+        # the end durable runs, and leaves once that flush completes (Send.after_flushed),
+        # so the driver can send it without waiting for this core to hear of the flush.
+        gate = self.local_log.durable_once_flushed()
+        if gate is not None:
             deadline = min(deadline, self.outbox.send_if_ready(
-                s.leader_id, lambda: self._build_fetch_or_snapshot(now), now))
+                s.leader_id, lambda: self._build_fetch_or_snapshot(now), now, gate))
         return deadline
 
     def poll_observer(self, now: int) -> int:

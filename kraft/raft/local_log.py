@@ -37,6 +37,14 @@ class LocalLog:
         """Is everything in the log flushed (may we claim our end offset to others)?"""
         return self.flushed >= self.log.end_offset()
 
+    def durable_once_flushed(self) -> int | None:
+        """The offset below which the log must be durable for our end offset to be claimed:
+        -1 if it is already, the end offset if a requested flush will make it so, else None."""
+        end = self.log.end_offset()
+        if self.flushed >= end:
+            return -1
+        return end if self._flush_requested >= end else None
+
     def request_flush(self) -> None:
         end = self.log.end_offset()
         if end > self._flush_requested and end > self.flushed:

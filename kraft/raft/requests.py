@@ -91,14 +91,14 @@ class Outbox:
         self.requests = requests
         self._emit = emit
 
-    def send(self, dest: int, request, now_ms: int) -> None:
+    def send(self, dest: int, request, now_ms: int, after_flushed: int = -1) -> None:
         cid = self.requests.next_correlation_id()
         self.requests.on_sent(dest, cid, request, now_ms)
-        self._emit(Send(dest, cid, request))
+        self._emit(Send(dest, cid, request, after_flushed))
 
-    def send_if_ready(self, dest: int, build, now_ms: int) -> int:
-        """Send ``build()`` to ``dest`` if nothing is in flight there; returns the time at
-        which to look again."""
+    def send_if_ready(self, dest: int, build, now_ms: int, after_flushed: int = -1) -> int:
+        """Send ``build()`` to ``dest`` if nothing is in flight there (not before the log is
+        durable below ``after_flushed``); returns the time at which to look again."""
         if self.requests.is_ready(dest, now_ms):
-            self.send(dest, build(), now_ms)
+            self.send(dest, build(), now_ms, after_flushed)
         return self.requests.ready_at(dest)

@@ -102,6 +102,9 @@ class RaftDriver:
         self.snapshot_policy = None  # set by the node: called after each Commit
         self.peer_log_throttle = LogThrottle()
         self._seen_problems = (0, 0)  # the core's (corrupt_fetches, storage_read_errors) last reported
+        # Sends waiting for a flush (Send.after_flushed), as (offset, client, held request or
+        # None, effect, [sent at]); released by the flusher's report before the core hears it.
+        self._gated: list = []
         self.closed = False
         if metrics is not None:
             metrics.on_render(self._refresh_gauges)
@@ -117,6 +120,7 @@ class RaftDriver:
         if self.closed:
             return
         if self._thread.on_loop():
+            self._flushed_to(offset)
             # After the cycle that reports it has let go of the log (TurnQueue: at the end of
             # the flusher's callback, not a loop turn later).
             self._turn.soon(self._on_flushed, offset)
@@ -126,8 +130,24 @@ class RaftDriver:
     def _on_flushed(self, offset: int) -> None:
         if self.closed:
             return
+        self._flushed_to(offset)
         self.core.on_flushed(offset, wall_ms())
         self._drain()
+
+    def _flushed_to(self, offset: int) -> None:
+        """Release the sends this flush was holding: a follower's next Fetch leaves here,
+        first thing after the fsync, not after the core has stepped the report (its answer
+        can only be read in a later callback, after the core has)."""
+        if not self._gated:
+            return
+        due = [g for g in self._gated if g[0] <= offset]
+        self._gated = [g for g in self._gated if g[0] > offset]
+        for _, client, held, e, sent_at in due:
+            if held is None:
+                self._send(e, flushed=True)  # it was not connected when held: the usual way
+            else:
+                sent_at[0] = time.perf_counter()
+                client.release(held)
 
     def inbound_request(self, source: int, request, answer=None) -> Reply:
         """Step a request (a protocol message in its newest form) into the core; the returned
@@ -285,18 +305,25 @@ class RaftDriver:
             if ep.node_id >= 0 and ep.node_id != self.core.node_id:
                 self._learned[ep.node_id] = (ep.host, ep.port)
 
-    def _send(self, e: Send) -> None:
+    def _send(self, e: Send, flushed: bool = False) -> None:
         client = self._client_for(e.destination)
         if client is None:
             self.loop.call_soon(self._step_failed, e.destination, e.correlation_id)
             return
-        started = time.perf_counter()
+        started = [time.perf_counter()]
+        version = SEND_VERSIONS[type(e.request)]
+        # Gated by what the core knows to be durable (it accounts for truncations); a later
+        # report of at least ``after_flushed`` is what the core will accept as that flush.
+        if e.after_flushed >= 0 and not flushed and e.after_flushed > self.core.flushed_offset:
+            # Encoded and registered now, written when the flush is reported (_flushed_to).
+            held = client.hold_nowait(e.request, version, lambda resp, exc: self._answered(e, started[0], resp, exc))
+            self._gated.append((e.after_flushed, client, held, e, started))
+            return
         # Connected (the usual case): no task per request, the answer steps the core from the
         # client's read loop. Otherwise a task waits for the connection.
-        if client.request_nowait(e.request, SEND_VERSIONS[type(e.request)],
-                                 lambda resp, exc: self._answered(e, started, resp, exc)):
+        if client.request_nowait(e.request, version, lambda resp, exc: self._answered(e, started[0], resp, exc)):
             return
-        task = self.loop.create_task(self._roundtrip(client, e, started))
+        task = self.loop.create_task(self._roundtrip(client, e, started[0]))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -454,6 +481,7 @@ class RaftDriver:
     # --- shutdown -----------------------------------------------------------------------
     async def close(self) -> None:
         self.closed = True
+        self._gated = []
         if self._timer is not None:
             self._timer.cancel()
         for fut in self._pending.values():

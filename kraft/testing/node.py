@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 
+from kraft.protocol import FetchRequest
 from kraft.raft import (
     Append,
     Commit,
@@ -61,6 +62,7 @@ class SimNode:
         self.incarnation = 0
         self.tick_at: int | None = None
         self.flush_done_at = 0
+        self.held_sends: list[Send] = []  # Sends waiting for a flush (Send.after_flushed)
         self.last_snapshot_offset = 0
         self.appended = 0
 
@@ -107,6 +109,7 @@ class SimNode:
         self.state_machine = None
         self.tick_at = None
         self.outstanding = {}
+        self.held_sends = []
         self.log.crash()
 
     def wipe(self, new_directory_id: bytes) -> None:
@@ -143,6 +146,14 @@ class SimNode:
 
     def flushed(self, up_to: int, now: int) -> None:
         self.log.flush(up_to)
+        # As the RaftDriver does: requests waiting for this flush leave before the core hears
+        # of it (their answers can only come later).
+        held, self.held_sends = self.held_sends, []
+        for eff in held:
+            if eff.after_flushed <= self.log.flushed_offset():
+                self._send_request(eff)
+            else:
+                self.held_sends.append(eff)
         self.core.on_flushed(up_to, now)
         self.drain(now)
 
@@ -165,9 +176,10 @@ class SimNode:
             for eff in ready.effects:
                 t = type(eff)
                 if t is Send:
-                    self.outstanding[eff.correlation_id] = eff.destination
-                    request = through_codec(eff.request) if sim.wire_codec else eff.request
-                    sim.network.send(self.id, eff.destination, ("req", self.incarnation, eff.correlation_id, request))
+                    if eff.after_flushed > self.log.flushed_offset():
+                        self.held_sends.append(eff)
+                    else:
+                        self._send_request(eff)
                 elif t is Respond and eff.handle[0] == "admin":
                     sim.admin_answers.append((eff.handle[1], eff.response.error_code))
                 elif t is Respond:
@@ -194,6 +206,19 @@ class SimNode:
         if self.tick_at is None or deadline < self.tick_at:
             self.tick_at = deadline
             sim.queue.at(deadline, ("tick", self.id, self.incarnation, deadline))
+
+    def _send_request(self, eff: Send) -> None:
+        request = eff.request
+        if type(request) is FetchRequest:
+            # The core's promise: a fetch offset is never beyond what this replica flushed.
+            offset = request.topics[0].partitions[0].fetch_offset
+            if offset > self.log.flushed_offset():
+                raise InvariantViolation(f"node {self.id} fetches at {offset} with only "
+                                         f"{self.log.flushed_offset()} flushed")
+        self.outstanding[eff.correlation_id] = eff.destination
+        sim = self.sim
+        request = through_codec(request) if sim.wire_codec else request
+        sim.network.send(self.id, eff.destination, ("req", self.incarnation, eff.correlation_id, request))
 
     def maybe_snapshot(self, now: int) -> None:
         sm = self.state_machine

@@ -82,10 +82,15 @@ class Replica:
         return ready.effects
 
     def take(self, kind=None, dest=None) -> list:
-        """Remove and return pending effects of a type (and destination for Send)."""
+        """Remove and return pending effects of a type (and destination for Send). A Send
+        waiting for a flush (``after_flushed``) stays until the log is flushed that far, as
+        the driver holds it."""
         out, keep = [], []
+        flushed = self.log.flushed_offset()
         for e in self.effects:
-            if (kind is None or isinstance(e, kind)) and (dest is None or getattr(e, "destination", None) == dest):
+            if type(e) is Send and e.after_flushed > flushed:
+                keep.append(e)
+            elif (kind is None or isinstance(e, kind)) and (dest is None or getattr(e, "destination", None) == dest):
                 out.append(e)
             else:
                 keep.append(e)

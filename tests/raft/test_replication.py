@@ -6,8 +6,12 @@ from raft_harness import NONE, Replica, flat
 
 from kraft.errors import ErrorCode, NotLeaderError
 from kraft.protocol import EndQuorumEpochRequest, FetchRequest
-from kraft.raft import Commit, ElectionState, Flush, InboundRequest, OffsetAndEpoch, Respond, rpcs
+from kraft.raft import Commit, ElectionState, Flush, InboundRequest, OffsetAndEpoch, Respond, Send, rpcs
+from kraft.raft.control_state import ControlState
+from kraft.raft.local_log import LocalLog
+from kraft.raft.voters import VoterSet
 from kraft.records import build_batch, iter_batches
+from kraft.testing import InMemoryLog
 
 
 def leader(voters=(1, 2, 3), **kw) -> Replica:
@@ -179,6 +183,38 @@ def test_follower_sends_next_fetch_only_after_flushing():
     assert r.sent(FetchRequest, 1) == []
     r.flush_all()
     assert flat(r.sent(FetchRequest, 1)[-1].request).fetch_offset == 1
+
+
+def test_follower_decides_its_next_fetch_while_the_flush_runs_and_gates_it_on_that_flush():
+    """The next Fetch is emitted with the append (so a driver can send it the moment the
+    fsync completes), marked to wait for the flush that makes its fetch offset durable;
+    the flush report then sends nothing more (one Fetch in flight)."""
+    r = Replica(node_id=2)
+    r.request(1, rpcs.begin_quorum_epoch_request(1, 1))
+    f = r.sent(FetchRequest, 1)[-1]
+    assert f.after_flushed == -1  # nothing unflushed: at once
+    data = build_batch([b"a", b"b"], base_offset=0, partition_leader_epoch=1, timestamp=0)
+    r.respond(f, rpcs.fetch_response(NONE, 1, 1, 0, 0, data))
+    held = [e for e in r.effects if isinstance(e, Send)]
+    assert [(e.after_flushed, flat(e.request).fetch_offset) for e in held] == [(2, 2)]
+    assert [e.up_to for e in r.effects if isinstance(e, Flush)] == [2]
+    r.flush_all()
+    assert r.sent(FetchRequest, 1) == held  # released by the flush, not a second one
+    assert [e for e in r.effects if isinstance(e, Send)] == []
+
+
+def test_no_gated_fetch_without_a_flush_requested_for_the_whole_log():
+    """A gate is only given for a flush the core asked for: with more appended than any
+    requested flush covers, nothing is sent."""
+    log = InMemoryLog()
+    local = LocalLog(log, ControlState(VoterSet([1, 2, 3])), [].append)
+    assert local.durable_once_flushed() == -1
+    log.append_as_leader(bytes(build_batch([b"a"], base_offset=0, partition_leader_epoch=1, timestamp=0)), 1)
+    assert local.durable_once_flushed() is None  # appended, no flush requested
+    local.request_flush()
+    assert local.durable_once_flushed() == 1
+    local.on_flushed(1)
+    assert local.durable_once_flushed() == -1
 
 
 def test_corrupt_fetched_data_is_rejected_and_the_log_is_unchanged():

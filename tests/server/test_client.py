@@ -486,3 +486,50 @@ def test_request_at_the_default_timeout_shares_the_deadline_timer_and_times_out_
         assert c._deadline_timer is None
         await srv.close()
     run(main())
+
+
+def test_a_held_request_is_written_only_when_released_and_times_out_from_then():
+    """hold_nowait registers and encodes; nothing reaches the server before release (a
+    follower's Fetch must not leave before its flush); the timeout counts from the release."""
+    async def main():
+        srv = await FakeServer().start()
+        c = NodeClient("127.0.0.1", srv.port, request_timeout_ms=300)
+        await _connected(c, srv)
+        got = []
+        held = c.hold_nowait(_req("gated"), 3, lambda r, e: got.append((r, e)))
+        assert held is not None
+        await asyncio.sleep(0.4)  # past the request timeout: held, it neither left nor expired
+        assert srv.requests.empty() and got == [] and c.connected
+        c.release(held)
+        FakeServer.answer(await srv.next_request(), _resp(7))
+        assert await settle(lambda: len(got) == 1)
+        assert got[0][0].throttle_time_ms == 7 and got[0][1] is None
+        c.release(held)  # answered already: a second release writes nothing
+        await asyncio.sleep(0.05)
+        assert srv.requests.empty()
+        await c.close()
+        await srv.close()
+    run(main())
+
+
+def test_a_held_request_fails_with_its_connection_and_is_never_written_on_the_next():
+    async def main():
+        srv = await FakeServer().start()
+        c = NodeClient("127.0.0.1", srv.port)
+        warm = asyncio.ensure_future(c.request(_req("warm"), 3))
+        first = await srv.next_request()
+        FakeServer.answer(first, _resp(0))
+        await warm
+        got = []
+        held = c.hold_nowait(_req("gated"), 3, lambda r, e: got.append((r, e)))
+        first[2].close()  # the server drops the connection while the request is held
+        assert await settle(lambda: len(got) == 1)
+        assert got[0][0] is None and isinstance(got[0][1], NetworkError)
+        await _connected(c, srv)  # a new connection
+        c.release(held)  # belongs to the old one: not written on the new
+        await asyncio.sleep(0.05)
+        assert srv.requests.empty()
+        await c.close()
+        assert c.hold_nowait(_req("after close"), 3, lambda r, e: None) is None
+        await srv.close()
+    run(main())

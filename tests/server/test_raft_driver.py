@@ -19,6 +19,7 @@ from kraft.raft.effects import Ready
 from kraft.raft.voters import ReplicaKey
 from kraft.records import build_batch
 from kraft.server.raft_driver import CommitWaiters, RaftDriver, election_from_file, election_to_file
+from kraft.server.turn import turn_queue
 from kraft.testing import InMemoryLog
 
 from server_helpers import run, settle
@@ -108,6 +109,7 @@ class FakeCore:
         self.inputs: list = []
         self.leader_id, self.epoch, self.role, self.high_watermark = -1, 0, "follower", 0
         self.next_last_offset = 0
+        self.flushed_offset = 0
         self.deadline = 10 ** 15
         self.corrupt_fetches = self.storage_read_errors = 0  # RaftCore's problem counters
         self.last_corrupt_fetch = self.last_storage_read_error = None
@@ -177,6 +179,9 @@ class FakeClient:
 
     def request_nowait(self, wire, version, on_done, timeout_ms=None):
         return False  # as a client not yet connected: the driver awaits request() in a task
+
+    def hold_nowait(self, wire, version, on_done, timeout_ms=None):
+        return None  # not connected: the driver sends the usual way once the flush is reported
 
     async def request(self, wire, version):
         self.rec.events.append(("send", self.dest, type(wire).__name__))
@@ -472,3 +477,82 @@ def test_writers_are_answered_before_the_commit_is_applied_and_applies_keep_thei
         assert fut.result() == 5
         await driver.close()
     run(main())
+
+
+class HoldingClient(FakeClient):
+    """A connected client: requests are held and released (NodeClient.hold_nowait/release),
+    each step recorded; answers come from ``reply``."""
+
+    def hold_nowait(self, wire, version, on_done, timeout_ms=None):
+        self.rec.events.append(("hold", self.dest, type(wire).__name__))
+        return (wire, on_done)
+
+    def release(self, held):
+        wire, on_done = held
+        self.rec.events.append(("release", self.dest, type(wire).__name__))
+        self.sent.append((wire, 17))
+        asyncio.get_running_loop().call_soon(on_done, self.reply, None)
+
+
+def test_a_send_gated_on_a_flush_leaves_when_the_flusher_reports_it_before_the_core_hears():
+    """Send.after_flushed: held until the flusher reports at least that offset, then
+    written inside the report (before the core's on_flushed), never before."""
+    async def main():
+        fetch = rpcs.fetch_request(replica_id=1, current_leader_epoch=3, fetch_offset=5, last_fetched_epoch=3)
+        core = FakeCore(script=[[Flush(5), Send(2, 7, fetch, after_flushed=5)]])
+        rec = Recorder()
+        clients = {}
+
+        def factory(host, port, **kw):
+            clients[port] = HoldingClient(rec, port)
+            return clients[port]
+        driver = RaftDriver(core, FakeLog(), FakeStateFile(rec), NullListener(), peers={1: ("h", 1), 2: ("h", 2)},
+                            cluster_id="c", voters=(1, 2), client_factory=factory)
+        clients_reply = rpcs.fetch_response(0, 2, 3)
+        driver.start()
+        clients[2].reply = clients_reply
+        assert rec.events == [("hold", 2, "FetchRequest")] and clients[2].sent == []
+        driver.on_flushed_threadsafe(4)  # not far enough
+        await asyncio.sleep(0.01)
+        assert clients[2].sent == [] and ("flushed", 4) in core.inputs
+
+        def flushed_then_look():
+            driver.on_flushed_threadsafe(5)
+            # Written in the report itself; the core steps it at the end of this callback.
+            return list(clients[2].sent), ("flushed", 5) in core.inputs
+        sent, core_knew = flushed_then_look()
+        assert [type(w).__name__ for w, _ in sent] == ["FetchRequest"] and not core_knew
+        turn_queue(asyncio.get_running_loop()).run()  # the end of the flusher's callback
+        assert ("flushed", 5) in core.inputs
+        assert await settle(lambda: InboundResponse(2, 7, clients_reply) in core.inputs)
+        assert core.inputs.index(("flushed", 5)) < core.inputs.index(InboundResponse(2, 7, clients_reply))
+        await driver.close()
+    run(main())
+
+
+def test_a_gated_send_is_not_held_when_the_core_has_that_much_flushed():
+    async def main():
+        core = FakeCore(script=[[Send(2, 7, _vote_request(), after_flushed=5)]])
+        core.flushed_offset = 5
+        driver, rec, clients, _ = make_driver(core)
+        clients[2].reply = _vote_response_wire()
+        driver.start()
+        assert await settle(lambda: ("send", 2, "VoteRequest") in rec.events)
+        await driver.close()
+    run(main())
+
+
+def test_a_gated_send_to_an_unconnected_peer_goes_the_usual_way_after_the_flush():
+    async def main():
+        core = FakeCore(script=[[Send(2, 7, _vote_request(), after_flushed=3)]])
+        driver, rec, clients, _ = make_driver(core)
+        clients[2].reply = _vote_response_wire()
+        driver.start()
+        await asyncio.sleep(0.02)
+        assert rec.events == []  # FakeClient is not connected: nothing held, nothing sent
+        threading.Thread(target=driver.on_flushed_threadsafe, args=(3,)).start()  # a flusher thread
+        assert await settle(lambda: ("send", 2, "VoteRequest") in rec.events)
+        assert await settle(lambda: any(isinstance(m, InboundResponse) for m in core.inputs))
+        await driver.close()
+    run(main())
+
