@@ -40,6 +40,17 @@ from kraft.protocol import (DEFAULT_MAX_FRAME_BYTES, EncodedBody, EncodedParts, 
 log = logging.getLogger("kraft.network")
 # What a handler may return as an answer that is already known (anything else is awaited).
 _IMMEDIATE = (Response, EncodedBody, EncodedParts)
+_IMMEDIATE_BY_TYPE: dict = {}
+
+
+def _is_immediate(result) -> bool:
+    """isinstance(result, _IMMEDIATE), remembered per type: against the schema's Response
+    class it takes the metaclass's slow path, twice per request."""
+    t = type(result)
+    known = _IMMEDIATE_BY_TYPE.get(t)
+    if known is None:
+        known = _IMMEDIATE_BY_TYPE[t] = isinstance(result, _IMMEDIATE)
+    return known
 
 
 @dataclass
@@ -198,7 +209,7 @@ class _Connection(asyncio.Protocol):
         if asyncio.iscoroutine(result):
             result = asyncio.ensure_future(result)
         self.pending.append((header, result))
-        if isinstance(result, _IMMEDIATE):
+        if _is_immediate(result):
             self._schedule_flush()
         else:
             result.add_done_callback(self._answered)
@@ -240,7 +251,7 @@ class _Connection(asyncio.Protocol):
         q = self.pending
         while q:
             header, result = q[0]
-            if isinstance(result, _IMMEDIATE):
+            if _is_immediate(result):
                 response = result
             elif not result.done():
                 break
