@@ -347,11 +347,14 @@ def test_a_reused_frame_is_the_same_request_with_a_fresh_correlation_id_each_tim
     run(main())
 
 
-async def _connected(c: NodeClient, srv) -> None:
-    """One answered request: ``c`` is connected (request_nowait sends only then)."""
+async def _connected(c: NodeClient, srv):
+    """One answered request: ``c`` is connected (request_nowait sends only then). Returns
+    that request as the server got it (its writer is the connection's server side)."""
     warm = asyncio.ensure_future(c.request(_req("warm"), 3))
-    FakeServer.answer(await srv.next_request(), _resp(0))
+    first = await srv.next_request()
+    FakeServer.answer(first, _resp(0))
     await warm
+    return first
 
 
 def test_request_nowait_answers_through_the_callback_once_and_refuses_when_it_cannot_send():
@@ -516,10 +519,7 @@ def test_a_held_request_fails_with_its_connection_and_is_never_written_on_the_ne
     async def main():
         srv = await FakeServer().start()
         c = NodeClient("127.0.0.1", srv.port)
-        warm = asyncio.ensure_future(c.request(_req("warm"), 3))
-        first = await srv.next_request()
-        FakeServer.answer(first, _resp(0))
-        await warm
+        first = await _connected(c, srv)
         got = []
         held = c.hold_nowait(_req("gated"), 3, lambda r, e: got.append((r, e)))
         first[2].close()  # the server drops the connection while the request is held
