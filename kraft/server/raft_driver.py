@@ -310,20 +310,22 @@ class RaftDriver:
         if client is None:
             self.loop.call_soon(self._step_failed, e.destination, e.correlation_id)
             return
-        started = [time.perf_counter()]
         version = SEND_VERSIONS[type(e.request)]
         # Gated by what the core knows to be durable (it accounts for truncations); a later
         # report of at least ``after_flushed`` is what the core will accept as that flush.
         if e.after_flushed >= 0 and not flushed and e.after_flushed > self.core.flushed_offset:
-            # Encoded and registered now, written when the flush is reported (_flushed_to).
-            held = client.hold_nowait(e.request, version, lambda resp, exc: self._answered(e, started[0], resp, exc))
-            self._gated.append((e.after_flushed, client, held, e, started))
+            # Encoded and registered now, written when the flush is reported (_flushed_to),
+            # which also sets when it was sent.
+            sent_at = [0.0]
+            held = client.hold_nowait(e.request, version, lambda resp, exc: self._answered(e, sent_at[0], resp, exc))
+            self._gated.append((e.after_flushed, client, held, e, sent_at))
             return
+        started = time.perf_counter()
         # Connected (the usual case): no task per request, the answer steps the core from the
         # client's read loop. Otherwise a task waits for the connection.
-        if client.request_nowait(e.request, version, lambda resp, exc: self._answered(e, started[0], resp, exc)):
+        if client.request_nowait(e.request, version, lambda resp, exc: self._answered(e, started, resp, exc)):
             return
-        task = self.loop.create_task(self._roundtrip(client, e, started[0]))
+        task = self.loop.create_task(self._roundtrip(client, e, started))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
