@@ -3,6 +3,7 @@ gap-free, only below the high watermark; snapshot first when the log prefix is g
 own leadership announced only after catching up to the epoch start."""
 
 from kraft.raft import Commit, LeaderAndEpoch, LeaderChange, ListenerCursor, OffsetAndEpoch
+from kraft.raft.listener import MIN_READ_BYTES
 from kraft.raft.snapshot import SnapshotWriter
 from kraft.records import build_batch
 from kraft.testing import InMemoryLog
@@ -72,3 +73,44 @@ def test_other_leaders_are_announced_at_once_and_only_on_change():
     cur.execute(LeaderChange(LeaderAndEpoch(2, 1)))
     cur.execute(LeaderChange(LeaderAndEpoch(2, 1)))
     assert rec.leaders == [LeaderAndEpoch(2, 1)]
+
+
+class ReadSizes:
+    """A log port that records the size of every read and what each returned."""
+
+    def __init__(self, log):
+        self.log, self.asked, self.returned = log, [], []
+
+    def __getattr__(self, name):
+        return getattr(self.log, name)
+
+    def read(self, offset, max_bytes):
+        data = self.log.read(offset, max_bytes)
+        self.asked.append(max_bytes)
+        self.returned.append(len(data))
+        return data
+
+
+def test_reads_are_sized_to_what_committed_not_to_the_tail_in_flight():
+    """Past the high watermark the log holds every write in flight (megabytes under load); a
+    read of the tail copies what it returns. Once the cursor knows the bytes per offset, it
+    asks for about what committed: one 300-byte record per commit reads about 300 bytes plus
+    the floor, never the 4 MB behind it, and every commit still arrives whole."""
+    value = b"v" * 300
+    log = InMemoryLog()
+    for _ in range(14_000):  # ~4.5 MB
+        log.append_as_leader(build_batch([value], timestamp=0), 1)
+    log.flush(log.end_offset())
+    sizes = ReadSizes(log)
+    rec = Recorder()
+    cur = ListenerCursor(rec, sizes, local_id=1)
+    for up_to in range(1, 400):
+        cur.execute(Commit(up_to))
+    assert rec.batches == [(i, i) for i in range(399)]
+    # the first read knows nothing yet; every later one asks for the floor
+    assert max(sizes.asked[1:]) == MIN_READ_BYTES
+    assert max(sizes.returned[1:]) <= 64 * 1024 and len(sizes.asked) == 399
+    cur.execute(Commit(10_399))  # a burst of 10,000 commits: sized to them, not to 8 MB
+    assert rec.batches[-1] == (10_398, 10_398)
+    per_record = len(build_batch([value], timestamp=0))
+    assert sum(sizes.returned[399:]) < 10_000 * per_record * 1.3 + 64 * 1024
