@@ -232,10 +232,13 @@ async def _probe(spec, ready, killed_at, out):
         pending.add(asyncio.ensure_future(attempt()))
         done, pending = await asyncio.wait(pending, timeout=0.005, return_when=asyncio.FIRST_COMPLETED)
         for d in done:
-            if d.exception() is None:
+            if d.cancelled():
+                continue  # cancelled by the writer's recovery (etcd's closes its channel)
+            exc = d.exception()
+            if exc is None:
                 first = d.result() if first is None else min(first, d.result())
             elif recovering is None or recovering.done():
-                recovering = asyncio.ensure_future(writer.recover(d.exception()))
+                recovering = asyncio.ensure_future(writer.recover(exc))
         while len(pending) > 2000:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
     for t in pending:
