@@ -114,3 +114,20 @@ def test_reads_are_sized_to_what_committed_not_to_the_tail_in_flight():
     assert rec.batches[-1] == (10_398, 10_398)
     per_record = len(build_batch([value], timestamp=0))
     assert sum(sizes.returned[399:]) < 10_000 * per_record * 1.3 + 64 * 1024
+
+
+def test_a_batch_larger_than_the_sized_read_still_arrives_whole():
+    """Reads sized from small records ask for less than a large batch: the log returns the
+    whole first batch anyway, so the large one is delivered, not stalled on."""
+    log = InMemoryLog()
+    for _ in range(50):
+        log.append_as_leader(build_batch([b"s" * 100], timestamp=0), 1)
+    log.append_as_leader(build_batch([b"L" * 300_000], timestamp=0), 1)  # offset 50
+    log.append_as_leader(build_batch([b"s" * 100] * 3, timestamp=0), 1)  # 51-53
+    log.flush(log.end_offset())
+    rec = Recorder()
+    cur = ListenerCursor(rec, log, local_id=1)
+    for up_to in range(1, 51):
+        cur.execute(Commit(up_to))
+    cur.execute(Commit(54))
+    assert rec.batches[-2:] == [(50, 50), (51, 53)] and cur.next_offset == 54
