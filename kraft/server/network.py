@@ -38,6 +38,11 @@ from kraft.protocol import (DEFAULT_MAX_FRAME_BYTES, EncodedBody, EncodedParts, 
                             response_version)
 
 log = logging.getLogger("kraft.network")
+
+#: Connections closed for bad input get a log line each up to this many per second and per
+#: listener; beyond it they are counted (kraft_rejected_connections) and summed up in one line,
+#: so a flood of hostile frames cannot fill the disk with log lines.
+REJECT_LOG_BURST = 10
 # What a handler may return as an answer that is already known (anything else is awaited).
 _IMMEDIATE = (Response, EncodedBody, EncodedParts)
 _IMMEDIATE_BY_TYPE: dict = {}
@@ -297,8 +302,7 @@ class _Connection(asyncio.Protocol):
         self._close_if_done()
 
     def _reject(self, why: str) -> None:
-        self.server.rejected_total += 1
-        log.warning("closing connection from %s on %s: %s", self.peer, self.server.listener_name, why)
+        self.server.rejected(self.peer, why)
         self._close()
 
     def _arm_idle_timer(self) -> None:
@@ -376,8 +380,29 @@ class KafkaServer:
         self.rejected_total = 0  # closed for bad input
         self.refused_total = 0  # closed at once: the address had its maximum of connections
         self.idle_closed_total = 0  # closed after connections.max.idle.ms without activity
+        self._reject_second = 0  # the whole second of monotonic time the lines below were logged in
+        self._reject_lines = 0
+        self._rejects_unlogged = 0
         self._server: asyncio.base_events.Server | None = None
         self._connections: set = set()
+
+    def rejected(self, peer, why: str) -> None:
+        """Count a connection closed for bad input; log it, or past the burst, count it."""
+        self.rejected_total += 1
+        second = int(time.monotonic())
+        if second != self._reject_second:
+            if self._rejects_unlogged:
+                log.warning("%d more connections on %s were closed for bad input without a line each",
+                            self._rejects_unlogged, self.listener_name)
+            self._reject_second, self._reject_lines, self._rejects_unlogged = second, 0, 0
+        if self._reject_lines < REJECT_LOG_BURST:
+            self._reject_lines += 1
+            log.warning("closing connection from %s on %s: %s", peer, self.listener_name, why)
+            if self._reject_lines == REJECT_LOG_BURST:
+                log.warning("more connections closed for bad input on %s this second are counted "
+                            "(kraft_rejected_connections), not logged", self.listener_name)
+        else:
+            self._rejects_unlogged += 1
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()

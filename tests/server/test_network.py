@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import random
 import struct
+import time
 
 import pytest
 
@@ -493,3 +494,45 @@ def test_a_large_records_answer_is_spliced_into_the_write_and_the_next_answer_fo
     assert (h1.correlation_id, h2.correlation_id) == (1, 2)
     assert bytes(r1.responses[0].partitions[0].records) == big
     assert bytes(r2.responses[0].partitions[0].records) == b"small"
+
+
+def test_a_flood_of_bad_connections_is_counted_not_logged_line_by_line(caplog):
+    """Each rejected connection is counted; past REJECT_LOG_BURST in a second they get no
+    line each (a flood of hostile frames must not fill the disk with log lines), and the
+    next second's first rejection sums up the ones left out."""
+    from kraft.server import network
+
+    async def reject_one(server):
+        conn = await RawConnection.open(server.port)
+        await conn.send(b"\xff\xff\xff\xff")  # a negative frame size
+        assert await conn.is_closed_by_peer()
+        await conn.close()
+
+    async def main():
+        server, _ = await _serve(max_frame_bytes=1024)
+        if time.monotonic() % 1 > 0.5:  # start early in a second: the flood fits in one
+            await asyncio.sleep(1 - time.monotonic() % 1)
+        first = int(time.monotonic())
+        for _ in range(40):
+            await reject_one(server)
+        seconds = int(time.monotonic()) - first + 1
+        await asyncio.sleep(1.05 - time.monotonic() % 1)  # the next second
+        await reject_one(server)
+        assert server.rejected_total == 41
+        conn = await RawConnection.open(server.port)
+        await conn.send(api_versions_frame(3))
+        await _expect_answer(conn, 3)
+        await conn.close()
+        await server.close()
+        return seconds
+
+    with caplog.at_level("WARNING", logger="kraft.network"):
+        seconds = run(main())
+    messages = [r.getMessage() for r in caplog.records]
+    logged = sum(m.startswith("closing connection") for m in messages)
+    unlogged = sum(int(m.split()[0]) for m in messages if "without a line each" in m)
+    assert logged <= network.REJECT_LOG_BURST * (seconds + 1)  # + the one in the next second
+    assert logged + unlogged == 41  # every rejection is either a line or in a sum
+    if 40 > network.REJECT_LOG_BURST * seconds:  # (a machine that slow spreads the flood out)
+        assert unlogged > 0
+        assert any("counted (kraft_rejected_connections), not logged" in m for m in messages)
