@@ -40,7 +40,7 @@ from kraft.protocol import (DEFAULT_MAX_FRAME_BYTES, EncodedBody, EncodedParts, 
 log = logging.getLogger("kraft.network")
 
 #: Connections closed for bad input get a log line each up to this many per second and per
-#: listener; beyond it they are counted (kraft_rejected_connections) and summed up in one line,
+#: listener; beyond it they are counted (kraft_rejected_connections_total) and summed up in one line,
 #: so a flood of hostile frames cannot fill the disk with log lines.
 REJECT_LOG_BURST = 10
 # What a handler may return as an answer that is already known (anything else is awaited).
@@ -400,7 +400,7 @@ class KafkaServer:
             log.warning("closing connection from %s on %s: %s", peer, self.listener_name, why)
             if self._reject_lines == REJECT_LOG_BURST:
                 log.warning("more connections closed for bad input on %s this second are counted "
-                            "(kraft_rejected_connections), not logged", self.listener_name)
+                            "(kraft_rejected_connections_total), not logged", self.listener_name)
         else:
             self._rejects_unlogged += 1
 

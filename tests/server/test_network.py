@@ -535,4 +535,4 @@ def test_a_flood_of_bad_connections_is_counted_not_logged_line_by_line(caplog):
     assert logged + unlogged == 41  # every rejection is either a line or in a sum
     if 40 > network.REJECT_LOG_BURST * seconds:  # (a machine that slow spreads the flood out)
         assert unlogged > 0
-        assert any("counted (kraft_rejected_connections), not logged" in m for m in messages)
+        assert any("counted (kraft_rejected_connections_total), not logged" in m for m in messages)
