@@ -12,11 +12,12 @@ own; the caller decides.
 from __future__ import annotations
 
 import asyncio
+import struct
 import time
 from dataclasses import dataclass, field
 
 from kraft.errors import ErrorCode, KraftError, NetworkError, NotLeaderError
-from kraft.protocol import DescribeQuorumRequest, ProduceRequest
+from kraft.protocol import DescribeQuorumRequest, ProduceRequest, ProduceResponse, encode_response
 from kraft.client.node_client import ConnectionRefused, NodeClient
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -36,6 +37,37 @@ class QuorumDescription:
     endpoints: dict = field(default_factory=dict)  # node id -> ["NAME://host:port", ...]
     # kraft's TargetVoters (a reassignment under way): DescribeQuorumResponse.TargetVoter, or None
     target_voters: list | None = None
+
+
+class _SuccessAnswer:
+    """Reads the base offset out of a success answer to a Produce of ``__cluster_metadata``-0
+    at one version by matching the bytes around it against the encoding of that answer (a
+    writer's answers are all alike but for the offset); anything else (an error, a field
+    the server filled in) is None and decoded in full. Decoding the answer into message
+    objects was a fifth of a writing client's CPU."""
+
+    __slots__ = ("head", "tail", "size")
+    _SENTINEL = 0x7ADEC0DE5EED1234  # a byte pattern no other field of the answer holds
+    _I64 = struct.Struct(">q")
+
+    def __init__(self, version: int):
+        P = ProduceResponse
+        body = P(responses=[P.Topic(name=METADATA_TOPIC, partition_responses=[
+            P.Topic.Partition(index=0, base_offset=self._SENTINEL)])])
+        # The frame as the client sees it: correlation id (zero here), header rest, body.
+        frame = bytes(encode_response(0, P.API_KEY, version, body))[4:]
+        at = frame.find(self._I64.pack(self._SENTINEL))
+        self.head, self.tail, self.size = frame[4:at], frame[at + 8:], len(frame)
+
+    def __call__(self, frame):
+        head = self.head
+        if (len(frame) == self.size and type(frame) is bytes and frame.startswith(head, 4)
+                and frame.endswith(self.tail)):
+            return self._I64.unpack_from(frame, 4 + len(head))[0]
+        return None
+
+
+_SUCCESS = {PRODUCE_VERSION: _SuccessAnswer(PRODUCE_VERSION)}
 
 
 def parse_address(s: str) -> tuple[str, int]:
@@ -171,7 +203,10 @@ class QuorumClient:
         # 64 KiB: the key hashes the content once per bytes object).
         key = ("produce", batch, acks, timeout_ms) if type(batch) is bytes and len(batch) <= 1 << 16 else None
         resp = await self.client(addr).request(make if key else make(), PRODUCE_VERSION,
-                                               timeout_ms=timeout_ms + 5000, reuse_key=key)
+                                               timeout_ms=timeout_ms + 5000, reuse_key=key,
+                                               fast=_SUCCESS[PRODUCE_VERSION] if acks else None)
+        if type(resp) is int:  # the success answer, read without decoding
+            return resp
         if resp is None:
             return -1
         for ep in getattr(resp, "node_endpoints", ()) or ():

@@ -533,3 +533,106 @@ def test_a_held_request_fails_with_its_connection_and_is_never_written_on_the_ne
         assert c.hold_nowait(_req("after close"), 3, lambda r, e: None) is None
         await srv.close()
     run(main())
+
+
+def test_an_explicit_timeout_shorter_than_the_watched_ones_fails_at_its_own_deadline():
+    """Requests at any timeout share the one deadline timer while their deadlines come in
+    order; a shorter one sent after longer ones cannot (the timer is armed for the oldest),
+    so it must still fail at its own deadline, naming its own timeout."""
+    async def main():
+        srv = await FakeServer().start()
+        c = NodeClient("127.0.0.1", srv.port, request_timeout_ms=10000)
+        await _connected(c, srv)
+        slow = asyncio.ensure_future(c.request(_req("slow"), 3, timeout_ms=5000))
+        await srv.next_request()  # never answered
+        began = time.monotonic()
+        quick = asyncio.ensure_future(c.request(_req("quick"), 3, timeout_ms=300))
+        await srv.next_request()  # never answered
+        with pytest.raises(RequestTimeoutError) as info:
+            await asyncio.wait_for(quick, 3)
+        assert 0.28 <= time.monotonic() - began < 3
+        assert "300 ms" in str(info.value)
+        with pytest.raises(NetworkError):  # the timeout closed the connection under it
+            await asyncio.wait_for(slow, 3)
+        await c.close()
+        await srv.close()
+    run(main())
+
+
+def test_a_watched_explicit_timeout_names_its_own_timeout_when_it_expires():
+    async def main():
+        srv = await FakeServer().start()
+        c = NodeClient("127.0.0.1", srv.port, request_timeout_ms=10000)
+        began = time.monotonic()
+        task = asyncio.ensure_future(c.request(_req("x"), 3, timeout_ms=250))
+        await srv.next_request()
+        assert c._deadlines and c._deadlines[-1][2] == 0.25  # watched, not a timer of its own
+        with pytest.raises(RequestTimeoutError) as info:
+            await asyncio.wait_for(task, 3)
+        assert 0.23 <= time.monotonic() - began < 3 and "250 ms" in str(info.value)
+        await c.close()
+        await srv.close()
+    run(main())
+
+
+def test_a_cancelled_waiter_for_a_slot_does_not_lose_the_slot():
+    """max_in_flight=1: one request in flight, one waiting for the slot and cancelled while
+    it waits: the slot must still reach the next request (a lost slot hangs every later one)."""
+    async def main():
+        srv = await FakeServer().start()
+        c = NodeClient("127.0.0.1", srv.port, max_in_flight=1)
+        first = asyncio.ensure_future(c.request(_req("first"), 3))
+        item = await srv.next_request()
+        gone = asyncio.ensure_future(c.request(_req("gone"), 3))
+        await asyncio.sleep(0.01)
+        gone.cancel()
+        await asyncio.sleep(0.01)
+        FakeServer.answer(item, _resp(0))
+        await first
+        last = asyncio.ensure_future(c.request(_req("last"), 3))
+        got = await srv.next_request()
+        assert got[1].client_software_name == "last"
+        FakeServer.answer(got, _resp(7))
+        assert (await asyncio.wait_for(last, 3)).throttle_time_ms == 7
+        assert gone.cancelled() and c._free == 1
+        await c.close()
+        await srv.close()
+    run(main())
+
+
+def test_a_slot_handed_to_a_waiter_cancelled_before_it_ran_goes_on_to_the_next():
+    async def main():
+        c = NodeClient("127.0.0.1", 1, max_in_flight=1)
+        loop = asyncio.get_running_loop()
+        c._free = 0  # the one slot is taken
+        handed = asyncio.ensure_future(c._wait_for_slot(loop))
+        after = asyncio.ensure_future(c._wait_for_slot(loop))
+        await asyncio.sleep(0)
+        c._hand_over_slot()  # to "handed", which is cancelled before it runs
+        handed.cancel()
+        await asyncio.sleep(0.01)
+        assert handed.cancelled() and after.done() and not after.cancelled()
+        assert c._free == 0 and not c._slot_waiters
+    run(main())
+
+
+def test_fast_sees_the_answer_first_and_none_means_decode_it():
+    async def main():
+        srv = await FakeServer().start()
+        c = NodeClient("127.0.0.1", srv.port)
+        seen = []
+
+        def fast(frame):
+            seen.append(bytes(frame))
+            return "recognised" if len(seen) == 1 else None
+        one = asyncio.ensure_future(c.request(_req("a"), 3, fast=fast))
+        FakeServer.answer(await srv.next_request(), _resp(1))
+        assert await one == "recognised"
+        two = asyncio.ensure_future(c.request(_req("b"), 3, fast=fast))
+        item = await srv.next_request()
+        FakeServer.answer(item, _resp(2))
+        assert (await two).throttle_time_ms == 2  # None: decoded as usual
+        assert struct.unpack_from(">i", seen[1])[0] == item[0].correlation_id  # from the correlation id on
+        await c.close()
+        await srv.close()
+    run(main())
