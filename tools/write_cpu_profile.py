@@ -30,7 +30,8 @@ from bench.peers.procs import install_cleanup  # noqa: E402
 
 
 def thread_cpu(pid: int) -> dict:
-    """tid -> (name, user ticks, system ticks, voluntary switches, involuntary switches)."""
+    """tid -> (name, user ticks, system ticks, voluntary switches, involuntary switches,
+    minor page faults)."""
     out = {}
     for task in glob.glob(f"/proc/{pid}/task/*"):
         try:
@@ -43,7 +44,7 @@ def thread_cpu(pid: int) -> dict:
         switches = {line.split(":")[0]: int(line.split()[1]) for line in status if "ctxt_switches" in line}
         out[task.rsplit("/", 1)[1]] = (name, int(fields[11]), int(fields[12]),
                                        switches.get("voluntary_ctxt_switches", 0),
-                                       switches.get("nonvoluntary_ctxt_switches", 0))
+                                       switches.get("nonvoluntary_ctxt_switches", 0), int(fields[7]))
     return out
 
 
@@ -109,17 +110,18 @@ def main() -> int:
     print(f"{args.profile}: {n} writes in {args.seconds:.0f} s, p50 {latencies[n // 2] * 1e3:.2f} ms, "
           f"p99 {latencies[int(n * 0.99)] * 1e3:.2f} ms (one in flight)")
     for i in pids:
-        user = system = vol = invol = 0.0
+        user = system = vol = invol = faults = 0.0
         threads = []
-        for tid, (name, u, s, v, iv) in after[i].items():
-            bu, bs, bv, biv = before[i].get(tid, (name, 0, 0, 0, 0))[1:]
+        for tid, (name, u, s, v, iv, f) in after[i].items():
+            bu, bs, bv, biv, bf = before[i].get(tid, (name, 0, 0, 0, 0, 0))[1:]
             du, ds = (u - bu) / tick, (s - bs) / tick
             user, system, vol, invol = user + du, system + ds, vol + v - bv, invol + iv - biv
+            faults += f - bf
             if du + ds > 0.01:
                 threads.append(f"{name}[{tid}] {du * 1e6 / n:.0f}u+{ds * 1e6 / n:.0f}s")
         print(f"  node {i}{' (leader)' if i == leader else ''}: {user * 1e6 / n:.0f} µs user + "
               f"{system * 1e6 / n:.0f} µs system per write, {vol / n:.1f} voluntary + {invol / n:.1f} "
-              f"involuntary switches per write; threads: {', '.join(threads)}")
+              f"involuntary switches, {faults / n:.2f} minor page faults per write; threads: {', '.join(threads)}")
     return 0
 
 
