@@ -17,7 +17,8 @@ import time
 from dataclasses import dataclass, field
 
 from kraft.errors import ErrorCode, KraftError, NetworkError, NotLeaderError
-from kraft.protocol import DescribeQuorumRequest, ProduceRequest, ProduceResponse, encode_response
+from kraft.protocol import (INT64_SENTINEL, DescribeQuorumRequest, ProduceRequest, ProduceResponse, encode_response,
+                            split_at_int64)
 from kraft.client.node_client import ConnectionRefused, NodeClient
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -47,17 +48,16 @@ class _SuccessAnswer:
     objects was a fifth of a writing client's CPU."""
 
     __slots__ = ("head", "tail", "size")
-    _SENTINEL = 0x7ADEC0DE5EED1234  # a byte pattern no other field of the answer holds
     _I64 = struct.Struct(">q")
 
     def __init__(self, version: int):
         P = ProduceResponse
         body = P(responses=[P.Topic(name=METADATA_TOPIC, partition_responses=[
-            P.Topic.Partition(index=0, base_offset=self._SENTINEL)])])
+            P.Topic.Partition(index=0, base_offset=INT64_SENTINEL)])])
         # The frame as the client sees it: correlation id (zero here), header rest, body.
         frame = bytes(encode_response(0, P.API_KEY, version, body))[4:]
-        at = frame.find(self._I64.pack(self._SENTINEL))
-        self.head, self.tail, self.size = frame[4:at], frame[at + 8:], len(frame)
+        head, self.tail = split_at_int64(frame[4:])
+        self.head, self.size = head, len(frame)
 
     def __call__(self, frame):
         head = self.head
@@ -67,7 +67,7 @@ class _SuccessAnswer:
         return None
 
 
-_SUCCESS = {PRODUCE_VERSION: _SuccessAnswer(PRODUCE_VERSION)}
+_SUCCESS = _SuccessAnswer(PRODUCE_VERSION)
 
 
 def parse_address(s: str) -> tuple[str, int]:
@@ -204,7 +204,7 @@ class QuorumClient:
         key = ("produce", batch, acks, timeout_ms) if type(batch) is bytes and len(batch) <= 1 << 16 else None
         resp = await self.client(addr).request(make if key else make(), PRODUCE_VERSION,
                                                timeout_ms=timeout_ms + 5000, reuse_key=key,
-                                               fast=_SUCCESS[PRODUCE_VERSION] if acks else None)
+                                               fast=_SUCCESS if acks else None)
         if type(resp) is int:  # the success answer, read without decoding
             return resp
         if resp is None:

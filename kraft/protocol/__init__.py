@@ -28,8 +28,8 @@ from kraft.protocol.framing import (DEFAULT_MAX_FRAME_BYTES, FrameDecoder, decod
                                     encode_request, encode_response, encode_response_parts, peek_correlation_id,
                                     response_version)
 from kraft.protocol.headers import RequestHeader, ResponseHeader, request_header_version, response_header_version
-from kraft.protocol.message import (REQUESTS, RESPONSES, EncodedBody, EncodedParts, Message, Request, Response, request_class,
-                                    response_class)
+from kraft.protocol.message import (INT64_SENTINEL, REQUESTS, RESPONSES, EncodedBody, EncodedParts, Message, Request,
+                                    Response, request_class, response_class, split_at_int64)
 from kraft.protocol.messages import *  # noqa: F401,F403
 from kraft.protocol.messages import __all__ as _message_names
 from kraft.protocol.primitives import (METADATA_TOPIC_ID, ZERO_UUID, uuid_from_base64, uuid_from_longs,
@@ -37,10 +37,10 @@ from kraft.protocol.primitives import (METADATA_TOPIC_ID, ZERO_UUID, uuid_from_b
 from kraft.protocol.schema import Field, Struct
 
 __all__ = [
-    "ApiKey", "DEFAULT_MAX_FRAME_BYTES", "EncodedBody", "EncodedParts", "Field", "FrameDecoder", "METADATA_TOPIC_ID", "Message",
+    "ApiKey", "DEFAULT_MAX_FRAME_BYTES", "INT64_SENTINEL", "EncodedBody", "EncodedParts", "Field", "FrameDecoder", "METADATA_TOPIC_ID", "Message",
     "REQUESTS", "RESPONSES", "Request", "RequestHeader", "Response", "ResponseHeader", "Struct", "ZERO_UUID",
     "api_versions_response", "api_versions_table", "decode_request", "decode_response", "encode_request",
     "encode_response", "encode_response_parts", "peek_correlation_id", "request_class", "request_header_version", "response_class",
-    "response_header_version", "response_version", "unsupported_api_versions_response", "uuid_from_base64",
+    "response_header_version", "response_version", "split_at_int64", "unsupported_api_versions_response", "uuid_from_base64",
     "uuid_from_longs", "uuid_to_base64",
 ] + list(_message_names)

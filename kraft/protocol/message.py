@@ -151,6 +151,24 @@ class EncodedBody(bytes):
     __slots__ = ()
 
 
+#: An int64 no real field of an answer holds (above any offset a log reaches, and a byte
+#: pattern nothing else encodes to): encoded in place of a value, it marks where that goes.
+INT64_SENTINEL = 0x7ADEC0DE5EED1234
+_I64 = struct.Struct(">q")
+
+
+def split_at_int64(encoded: bytes, sentinel: int = INT64_SENTINEL) -> tuple[bytes, bytes] | None:
+    """``encoded`` (a message encoded with ``sentinel`` in one int64 field) as the bytes
+    before and after that field, for answers that differ only in that value (a writer's
+    Produce answers: the server splices its offset in, the client reads it out). None when
+    the sentinel is not there exactly once."""
+    marker = _I64.pack(sentinel)
+    at = encoded.find(marker)
+    if at < 0 or encoded.find(marker, at + 1) >= 0:
+        return None
+    return bytes(encoded[:at]), bytes(encoded[at + 8:])
+
+
 class EncodedParts(list):
     """A response body already encoded at the request's version, as buffers written in order
     and never joined: the record bytes of a Fetch answer stay views of the log's files."""

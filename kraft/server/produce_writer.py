@@ -24,13 +24,11 @@ import concurrent.futures
 import struct
 
 from kraft.errors import ErrorCode, KraftError, NotLeaderError
-from kraft.protocol import METADATA_TOPIC_ID, EncodedBody, ProduceRequest, ProduceResponse
+from kraft.protocol import INT64_SENTINEL, METADATA_TOPIC_ID, EncodedBody, ProduceRequest, ProduceResponse, split_at_int64
 from kraft.records.validation import inspect_batches, validate_compressed
 from kraft.server.reply import Reply
 
 TOPIC = "__cluster_metadata"
-# Above any offset a real log reaches, and a byte pattern a response cannot otherwise hold.
-_SENTINEL = 0x7ADEC0DE5EED1234
 _I64 = struct.Struct(">q")
 
 P = ProduceResponse
@@ -127,12 +125,8 @@ class ProduceWriter:
         return EncodedBody(tpl[0] + _I64.pack(base_offset) + tpl[1])
 
     def _template(self, version: int):
-        body = self.error(version, ErrorCode.NONE, _SENTINEL).encode(version)
-        marker = _I64.pack(_SENTINEL)
-        at = body.find(marker)
-        if at < 0 or body.find(marker, at + 1) >= 0:
-            return None  # not uniquely placed: encode every answer in full
-        return body[:at], body[at + 8:]
+        # None (not uniquely placed): every answer is encoded in full.
+        return split_at_int64(self.error(version, ErrorCode.NONE, INT64_SENTINEL).encode(version))
 
     def error(self, version: int, code: int, base_offset: int = -1, message: str | None = None,
               request: ProduceRequest | None = None) -> ProduceResponse:

@@ -27,7 +27,7 @@ def _frame(cid: int, body) -> bytes:
 def test_the_servers_success_answer_is_read_without_decoding_and_gives_the_offset():
     w = _writer()
     try:
-        read = _SUCCESS[PRODUCE_VERSION]
+        read = _SUCCESS
         for offset in (0, 1, 255, 1 << 40, (1 << 63) - 1):
             frame = _frame(12345, w.success(PRODUCE_VERSION, offset))
             assert read(frame) == offset
@@ -41,7 +41,7 @@ def test_the_servers_success_answer_is_read_without_decoding_and_gives_the_offse
 def test_every_other_answer_is_left_to_the_decoder():
     w = _writer()
     try:
-        read = _SUCCESS[PRODUCE_VERSION]
+        read = _SUCCESS
         assert read(_frame(1, w.error(PRODUCE_VERSION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))) is None
         assert read(_frame(1, w.error(PRODUCE_VERSION, ErrorCode.REQUEST_TIMED_OUT, 5))) is None
         P = ProduceResponse
