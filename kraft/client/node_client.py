@@ -66,14 +66,12 @@ class _Callback:
 
 
 class _Held:
-    """A request registered by ``NodeClient.hold_nowait``, waiting for ``release`` (or lent
-    by ``hand_off``; ``sent`` once it left that way)."""
+    """A request registered by ``NodeClient.hold_nowait``, waiting for ``release``."""
 
-    __slots__ = ("writer", "frame", "cid", "api_key", "timeout_ms", "sent")
+    __slots__ = ("writer", "frame", "cid", "api_key", "timeout_ms")
 
     def __init__(self, writer, frame, cid: int, api_key: int, timeout_ms: int | None):
         self.writer, self.frame, self.cid, self.api_key, self.timeout_ms = writer, frame, cid, api_key, timeout_ms
-        self.sent = False
 
 
 class _Reading(asyncio.Protocol):
@@ -141,7 +139,6 @@ class NodeClient:
         self._closed = False
         self._out: list[bytes] = []
         self._flush_scheduled = False
-        self._handed: _Held | None = None  # lent to another thread's write (hand_off): writes queue behind it
         self._frames: dict = {}  # (reuse key, version) -> (encoded frame, api key)
         # Asked once (each ask is a getpid): a client belongs to one loop, as its transport does.
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -259,68 +256,22 @@ class NodeClient:
         """Write a request registered by ``hold_nowait``, unless it already failed (its
         connection closed or the client did)."""
         entry = self._waiting.get(held.cid)
-        if held.writer is not self._writer or entry is None or held.sent:
+        if held.writer is not self._writer or entry is None:
             return
-        loop = self._start_deadline(held, entry)
-        if self._out:  # frames queued before this one leave first
-            self._queue_write(held.frame)
-        else:  # the caller steps a state machine on the loop: its request leaves now
-            self._send_now(loop, held.frame)
-
-    def _start_deadline(self, held: "_Held", entry) -> asyncio.AbstractEventLoop:
         loop = self._loop or self._running_loop()
         timeout_ms = held.timeout_ms
         timeout = self.request_timeout if timeout_ms is None else timeout_ms / 1000
         if not self._watch_deadline(loop, time.monotonic() + timeout, held.cid, timeout):
             entry[0].timer = loop.call_later(timeout, self._timed_out, held.cid, held.api_key, timeout)
-        return loop
-
-    def hand_off(self, held: "_Held") -> tuple[int, bytes] | None:
-        """Lend a held request to another thread that writes it straight to this
-        connection's socket (a follower's next Fetch, written by the fsync thread the moment
-        the flush it acknowledges is durable, without waking the loop first): returns the
-        socket's descriptor (the borrower dups it) and the frame. Until ``hand_back`` this
-        client's own writes queue behind it. None when it cannot leave that way: not this
-        connection, bytes queued or buffered ahead of it, one lent already, or no plain socket."""
-        writer = self._writer
-        if (held.writer is not writer or writer is None or held.cid not in self._waiting or held.sent
-                or self._handed is not None or self._out or writer.get_write_buffer_size()
-                or writer.get_extra_info("sslcontext") is not None):
-            return None
-        sock = writer.get_extra_info("socket")
-        if sock is None:
-            return None
-        self._handed = held
-        return sock.fileno(), held.frame
-
-    def hand_back(self, held: "_Held", sent: int) -> None:
-        """The borrower wrote ``sent`` bytes of ``held`` (the rest is written here, ahead of
-        what queued meanwhile), or -1: nothing left, ``held`` is still held (``release`` it
-        later). Writes what queued meanwhile."""
-        if self._handed is held:
-            self._handed = None
-        if sent >= 0 and held.writer is self._writer and self._writer is not None:
-            held.sent = True
-            entry = self._waiting.get(held.cid)
-            if entry is not None:
-                self._start_deadline(held, entry)
-            if sent < len(held.frame):
-                self._out.insert(0, bytes(memoryview(held.frame)[sent:]))
-        if self._out:
-            self._flush_writes()
-
-    def _lent(self) -> bool:
-        """A frame lent by hand_off may be being written by another thread: write nothing."""
-        handed = self._handed
-        return handed is not None and handed.writer is self._writer
+        if self._out:  # frames queued before this one leave first
+            self._queue_write(held.frame)
+        else:  # the caller steps a state machine on the loop: its request leaves now
+            self._send_now(loop, held.frame)
 
     def _send_now(self, loop, frame) -> None:
         """Write ``frame`` in this call, not a loop turn later. A failed write is reported a
         turn later, as a queued one's would be: the caller's callback must not run inside the
         call that sent (the Raft driver is executing effects)."""
-        if self._handed is not None and self._lent():
-            self._out.append(frame)  # hand_back writes it
-            return
         try:
             self._writer.write(frame)
         except _WRITE_FAILED as exc:
@@ -396,8 +347,6 @@ class NodeClient:
 
     def _flush_writes(self) -> None:
         self._flush_scheduled = False
-        if self._handed is not None and self._lent():
-            return  # hand_back writes them, after the lent frame
         out, self._out = self._out, []
         if not out or self._writer is None:
             return
@@ -488,7 +437,6 @@ class NodeClient:
 
     def _disconnect(self, error: Exception) -> None:
         self._out = []
-        self._handed = None
         writer, self._writer = self._writer, None
         if writer is not None:
             writer.close()

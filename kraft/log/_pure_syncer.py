@@ -1,11 +1,10 @@
 """Pure-Python twin of ``kraft._native._syncer.Syncer`` (``KRAFT_NO_EXTENSIONS=1``, or when
-the extension is not built): the same jobs, attached sends and eventfd, but a Python thread,
-which takes the GIL after every fdatasync."""
+the extension is not built): the same jobs and eventfd, but a Python thread, which takes the
+GIL after every fdatasync."""
 
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 
@@ -19,9 +18,7 @@ class Syncer:
         self._cond = threading.Condition()
         self._job: int | None = None
         self._busy = False
-        self._result: tuple[int, float, int] | None = None
-        self._send: tuple[int, bytes] | None = None  # (socket fd, frame) written after the fdatasync
-        self._send_closed = False  # the fdatasync returned: attach and detach refuse
+        self._result: tuple[int, float] | None = None
         self._stopping = False
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="kraft-syncer", daemon=True)
@@ -36,28 +33,8 @@ class Syncer:
         with self._cond:
             if self._busy or self._stopping:
                 raise RuntimeError("a sync is already running")
-            self._busy, self._result, self._job, self._send_closed = True, None, fd, False
+            self._busy, self._result, self._job = True, None, fd
             self._cond.notify_all()
-
-    def attach(self, sock: int, frame) -> bool:
-        if not len(frame):
-            raise ValueError("nothing to send")
-        if self._closed:
-            return False
-        with self._cond:
-            if not self._busy or self._result is not None or self._send_closed or self._send is not None \
-                    or self._stopping:
-                return False
-            self._send = (sock, bytes(frame))
-            return True
-
-    def detach(self) -> bool:
-        with self._cond:
-            send, self._send = self._send, None
-        if send is None:
-            return False
-        os.close(send[0])
-        return True
 
     def _take(self):
         result = self._result
@@ -95,9 +72,6 @@ class Syncer:
         if self._job is not None:
             os.close(self._job)
             self._job = None
-        if self._send is not None:
-            os.close(self._send[0])
-            self._send = None
         os.close(self._efd)
 
     def _run(self) -> None:
@@ -117,28 +91,7 @@ class Syncer:
             took = time.monotonic() - began
             os.close(fd)
             with self._cond:
-                self._send_closed = True
-                send, self._send = self._send, None
-            sent = -1
-            if send is not None:
-                sock, frame = send
-                if not err:
-                    try:
-                        sent = _send(sock, frame)
-                    except OSError:
-                        sent = 0  # refused: the caller writes it all
-                os.close(sock)
-            with self._cond:
                 self._job = None
-                self._result = (err, took, sent)
+                self._result = (err, took)
                 self._cond.notify_all()
             os.eventfd_write(self._efd, 1)
-
-
-def _send(sock: int, frame: bytes) -> int:
-    """One non-blocking write of ``frame`` to socket descriptor ``sock``: bytes written."""
-    s = socket.socket(fileno=os.dup(sock))
-    try:
-        return s.send(frame, socket.MSG_DONTWAIT | socket.MSG_NOSIGNAL)
-    finally:
-        s.close()

@@ -172,23 +172,6 @@ class GroupCommit:
             self._on_thread_error(exc)
             return False
 
-    def send_after_flush(self, sock: int, frame, on_sent) -> bool:
-        """The running cycle writes ``frame`` to socket ``sock`` (borrowed: the flusher dups
-        it) once its fdatasync succeeds, and ``on_sent(bytes written, or -1)`` is called on
-        the flusher's thread before the cycle reports. False when the flusher cannot (only a
-        ``LoopFlusher`` can, while its cycle's fdatasync runs). The log checked that the
-        running cycle covers what the frame acknowledges."""
-        attach = getattr(self._flusher, "attach_send", None)
-        return attach is not None and attach(sock, frame, on_sent)
-
-    def truncated(self) -> None:
-        """The log was truncated (its lock held): a send attached to the running cycle may
-        acknowledge what is gone; it is withdrawn unless already written (a write that
-        began before the truncation, as any earlier one)."""
-        detach = getattr(self._flusher, "detach_send", None)
-        if detach is not None:
-            detach()
-
     def flushes_here(self) -> bool:
         """Would waiting on this thread for the flusher wait forever (its cycles end on this
         thread: a LoopFlusher's loop)? Then flush inline instead."""

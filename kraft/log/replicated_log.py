@@ -186,10 +186,6 @@ class MetadataLog:
         """Ask the flusher thread to fsync now; completion arrives through ``on_flushed``."""
         self.log.request_flush()
 
-    def send_after_flush(self, offset: int, sock: int, frame, on_sent) -> bool:
-        """Have the running flush write ``frame`` to ``sock`` once ``offset`` is durable."""
-        return self.log.send_after_flush(offset, sock, frame, on_sent)
-
     def flush(self, up_to: int) -> None:
         self.log.flush()
 

@@ -368,7 +368,6 @@ class SegmentedLog:
             self.epoch_cache.truncate_from_end(self._end)
             self._flushed = min(self._flushed, self._end)
             self._trunc_low = min(self._trunc_low, self._end)
-            self._group.truncated()
             self._mark_dirty()
             return self._end
 
@@ -396,7 +395,6 @@ class SegmentedLog:
                 self._set_fatal(exc)
                 raise
             self._start = self._end = self._flushed = self._trunc_low = offset
-            self._group.truncated()
 
     def delete_below(self, offset: int) -> int:
         """Raise the log start offset to ``offset`` (at most ``end_offset``) and delete the
@@ -452,13 +450,6 @@ class SegmentedLog:
             return
         with self._lock:
             self._group.request()
-
-    def send_after_flush(self, offset: int, sock: int, frame, on_sent) -> bool:
-        """Have the running flush write ``frame`` to socket ``sock`` right after its fdatasync,
-        if that flush makes ``offset`` durable (see ``GroupCommit.send_after_flush``)."""
-        with self._lock:  # a truncation (which withdraws the send) cannot slip in between
-            return self._fatal is None and self._trunc_low >= offset and \
-                self._group.send_after_flush(sock, frame, on_sent)
 
     def flush(self) -> int:
         """Flush synchronously in the calling thread; returns the flushed offset."""

@@ -15,11 +15,6 @@ short-lived Python thread instead, so the loop never waits for the disk.
 Scheduling from another thread hops onto the loop. ``settle`` (a synchronous flush on the
 loop thread) and ``forget`` (the log is closing) end a running cycle by waiting for its
 fdatasync, bounded by one fsync. Construct it on the loop's thread.
-
-A cycle may carry one send (``attach_send``): the native thread writes it to its socket
-right after a successful fdatasync, before the loop hears of the flush — a follower's next
-Fetch leaves without waiting for the loop to wake (a thread wake-up, ~55 µs median on a busy
-2-core machine, plus the Python before the write).
 """
 
 from __future__ import annotations
@@ -50,7 +45,6 @@ class LoopFlusher:
         self._slow: threading.Thread | None = None  # a cycle with an epoch checkpoint
         self._timer: asyncio.TimerHandle | None = None
         self._timer_due = 0.0
-        self._on_sent = None  # the attached send's callback, while the running cycle holds one
         self._closed = False
         self._turn = turn_queue(loop)
         self._thread = LoopThread(loop)
@@ -115,31 +109,6 @@ class LoopFlusher:
             _log.warning("event loop did not close the flusher of %s in time", getattr(group, "_name", "?"))
             self._shutdown()
 
-    def attach_send(self, sock: int, frame, on_sent) -> bool:
-        """GroupCommit.send_after_flush: only while this loop's cycle's fdatasync runs."""
-        if self._cycle is None or self._on_sent is not None or not self._on_loop():
-            return False
-        fd = os.dup(sock)  # the socket stays open for the thread whatever the loop closes
-        try:
-            attached = self._syncer.attach(fd, frame)
-        except BaseException:
-            os.close(fd)
-            raise
-        if not attached:
-            os.close(fd)
-            return False
-        self._on_sent = on_sent
-        return True
-
-    def detach_send(self) -> None:
-        """Withdraw the attached send unless the thread took it; its callback gets -1."""
-        if self._on_sent is not None and self._syncer.detach():
-            on_sent, self._on_sent = self._on_sent, None
-            if self._on_loop():
-                self._turn.soon(on_sent, -1)
-            else:
-                self._loop.call_soon_threadsafe(on_sent, -1)
-
     # --- cycles ------------------------------------------------------------------------------
     def _start(self) -> None:
         timer, self._timer = self._timer, None
@@ -187,13 +156,7 @@ class LoopFlusher:
 
     def _end(self, result) -> None:
         cycle, self._cycle = self._cycle, None
-        err, seconds, sent = result
-        on_sent, self._on_sent = self._on_sent, None
-        if on_sent is not None:  # before the report: the flushed offset releases what it gated
-            try:
-                on_sent(sent)
-            except Exception:  # noqa: BLE001 - the cycle must still end
-                _log.exception("send-after-flush callback failed")
+        err, seconds = result
         error = None if not err else FatalLogError(
             f"fdatasync of {cycle.path} failed: {os.strerror(err)}; the log is unusable (fsync errors are never retried)")
         self._group.end_cycle(cycle, seconds, error)

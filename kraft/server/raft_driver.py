@@ -105,8 +105,6 @@ class RaftDriver:
         # Sends waiting for a flush (Send.after_flushed), as (offset, client, held request or
         # None, effect, [sent at]); released by the flusher's report before the core hears it.
         self._gated: list = []
-        # The log's flush can write a gated send itself, the moment its fdatasync returns.
-        self._send_after_flush = getattr(log_, "send_after_flush", None)
         self.closed = False
         if metrics is not None:
             metrics.on_render(self._refresh_gauges)
@@ -320,10 +318,7 @@ class RaftDriver:
             # which also sets when it was sent.
             sent_at = [0.0]
             held = client.hold_nowait(e.request, version, lambda resp, exc: self._answered(e, sent_at[0], resp, exc))
-            entry = (e.after_flushed, client, held, e, sent_at)
-            self._gated.append(entry)
-            if held is not None and self._send_after_flush is not None:
-                self._lend(entry)
+            self._gated.append((e.after_flushed, client, held, e, sent_at))
             return
         started = time.perf_counter()
         # Connected (the usual case): no task per request, the answer steps the core from the
@@ -333,31 +328,6 @@ class RaftDriver:
         task = self.loop.create_task(self._roundtrip(client, e, started))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    def _lend(self, entry) -> None:
-        """Let the running flush write a gated send the moment its fdatasync returns (a
-        follower's next Fetch, without waiting for this loop to wake); if it cannot, the
-        send stays gated and leaves in ``_flushed_to`` as before."""
-        offset, client, held = entry[:3]
-        lent = client.hand_off(held)
-        if lent is None:
-            return
-        sock, frame = lent
-        try:
-            attached = self._send_after_flush(offset, sock, frame, lambda sent: self._sent_by_flush(entry, sent))
-        except Exception:  # noqa: BLE001 - the usual way still works
-            log.exception("node %d: could not attach a send to the running flush", self.core.node_id)
-            attached = False
-        if not attached:
-            client.hand_back(held, -1)
-
-    def _sent_by_flush(self, entry, sent: int) -> None:
-        """The flush wrote ``sent`` bytes of a lent send (-1: none; it stays gated)."""
-        client, held, sent_at = entry[1], entry[2], entry[4]
-        if sent >= 0:
-            sent_at[0] = time.perf_counter()
-            self._gated = [g for g in self._gated if g is not entry]
-        client.hand_back(held, sent)
 
     async def _roundtrip(self, client: NodeClient, e: Send, started: float) -> None:
         try:
