@@ -24,7 +24,6 @@ import asyncio
 import importlib
 import os
 import sys
-import tempfile
 import threading
 import time
 
@@ -134,25 +133,13 @@ def main() -> int:
     args = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     wraps = {t: t for t in args.wrap} if args.wrap else DEFAULT_WRAPS
-    site = tempfile.mkdtemp(prefix="kraft-event-cpu-")
-    with open(os.path.join(site, "sitecustomize.py"), "w") as f:
-        f.write("import importlib.util as u\n"
-                f"s = u.spec_from_file_location('kraft_event_cpu', {os.path.abspath(__file__)!r})\n"
-                "m = u.module_from_spec(s); s.loader.exec_module(m); m.install_from_env()\n")
-    os.environ[_ENV_WRAPS] = ";".join(f"{k}={v}" for k, v in wraps.items())
-    os.environ[_ENV_OUT] = os.path.join(site, "cpu-{pid}.tsv")
-    os.environ["PYTHONPATH"] = os.pathsep.join([site] + [p for p in [os.environ.get("PYTHONPATH")] if p])
-
-    from bench.peers.kraft import KraftCluster
-    from bench.peers.procs import install_cleanup
+    from tools.server_hooks import load_in_servers, running_cluster
     from tools.write_cpu_profile import write_loop
 
-    install_cleanup()
-    cluster = KraftCluster(args.profile)
-    try:
-        cluster.start()
-        leader = cluster.wait_ready()
-        pids = {i: cluster.cluster.procs[i].pid for i in cluster.ids}
+    site = load_in_servers(__file__, "kraft_event_cpu")
+    os.environ[_ENV_WRAPS] = ";".join(f"{k}={v}" for k, v in wraps.items())
+    os.environ[_ENV_OUT] = os.path.join(site, "cpu-{pid}.tsv")
+    with running_cluster(args.profile) as (cluster, leader, pids):
         asyncio.run(write_loop(cluster.spec(), 1.0))
         time.sleep(0.7)  # a dump after the warm-up
         paths = {i: os.environ[_ENV_OUT].replace("{pid}", str(p)) for i, p in pids.items()}
@@ -160,8 +147,6 @@ def main() -> int:
         latencies = asyncio.run(write_loop(cluster.spec(), args.seconds))
         time.sleep(0.7)
         after = {i: read_totals(p) for i, p in paths.items()}
-    finally:
-        cluster.stop()
     n = len(latencies)
     latencies.sort()
     print(f"{args.profile}: {n} writes in {args.seconds:.0f} s, p50 {latencies[n // 2] * 1e3:.2f} ms "

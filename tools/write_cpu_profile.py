@@ -25,8 +25,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.peers.kraft import KraftCluster, Writer  # noqa: E402
-from bench.peers.procs import install_cleanup  # noqa: E402
+from bench.peers.kraft import Writer  # noqa: E402
+from tools.server_hooks import running_cluster  # noqa: E402
 
 
 def thread_cpu(pid: int) -> dict:
@@ -63,7 +63,9 @@ def profiler(args, pid: int):
                             stderr=subprocess.DEVNULL)
 
 
-async def write_loop(spec: dict, seconds: float) -> list[float]:
+async def write_loop(spec: dict, seconds: float, stamps: list | None = None) -> list[float]:
+    """Latencies (s) of one write at a time for ``seconds``; ``stamps`` gets each write's
+    (start, end) in ``perf_counter_ns`` (CLOCK_MONOTONIC: comparable across processes)."""
     writer = Writer(spec, 0, b"x" * 256)
     await writer.connect()
     try:
@@ -71,9 +73,12 @@ async def write_loop(spec: dict, seconds: float) -> list[float]:
             await writer.write(1)
         latencies, end = [], time.perf_counter() + seconds
         while time.perf_counter() < end:
-            t = time.perf_counter()
+            t = time.perf_counter_ns()
             await writer.write(1)
-            latencies.append(time.perf_counter() - t)
+            t1 = time.perf_counter_ns()
+            latencies.append((t1 - t) / 1e9)
+            if stamps is not None:
+                stamps.append((t, t1))
         return latencies
     finally:
         await writer.close()
@@ -88,12 +93,7 @@ def main() -> int:
     ap.add_argument("--node", type=int, help="the node to sample (default: the leader)")
     args = ap.parse_args()
 
-    install_cleanup()  # the cluster's directories go at exit (they grow by the MB per second)
-    cluster = KraftCluster(args.profile)
-    try:
-        cluster.start()
-        leader = cluster.wait_ready()
-        pids = {i: cluster.cluster.procs[i].pid for i in cluster.ids}
+    with running_cluster(args.profile) as (cluster, leader, pids):
         spec = cluster.spec()
         asyncio.run(write_loop(spec, 0.5))  # first connections and elections settle
         before = {i: thread_cpu(p) for i, p in pids.items()}
@@ -102,8 +102,6 @@ def main() -> int:
         if sampler is not None:
             sampler.wait()
         after = {i: thread_cpu(p) for i, p in pids.items()}
-    finally:
-        cluster.stop()
     n = len(latencies)
     latencies.sort()
     tick = os.sysconf("SC_CLK_TCK")

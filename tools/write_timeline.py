@@ -25,7 +25,6 @@ import asyncio
 import bisect
 import os
 import sys
-import tempfile
 import threading
 import time
 
@@ -147,41 +146,14 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=8.0)
     args = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    site = tempfile.mkdtemp(prefix="kraft-timeline-")
-    with open(os.path.join(site, "sitecustomize.py"), "w") as f:
-        f.write("import importlib.util as u\n"
-                f"s = u.spec_from_file_location('kraft_timeline', {os.path.abspath(__file__)!r})\n"
-                "m = u.module_from_spec(s); s.loader.exec_module(m); m.install_from_env()\n")
-    os.environ[_ENV_OUT] = os.path.join(site, "marks-{pid}.tsv")
-    os.environ["PYTHONPATH"] = os.pathsep.join([site] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    from tools.server_hooks import load_in_servers, running_cluster
+    from tools.write_cpu_profile import write_loop
 
-    from bench.peers.kraft import KraftCluster, Writer
-    from bench.peers.procs import install_cleanup
-
-    async def write_loop(spec, seconds):
-        writer = Writer(spec, 0, b"x" * 256)
-        await writer.connect()
-        try:
-            for _ in range(300):
-                await writer.write(1)
-            out, end = [], time.perf_counter() + seconds
-            while time.perf_counter() < end:
-                t = time.perf_counter_ns()
-                await writer.write(1)
-                out.append((t, time.perf_counter_ns()))
-            return out
-        finally:
-            await writer.close()
-
-    install_cleanup()
-    cluster = KraftCluster(args.profile)
-    try:
-        cluster.start()
-        leader = cluster.wait_ready()
-        pids = {i: cluster.cluster.procs[i].pid for i in cluster.ids}
+    os.environ[_ENV_OUT] = os.path.join(load_in_servers(__file__, "kraft_timeline"), "marks-{pid}.tsv")
+    with running_cluster(args.profile) as (cluster, leader, pids):
         procs = list(pids.values()) + [os.getpid()]
-        before, began = [cpu_seconds(p) for p in procs], time.perf_counter()
-        writes = asyncio.run(write_loop(cluster.spec(), args.seconds))
+        before, began, writes = [cpu_seconds(p) for p in procs], time.perf_counter(), []
+        asyncio.run(write_loop(cluster.spec(), args.seconds, writes))
         wall = time.perf_counter() - began
         busy = [(cpu_seconds(p) - b) / wall for p, b in zip(procs, before)]
         time.sleep(1.2)  # the last dump
@@ -190,8 +162,6 @@ def main() -> int:
             path = os.environ[_ENV_OUT].replace("{pid}", str(pid))
             with open(path) as f:
                 events += [(int(t), node, label) for t, label in (line.rstrip("\n").split("\t") for line in f)]
-    finally:
-        cluster.stop()
     events.sort()
     lat = sorted(b - a for a, b in writes)
     segs, by = chain(writes, events, leader)
