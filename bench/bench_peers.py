@@ -27,6 +27,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import platform
 import queue
 import socket
 import statistics
@@ -61,6 +62,22 @@ def pct(sorted_values: list[float], p: float) -> float | None:
     if not sorted_values:
         return None
     return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * p))]
+
+
+def interpreter() -> dict:
+    """The interpreter that runs kraft's servers, PySyncObj's and every client process (they
+    start with this one), recorded because it is part of what is measured: builds differ
+    (a default pyenv build has a shared libpython and no PGO; Debian's python3 is built with
+    PGO and links libpython in)."""
+    shared = None
+    try:
+        with open("/proc/self/maps") as f:
+            shared = any("libpython" in line for line in f)
+    except OSError:
+        pass
+    link = {True: "shared libpython", False: "libpython linked in", None: "libpython linkage unknown"}[shared]
+    return {"executable": sys.executable, "version": sys.version.split()[0], "libpython_shared": shared,
+            "describe": f"{platform.python_implementation()} {sys.version.split()[0]} ({sys.executable}, {link})"}
 
 
 # --- floors ---------------------------------------------------------------------------------
@@ -325,7 +342,8 @@ def main() -> int:
     def log(msg):
         print(f"[{time.monotonic() - started:6.1f}s] {msg}", file=sys.stderr, flush=True)
 
-    out = {"args": vars(args), "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "floors": {}, "results": {}, "failover": {}}
+    out = {"args": vars(args), "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "python": interpreter(), "floors": {},
+           "results": {}, "failover": {}}
     out["floors"] = floors()
     log(f"floors: {out['floors']}")
 
@@ -398,7 +416,8 @@ def main() -> int:
     print(table(out["results"], out["failover"], systems, names, {"d": f"{args.rate:,.0f}", "dlow": f"{args.rate_low:,.0f}"}, out["idle_cpu_pct"]))
     print(f"\n{args.rounds} round(s) × {args.seconds:g} s per figure (median of rounds), {args.clients} client processes "
           f"for b/c/d; (d) offers {args.rate:,.0f} writes/s; ratios are kraft / peer using the better kraft profile for that row ((LL) = low-latency). "
-          f"Raw numbers: {args.json}. Took {out['elapsed_s']:.0f} s.")
+          f"Raw numbers: {args.json}. Took {out['elapsed_s']:.0f} s. kraft's servers and every client ran on "
+          f"{out['python']['describe']}.")
     return 0
 
 
