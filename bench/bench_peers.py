@@ -67,8 +67,8 @@ def pct(sorted_values: list[float], p: float) -> float | None:
 def interpreter() -> dict:
     """The interpreter that runs kraft's servers, PySyncObj's and every client process (they
     start with this one), recorded because it is part of what is measured: builds differ
-    (a default pyenv build has a shared libpython and no PGO; Debian's python3 is built with
-    PGO and links libpython in)."""
+    (a default pyenv build has a shared libpython and no PGO; Debian's python3 links
+    libpython into the executable)."""
     shared = None
     try:
         with open("/proc/self/maps") as f:
@@ -76,8 +76,9 @@ def interpreter() -> dict:
     except OSError:
         pass
     link = {True: "shared libpython", False: "libpython linked in", None: "libpython linkage unknown"}[shared]
-    return {"executable": sys.executable, "version": sys.version.split()[0], "libpython_shared": shared,
-            "describe": f"{platform.python_implementation()} {sys.version.split()[0]} ({sys.executable}, {link})"}
+    version = platform.python_version()
+    return {"executable": sys.executable, "version": version, "libpython_shared": shared,
+            "describe": f"{platform.python_implementation()} {version} ({sys.executable}, {link})"}
 
 
 # --- floors ---------------------------------------------------------------------------------
