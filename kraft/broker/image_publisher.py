@@ -5,6 +5,11 @@ names this broker) loses its log (``-delete`` rename, removal in the background)
 first image after a start (``previous`` empty), local logs the image does not know, or whose
 topic id differs, are renamed ``-stray`` instead of deleted, as Kafka does. Leadership and
 high watermarks are read from the image by the request handlers; nothing else happens here.
+
+The first image must be a caught-up one (``InitialCatchUp``): a stray is judged by Kafka's
+rule (``LogManager.isStrayKraftReplica``), by topic id: a local log is a stray only if the
+image has no partition of that topic id and number, or does not name this broker among its
+replicas, or the log has no topic id at all.
 """
 
 from __future__ import annotations
@@ -42,11 +47,29 @@ def hosted_partitions(image: MetadataImage, broker_id: int) -> dict:
     return out
 
 
-def publish_image(logs: PartitionLogs, previous: MetadataImage, image: MetadataImage, broker_id: int) -> LogChanges:
+def stray_reason(image: MetadataImage, broker_id: int, topic_id, partition: int) -> str | None:
+    """Why a local log of ``topic_id``/``partition`` is a stray in ``image``, None if it is not
+    (Kafka's ``isStrayKraftReplica``: by topic id, never by name)."""
+    if topic_id is None:
+        return "it has no topic id"
+    topic = image.topics.by_id.get(topic_id)
+    if topic is None:
+        return f"topic id {topic_id} is not in the metadata image"
+    reg = topic.partitions.get(partition)
+    if reg is None:
+        return f"topic {topic.name} ({topic_id}) has no partition {partition}"
+    if broker_id not in reg.replicas:
+        return f"its replicas {list(reg.replicas)} do not include broker {broker_id}"
+    return None
+
+
+def publish_image(logs: PartitionLogs, previous: MetadataImage, image: MetadataImage, broker_id: int, *,
+                  first: bool = False) -> LogChanges:
+    """Make the local logs follow ``image``. ``first``: the first caught-up image since the
+    broker started (the only one that judges strays)."""
     changes = LogChanges()
-    if previous is image:
+    if previous is image and not first:
         return changes
-    first = previous.topics.by_id == {} and previous.cluster.brokers == {}
     if previous.topics is image.topics and not first:
         return changes
     wanted = hosted_partitions(image, broker_id)
@@ -56,8 +79,10 @@ def publish_image(logs: PartitionLogs, previous: MetadataImage, image: MetadataI
         if topic_id == plog.topic_id:
             continue
         if first:
-            log.warning("partition %s-%d (topic id %s) is not in the metadata image: renamed %s", plog.topic,
-                        plog.partition, plog.topic_id, names.STRAY_SUFFIX)
+            reason = (stray_reason(image, broker_id, plog.topic_id, plog.partition)
+                      or f"the image calls topic id {plog.topic_id} {image.topics.by_id[plog.topic_id].name!r}")
+            log.warning("partition %s-%d is a stray (%s): renamed %s", plog.topic, plog.partition, reason,
+                        names.STRAY_SUFFIX)
             logs.delete(*tp, suffix=names.STRAY_SUFFIX)
             changes.strays.append(tp)
         else:

@@ -72,6 +72,10 @@ class BrokerLifecycle:
         self.broker_epoch = -1
         self.fenced = True  # as the controller last said
         self.caught_up = False
+        #: Set by the broker once it has published its first caught-up metadata image: until
+        #: then its heartbeats ask to stay fenced (Kafka's ``setReadyToUnfence``), so the
+        #: controller never gives it leadership of partitions it has not set up.
+        self.ready_to_unfence = False
         self.last_contact_ms: int | None = None  # the last successful answer of the controller
         self.last_error: int = 0
         self.registrations = 0
@@ -111,7 +115,8 @@ class BrokerLifecycle:
     # --- heartbeats ---------------------------------------------------------------------
     def heartbeat_request(self, metadata_offset: int) -> BrokerHeartbeatRequest:
         return BrokerHeartbeatRequest(broker_id=self.broker_id, broker_epoch=self.broker_epoch,
-                                      current_metadata_offset=metadata_offset, want_fence=False,
+                                      current_metadata_offset=metadata_offset,
+                                      want_fence=not self.ready_to_unfence,
                                       want_shut_down=self.state == BrokerState.PENDING_CONTROLLED_SHUTDOWN)
 
     def on_heartbeat(self, resp, sent_ms: int) -> int:

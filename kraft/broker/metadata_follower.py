@@ -7,7 +7,8 @@ whole. ``SharedImageFollower`` is the listener of a combined node (``broker,cont
 quorum controller already replays every committed record, so it only reads the controller's
 committed image after the controller saw the batch (it must come after the controller in the
 fan-out). Both call ``on_image(image, offset)`` whenever the image changed and track
-``last_applied_offset``, the offset a broker reports in its heartbeats. No I/O.
+``last_applied_offset``, the offset a broker reports in its heartbeats. ``InitialCatchUp``
+says when a starting broker may act on those images at all. No I/O.
 """
 
 from __future__ import annotations
@@ -18,6 +19,35 @@ from kraft.metadata.image import EMPTY_IMAGE
 from kraft.metadata.replay import decode_values, image_from_snapshot, replay_records
 
 log = logging.getLogger("kraft.broker.metadata")
+
+
+class InitialCatchUp:
+    """Kafka's initial metadata catch-up: a starting broker acts on no image until it has
+    applied the metadata log up to the quorum's high watermark as it stood when this node
+    first learned it (from a snapshot, the local log, a fetch, or all three). Commits arrive
+    in chunks, and a chunk's image is a prefix of the cluster's state: a broker that
+    published one took every local partition of a topic not yet replayed for a stray and
+    renamed it away (3,000 acknowledged records lost in a clean restart of 1,200 partitions).
+
+    ``high_watermark() -> int`` is the quorum's high watermark as known here (-1 while
+    unknown). Invariant: once ``done`` it stays done; ``target`` never changes once set."""
+
+    def __init__(self, high_watermark):
+        self.high_watermark = high_watermark
+        self.target: int | None = None
+        self.done = False
+
+    def reached(self, next_offset: int) -> bool:
+        """Has a listener that applied everything below ``next_offset`` caught up?"""
+        if self.done:
+            return True
+        if self.target is None:
+            hw = self.high_watermark()
+            if hw < 0:
+                return False  # the leader's high watermark is not known yet
+            self.target = hw
+        self.done = next_offset >= self.target
+        return self.done
 
 
 class MetadataFollower:

@@ -1,8 +1,8 @@
 """BrokerRegistration (62), BrokerHeartbeat (63) and UnregisterBroker (64), and the records
 that fence a broker (KIP-631, Kafka's ClusterControlManager / BrokerHeartbeatManager rules).
 
-Registration: a broker id held by a different incarnation whose lease is still valid gets
-DUPLICATE_BROKER_REGISTRATION; the same incarnation again is answered with its epoch and writes
+Registration: a broker id held by a different, unfenced incarnation whose lease is still valid
+gets DUPLICATE_BROKER_REGISTRATION; the same incarnation again is answered with its epoch and writes
 nothing (a retry); otherwise a RegisterBrokerRecord (fenced) with a new, larger epoch. A
 re-registration after an unclean restart first takes the old incarnation out of every ISR
 (and ELR).
@@ -76,7 +76,10 @@ def handle_broker_registration(ctx, req: BrokerRegistrationRequest) -> Controlle
     if existing is not None:
         if existing.incarnation_id == req.incarnation_id:
             return ControllerResult([], R(error_code=0, broker_epoch=existing.epoch))
-        if ctx.leases is not None and ctx.leases.has_valid_session(req.broker_id, ctx.now_ms):
+        # Kafka's hasValidSession: a fenced broker holds no session (it shut down cleanly,
+        # its lease expired, or it never caught up), so its next incarnation takes over at once.
+        if not existing.fenced and ctx.leases is not None and ctx.leases.has_valid_session(req.broker_id,
+                                                                                          ctx.now_ms):
             raise ApiError(ErrorCode.DUPLICATE_BROKER_REGISTRATION,
                            f"Another broker is registered with that broker id ({req.broker_id}).")
     supported = {f.name: (f.min_supported_version, f.max_supported_version) for f in req.features}

@@ -152,6 +152,19 @@ class RaftCore:
         return self.local_log.high_watermark
 
     @property
+    def leader_high_watermark(self) -> int:
+        """The quorum's high watermark as this node last learned it (-1 while unknown): the
+        leader's own, or what the leader reported to this follower or observer, which may be
+        ahead of this node's log. Kafka's ``RaftClient.highWatermark()``, the target of a
+        broker's initial metadata catch-up."""
+        s = self.quorum.state
+        if isinstance(s, LeaderState):
+            return s.high_watermark  # -1 until its epoch's first record commits
+        # Not this node's own high watermark: after a restart that is the snapshot's end
+        # offset, far behind the records committed since.
+        return getattr(s, "leader_high_watermark", -1)
+
+    @property
     def flushed_offset(self) -> int:
         return self.local_log.flushed
 

@@ -67,6 +67,7 @@ class BrokerNode:
         self._locks = None
         self._timers: list[asyncio.TimerHandle] = []
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._published = False  # the first image judges strays (it must be a caught-up one)
 
     # --- startup ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -127,7 +128,8 @@ class BrokerNode:
     def publish(self, image: MetadataImage):
         """Make ``image`` the broker's view: local logs follow it, parked fetches look again."""
         previous = self.state.image
-        changes = publish_image(self.logs, previous, image, self.cfg.node_id)
+        changes = publish_image(self.logs, previous, image, self.cfg.node_id, first=not self._published)
+        self._published = True
         self.state.image = image
         self.replication.on_image(image)
         self.handlers.produce.release_unled()

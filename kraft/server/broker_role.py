@@ -14,13 +14,14 @@ this owns nothing else.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import os
 import uuid
 
 from kraft.broker.lifecycle import BrokerLifecycle
-from kraft.broker.metadata_follower import MetadataFollower, SharedImageFollower
+from kraft.broker.metadata_follower import InitialCatchUp, MetadataFollower, SharedImageFollower
 from kraft.client.controller_client import ControllerClient
 from kraft.config import NodeConfig
 from kraft.errors import ErrorCode, KraftError
@@ -61,8 +62,15 @@ def controller_id_for_clients(image, broker_id: int, serving: bool) -> int:
     return alive[0] if alive else -1
 
 
+#: How often a catching-up broker looks again when no commit arrives, and logs its progress.
+CATCH_UP_POLL_S = 0.1
+CATCH_UP_LOG_S = 5.0
+
+
 class BrokerRole:
-    def __init__(self, cfg: NodeConfig, cluster_id: str, *, image_source=None):
+    def __init__(self, cfg: NodeConfig, cluster_id: str, *, image_source=None, high_watermark=None):
+        """``high_watermark() -> int``: the metadata quorum's high watermark as this node knows
+        it (``RaftCore.leader_high_watermark``), the target of the initial catch-up."""
         self.cfg = cfg
         self.cluster_id = cluster_id
         # A commit can take longer than one Raft request: a longer timeout than the lifecycle's.
@@ -75,7 +83,11 @@ class BrokerRole:
                          else MetadataFollower(self._on_image))
         self.lifecycle: BrokerLifecycle | None = None
         self.driver: BrokerLifecycleDriver | None = None
+        self.catch_up = InitialCatchUp(high_watermark or (lambda: -1))
         self._started = False
+        self._catch_up_timer = None
+        self._catch_up_began = 0.0
+        self._catch_up_logged = 0.0
 
     def _admin_handlers(self, handlers) -> BrokerAdminHandlers:
         cfg = self.cfg
@@ -96,7 +108,9 @@ class BrokerRole:
         self.node.state.is_serving = lambda: lc.serving(wall_ms())
         self.node.replication.attach_controller(self.forwarding_client, lambda: lc.broker_epoch)
         self._started = True
-        self._on_image(self.follower.image, self.follower.last_applied_offset)
+        loop = asyncio.get_running_loop()
+        self._catch_up_began = self._catch_up_logged = loop.time()
+        self._poll_catch_up()
         addresses = controller_addresses(cfg)
         timeout_ms = cfg.int("controller.quorum.request.timeout.ms")
         client = ControllerClient(addresses, client_id=f"kraft-broker-{cfg.node_id}", request_timeout_ms=timeout_ms)
@@ -118,9 +132,34 @@ class BrokerRole:
             raise KraftError(f"AllocateProducerIds answered {ErrorCode(resp.error_code).name}")
         return resp.producer_id_start, resp.producer_id_len
 
+    def _poll_catch_up(self) -> None:
+        """Publish once caught up even if no commit comes to say so (the target may be
+        reached by what was applied before it was known); log the progress meanwhile."""
+        self._catch_up_timer = None
+        if self.catch_up.done:
+            return
+        self._on_image(self.follower.image, self.follower.last_applied_offset)
+        if self.catch_up.done:
+            return
+        loop = asyncio.get_running_loop()
+        if loop.time() - self._catch_up_logged >= CATCH_UP_LOG_S:
+            self._catch_up_logged = loop.time()
+            log.info("broker %d: catching up with the metadata log: applied to offset %d of %s", self.cfg.node_id,
+                     self.follower.last_applied_offset,
+                     "an unknown high watermark" if self.catch_up.target is None
+                     else f"high watermark {self.catch_up.target}")
+        self._catch_up_timer = loop.call_later(CATCH_UP_POLL_S, self._poll_catch_up)
+
     def _on_image(self, image, offset: int) -> None:
         if not self._started:
             return
+        if not self.catch_up.done:
+            if not self.catch_up.reached(offset + 1):
+                return  # a prefix of the metadata: acting on it would take live partitions for strays
+            log.info("broker %d: caught up with the metadata log at offset %d (high watermark %d when first "
+                     "known) in %.1f s: publishing the first image", self.cfg.node_id, offset, self.catch_up.target,
+                     asyncio.get_running_loop().time() - self._catch_up_began)
+            self.lifecycle.ready_to_unfence = True
         state = self.node.state
         if image is not state.image:
             changes = self.node.publish(image)
@@ -134,6 +173,8 @@ class BrokerRole:
 
     async def shutdown(self) -> None:
         """Controlled shutdown (bounded by ``broker.session.timeout.ms``), then close."""
+        if self._catch_up_timer is not None:
+            self._catch_up_timer.cancel()
         if self.driver is not None:
             await self.driver.controlled_shutdown(self.cfg.int("broker.session.timeout.ms") / 1000)
             await self.driver.close()

@@ -234,7 +234,8 @@ class KraftNode:
                 log.error("node %d: %s: not used", cfg.node_id, exc)
             listeners.append(self.controller)
         if cfg.is_broker:
-            self.broker = BrokerRole(cfg, meta.cluster_id, image_source=self.controller)
+            self.broker = BrokerRole(cfg, meta.cluster_id, image_source=self.controller,
+                                     high_watermark=lambda: core.leader_high_watermark)
             listeners.append(self.broker.follower)  # after the controller: it reads its image
         self.driver = RaftDriver(core, self.log, state_file, ListenerFanOut(*listeners),
                                  peers=peers,

@@ -32,6 +32,7 @@ from kraft.broker.broker_state import BrokerLimits, BrokerState
 from kraft.broker.follower_log import LocalReplicas
 from kraft.broker.leader_replication import LeaderReplication
 from kraft.broker.lifecycle import BrokerLifecycle
+from kraft.broker.metadata_follower import InitialCatchUp
 from kraft.broker.replica_fetcher import AppendAsFollower, ReplicaFetchers, Truncate
 from kraft.errors import ErrorCode, KraftError
 from kraft.metadata.delta import MetadataDelta
@@ -82,6 +83,9 @@ class SimBroker:
         self.fetchers = ReplicaFetchers(self.id, LocalReplicas(self.logs), backoff_ms=200, max_wait_ms=0,
                                         partition_max_bytes=self.fetch_max_bytes)
         self.metadata_offset = 0  # records applied
+        self.metadata_hw = -1  # the controller's record count as last heard
+        self.catch_up = InitialCatchUp(lambda: self.metadata_hw)
+        self.pending = MetadataDelta(EMPTY_IMAGE)  # records applied, not yet published
         self.metadata_in_flight = None  # when the pull went out
         self.controller_in_flight = None  # (serial, kind) of the one lifecycle request out
         self.alter_in_flight = None  # serial of the AlterPartition out
@@ -216,14 +220,18 @@ class SimBroker:
             if self.lifecycle.done:  # the controller moved everything off: stop cleanly
                 self.stop_cleanly()
 
-    def _m_mrecords(self, src, token, offset, records) -> None:
+    def _m_mrecords(self, src, token, offset, records, high_watermark) -> None:
         self.metadata_in_flight = None
+        self.metadata_hw = max(self.metadata_hw, high_watermark)
         if offset != self.metadata_offset or not records:
             return
-        delta = MetadataDelta(self.state.image)
-        delta.replay_all(records)
+        self.pending.replay_all(records)
         self.metadata_offset += len(records)
-        self._publish(delta.apply())
+        if self.catch_up.reached(self.metadata_offset):  # BrokerRole: nothing acts on a prefix
+            self.lifecycle.ready_to_unfence = True
+            image = self.pending.apply()
+            self.pending = MetadataDelta(image)
+            self._publish(image)
 
     def _publish(self, image) -> None:
         """``publish_image`` (log creation) then ``ReplicationDriver.on_image``."""

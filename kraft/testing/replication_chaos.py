@@ -233,7 +233,9 @@ class ReplicationSim:
             self.network.send(CONTROLLER, src, ("cresp", token, serial, resp))
         elif kind == "mfetch":
             _, token, offset = msg
-            self.network.send(CONTROLLER, src, ("mrecords", token, offset, self.controller.records[offset:offset + 200]))
+            records = self.controller.records
+            self.network.send(CONTROLLER, src, ("mrecords", token, offset, records[offset:offset + 200],
+                                                len(records)))
 
     # --- faults ----------------------------------------------------------------------------------
     def fault(self) -> None:

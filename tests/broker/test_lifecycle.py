@@ -31,6 +31,7 @@ def beat(code=0, *, fenced=False, caught_up=True, shut_down=False):
 
 def running(now=0) -> BrokerLifecycle:
     lc = lifecycle()
+    lc.ready_to_unfence = True  # its first caught-up image is published
     lc.on_registration(registered(), now)
     lc.on_heartbeat(beat(), now)
     assert lc.state == BrokerState.RUNNING
@@ -64,6 +65,14 @@ def test_registered_broker_stays_fenced_and_not_serving_until_the_controller_unf
     lc.on_heartbeat(beat(fenced=False), 200)
     assert lc.state == BrokerState.RUNNING and lc.serving(200)
     assert lc.next_heartbeat_ms() == INTERVAL
+
+
+def test_heartbeats_ask_to_stay_fenced_until_ready_to_unfence():
+    lc = lifecycle()
+    lc.on_registration(registered(), 0)
+    assert lc.heartbeat_request(5).want_fence
+    lc.ready_to_unfence = True
+    assert not lc.heartbeat_request(5).want_fence
 
 
 def test_heartbeat_reports_the_metadata_offset_it_is_given():

@@ -224,10 +224,46 @@ def test_first_image_renames_unknown_local_logs_stray(tmp_path):
     logs.close()
     again = PartitionLogs([str(tmp_path)], _cfg())
     again.open_all()
-    changes = publish_image(again, EMPTY_IMAGE, _image([("foo", FOO, 1)]), broker_id=1)
+    changes = publish_image(again, EMPTY_IMAGE, _image([("foo", FOO, 1)]), broker_id=1, first=True)
     assert changes.strays == [("gone", 0)] and changes.created == [("foo", 0)]
     assert any(n.startswith("gone-0.") and n.endswith("-stray") for n in os.listdir(tmp_path))
     again.close()
+
+
+def test_first_image_judges_strays_by_topic_id_partition_and_replicas(tmp_path):
+    """Kafka's isStrayKraftReplica: a local log is a stray only if the image has no partition
+    of its topic id and number, or does not list this broker; a local log whose topic id
+    the image holds is kept with its data, whatever else the image lacks."""
+    logs = PartitionLogs([str(tmp_path)], _cfg())
+    for p in range(3):
+        logs.create("foo", p, FOO).log.append(_batch([f"foo{p}"]), leader_epoch=0)
+    logs.create("bar", 0, BAR).log.append(_batch(["bar"]), leader_epoch=0)
+    logs.create("old", 0, uuid.UUID(int=99)).log.append(_batch(["x"]), leader_epoch=0)
+    logs.close()
+    again = PartitionLogs([str(tmp_path)], _cfg())
+    again.open_all()
+    # foo now has 2 partitions (foo-2 is not in the image); bar lists brokers 2 and 3 only;
+    # foo-0 and foo-1 are this broker's.
+    image = _image([("bar", BAR, 1)], replicas=(2, 3), previous=_image([("foo", FOO, 2)]))
+    changes = publish_image(again, EMPTY_IMAGE, image, broker_id=1, first=True)
+    assert sorted(changes.strays) == [("bar", 0), ("foo", 2), ("old", 0)]
+    assert changes.created == [] and changes.deleted == []
+    for p in (0, 1):  # kept, data and all
+        assert again.get("foo", p).log.end_offset == 1
+    strays = sorted(n for n in os.listdir(tmp_path) if n.endswith("-stray"))
+    assert [n.split(".")[0] for n in strays] == ["bar-0", "foo-2", "old-0"]
+    again.close()
+
+
+def test_a_later_image_never_renames_strays(tmp_path):
+    """Only the first (caught-up) image judges strays; later ones delete what they remove."""
+    logs = PartitionLogs([str(tmp_path)], _cfg())
+    one = _image([("foo", FOO, 1), ("bar", BAR, 1)])
+    publish_image(logs, EMPTY_IMAGE, one, 1, first=True)
+    two = _image([], previous=one, remove=[BAR])
+    changes = publish_image(logs, one, two, 1)
+    assert changes.deleted == [("bar", 0)] and changes.strays == []
+    logs.close()
 
 
 def test_recreated_topic_with_a_new_id_gets_a_fresh_log(tmp_path):

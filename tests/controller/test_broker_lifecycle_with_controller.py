@@ -19,6 +19,7 @@ class Broker:
     def __init__(self, broker_id: int, port: int = 9092):
         self.lc = BrokerLifecycle(broker_id, CLUSTER, listeners=[("PLAINTEXT", "127.0.0.1", port, 0)],
                                   session_timeout_ms=SESSION, heartbeat_interval_ms=500)
+        self.lc.ready_to_unfence = True  # BrokerRole sets it once its first image is published
         self.follower = MetadataFollower()
 
     def step(self, ctl, raft, now: int):
@@ -60,6 +61,40 @@ def test_a_lagging_follower_is_not_unfenced():
     b.follower.next_offset = 0  # pretend it has read nothing (it reports offset -1)
     b.step(ctl, raft, 10)
     assert b.lc.state == BrokerState.RECOVERY and not b.lc.serving(10)
+
+
+def test_a_broker_that_has_not_published_its_first_image_stays_fenced():
+    """Kafka's setReadyToUnfence: caught up with its registration is not enough, the broker
+    asks to stay fenced until it has acted on a caught-up image (its logs are set up)."""
+    b = Broker(1)
+    b.lc.ready_to_unfence = False
+    raft, ctl = setup(b)
+    b.step(ctl, raft, 0)
+    for now in (10, 20, 30):
+        b.step(ctl, raft, now)
+        assert b.lc.state == BrokerState.RECOVERY and b.lc.fenced and b.lc.caught_up
+    b.lc.ready_to_unfence = True
+    b.step(ctl, raft, 40)
+    assert b.lc.state == BrokerState.RUNNING and b.lc.serving(40)
+
+
+def test_a_cleanly_stopped_broker_registers_again_at_once():
+    """Kafka's hasValidSession is false for a fenced broker: the next incarnation of a broker
+    that finished its controlled shutdown (fenced by SHUTDOWN_NOW) registers without waiting
+    for the old lease to run out (it waited broker.session.timeout.ms)."""
+    first, second = Broker(1), Broker(1, 9093)
+    raft, ctl = setup(first, second)
+    first.step(ctl, raft, 0)
+    first.step(ctl, raft, 10)
+    assert first.lc.serving(10)
+    first.lc.begin_controlled_shutdown()
+    for now in (20, 30, 40):
+        if not first.lc.done:
+            first.step(ctl, raft, now)
+    assert first.lc.done and ctl.image.cluster.brokers[1].fenced
+    assert second.step(ctl, raft, 50) == 0  # well within the old incarnation's session
+    second.step(ctl, raft, 60)
+    assert second.lc.serving(60)
 
 
 def test_duplicate_node_id_is_refused_and_never_both_active():
