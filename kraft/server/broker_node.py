@@ -70,7 +70,10 @@ class BrokerNode:
         self._published = False  # the first image judges strays (it must be a caught-up one)
 
     # --- startup ------------------------------------------------------------------------------
-    async def start(self) -> None:
+    async def start(self, serving: bool = True) -> None:
+        """``serving=False``: the client listeners are bound (their ports known for the
+        registration) but refuse connections until ``start_serving`` (Kafka enables request
+        processing only once the broker has caught up with the metadata)."""
         cfg = self.cfg
         self._loop = loop = asyncio.get_running_loop()
         for d in cfg.log_dirs:
@@ -103,12 +106,16 @@ class BrokerNode:
             handlers = self.serve(self.handlers) if self.serve is not None else self.handlers
             server = KafkaServer(handlers, ep.host, ep.port, listener_name=ep.name,
                                  max_frame_bytes=v["socket.request.max.bytes"], **connection_limits(cfg))
-            await server.start()
+            await server.start(serving)
             self.servers[ep.name] = server
             log.info("broker %d: serving %s on %s:%d", cfg.node_id, ep.name, ep.host or "0.0.0.0", server.port)
         self._every(v["log.retention.check.interval.ms"], self._retention)
         if v["log.flush.offset.checkpoint.interval.ms"] > 0:
             self._every(v["log.flush.offset.checkpoint.interval.ms"], self.logs.write_checkpoints)
+
+    async def start_serving(self) -> None:
+        for server in self.servers.values():
+            await server.start_serving()
 
     def _every(self, interval_ms: int, fn) -> None:
         def run():

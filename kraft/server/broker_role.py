@@ -86,6 +86,7 @@ class BrokerRole:
         self.catch_up = InitialCatchUp(high_watermark or (lambda: -1))
         self._started = False
         self._catch_up_timer = None
+        self._serving_task = None
         self._catch_up_began = 0.0
         self._catch_up_logged = 0.0
 
@@ -98,7 +99,7 @@ class BrokerRole:
 
     async def start(self) -> None:
         cfg = self.cfg
-        await self.node.start()
+        await self.node.start(serving=False)  # clients are let in once caught up
         eps = [(e.name, e.host, e.port, e.security_protocol) for e in self.node.registration_record().end_points]
         rack = cfg.values.get("broker.rack") or None
         self.lifecycle = lc = BrokerLifecycle(
@@ -153,18 +154,21 @@ class BrokerRole:
     def _on_image(self, image, offset: int) -> None:
         if not self._started:
             return
-        if not self.catch_up.done:
+        first = not self.catch_up.done
+        if first:
             if not self.catch_up.reached(offset + 1):
                 return  # a prefix of the metadata: acting on it would take live partitions for strays
             log.info("broker %d: caught up with the metadata log at offset %d (high watermark %d when first "
                      "known) in %.1f s: publishing the first image", self.cfg.node_id, offset, self.catch_up.target,
                      asyncio.get_running_loop().time() - self._catch_up_began)
-            self.lifecycle.ready_to_unfence = True
         state = self.node.state
         if image is not state.image:
             changes = self.node.publish(image)
             if changes.created or changes.deleted or changes.strays:
                 log.info("broker %d: metadata at offset %d: %s", self.cfg.node_id, offset, changes)
+        if first:  # its logs follow a caught-up image: clients may come, the controller may unfence it
+            self.lifecycle.ready_to_unfence = True
+            self._serving_task = asyncio.get_running_loop().create_task(self.node.start_serving())
         self._refresh_controller_id()
 
     def _refresh_controller_id(self) -> None:

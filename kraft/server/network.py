@@ -404,7 +404,9 @@ class KafkaServer:
         else:
             self._rejects_unlogged += 1
 
-    async def start(self) -> None:
+    async def start(self, serving: bool = True) -> None:
+        """Bind the listening socket; accept connections now, or (``serving=False``) only
+        after ``start_serving`` (connections are refused meanwhile, the port is known)."""
         loop = asyncio.get_running_loop()
         for name, cap in self._overrides_by_name.items():
             try:
@@ -415,8 +417,12 @@ class KafkaServer:
             for info in infos:
                 self._cap_by_address[_address(info[4][0])] = cap
         self._server = await loop.create_server(lambda: _Connection(self), self.host or None, self.port,
-                                                reuse_address=True)
+                                                reuse_address=True, start_serving=serving)
         self.port = self._server.sockets[0].getsockname()[1]
+
+    async def start_serving(self) -> None:
+        if self._server is not None:
+            await self._server.start_serving()
 
     def _admit(self, conn: _Connection) -> bool:
         """Count ``conn`` against its address's cap; False (counted as refused) when full."""

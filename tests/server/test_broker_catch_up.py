@@ -61,6 +61,15 @@ def _local_logs(log_dir: str) -> None:
     logs.close()
 
 
+async def _accepts(port: int) -> bool:
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+    except ConnectionRefusedError:
+        return False
+    writer.close()
+    return True
+
+
 def test_catch_up_target_is_the_first_known_high_watermark():
     hw = {"v": -1}
     gate = InitialCatchUp(lambda: hw["v"])
@@ -92,7 +101,10 @@ def test_a_restarted_broker_publishes_nothing_until_caught_up_and_keeps_its_logs
                 assert role.node.state.image.topics.by_id == {}, "acted on a partial metadata image"
                 assert lc.heartbeat_request(role.follower.last_applied_offset).want_fence
             assert not os.path.exists(log_dir) or not [n for n in os.listdir(log_dir) if n.endswith("-stray")]
+            assert not await _accepts(role.node.port()), "clients let in before the broker caught up"
             role.follower.handle_commit(chunks[-1])
+            await asyncio.sleep(0.05)
+            assert await _accepts(role.node.port())
             image = role.node.state.image
             assert len(image.topics.by_id) == TOPICS
             assert not lc.heartbeat_request(role.follower.last_applied_offset).want_fence
