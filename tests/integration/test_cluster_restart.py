@@ -217,10 +217,9 @@ def test_whole_cluster_sigkill_at_once_keeps_every_acknowledged_record(restarts)
     r.check_everything_is_back()
 
 
+@pytest.mark.parametrize("restarts", ["snapshot+suffix"], indirect=True)
 def test_a_killed_node_keeps_its_replicas_and_catches_up_from_where_it_was(restarts):
     r = restarts
-    if not r.snapshots:
-        pytest.skip("run once, on the cluster whose metadata log spans snapshots")
     victim = 2
     before = {tp: segment_records(path) for tp, path in partition_dirs(r.cluster, victim).items() if tp[0] == TOPIC}
     r.cluster.kill(victim)
@@ -238,10 +237,9 @@ def test_a_killed_node_keeps_its_replicas_and_catches_up_from_where_it_was(resta
     r.wait_healthy()
 
 
+@pytest.mark.parametrize("restarts", ["snapshot+suffix"], indirect=True)
 def test_rolling_restart_under_load_loses_nothing(restarts):
     r = restarts
-    if not r.snapshots:
-        pytest.skip("run once, on the cluster whose metadata log spans snapshots")
     load = BackgroundProducer(r.bootstrap, TOPIC, rate=150).start()
     try:
         for node in r.cluster.ids:
