@@ -185,6 +185,7 @@ INT_SETTINGS: dict[str, tuple[int, int]] = {
     "replica.lag.time.max.ms": (30000, 1),
     # the follower side of partition replication (Kafka's ReplicationConfigs defaults)
     "num.replica.fetchers": (1, 1),
+    "num.recovery.threads.per.data.dir": (2, 1),  # Kafka 4's default: logs opened at once at start-up
     "replica.fetch.backoff.ms": (1000, 0),
     "replica.fetch.wait.max.ms": (500, 0),
     "replica.fetch.min.bytes": (1, 1),

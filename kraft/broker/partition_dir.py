@@ -21,6 +21,9 @@ FUTURE_SUFFIX = "-future"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+#: Kafka's clean-shutdown marker in each log dir: written last by a clean shutdown, removed
+#: once the next start has opened every log (so a crash after that start recovers fully).
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 #: A directory name may have at most 255 bytes; Kafka shortens the topic in renamed names.
 _MAX_NAME = 255
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")

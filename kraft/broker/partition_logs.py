@@ -39,6 +39,8 @@ log = logging.getLogger("kraft.broker.logs")
 
 #: threads making the files of new partition logs at once (``create_many``)
 CREATE_WORKERS = 32
+#: Kafka's CleanShutdownFileHandler content (the broker epoch is not known here).
+CLEAN_SHUTDOWN_TEXT = b'{"version":0,"brokerEpoch":-1}\n'
 
 
 class PartitionLog:
@@ -82,52 +84,83 @@ class PartitionLogs:
         self._deleter = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kraft-log-delete")
         self._deletions: list[concurrent.futures.Future] = []
         self._closed = False
+        #: Log dirs whose every partition log ``open_all`` opened: only their checkpoints may
+        #: be written whole, and only they are marked cleanly shut down at close.
+        self._loaded: set[str] = set()
 
     # --- opening --------------------------------------------------------------------------------
-    def open_all(self) -> list[PartitionLog]:
-        """Recover every partition directory in every log dir; remove leftover ``-delete``
-        directories in the background. Returns the opened partitions."""
+    def open_all(self, threads: int = 1) -> list[PartitionLog]:
+        """Recover every partition directory in every log dir, ``threads`` logs at once per log
+        dir (Kafka's ``num.recovery.threads.per.data.dir``: reads, scans and fsyncs release
+        the GIL); remove leftover ``-delete`` directories in the background. After a clean
+        shutdown (``.kafka_cleanshutdown``) nothing is scanned or fsynced. Returns the opened
+        partitions."""
         opened = []
         for log_dir in self.log_dirs:
             os.makedirs(log_dir, exist_ok=True)
+            marker = os.path.join(log_dir, names.CLEAN_SHUTDOWN_FILE)
+            clean = os.path.exists(marker)
+            todo = self._partition_dirs(log_dir)
             recovery = self._read_checkpoint(log_dir, names.RECOVERY_POINT_CHECKPOINT)
             starts = self._read_checkpoint(log_dir, names.LOG_START_CHECKPOINT)
             hws = self._read_checkpoint(log_dir, names.REPLICATION_CHECKPOINT)
-            for entry in sorted(os.listdir(log_dir)):
-                path = os.path.join(log_dir, entry)
-                if not os.path.isdir(path):
-                    continue
-                if names.is_deleted_dir(entry):
-                    self._remove_later(path)
-                    continue
-                tp = names.parse_partition_dir(entry)
-                if tp is None or entry == METADATA_DIR:  # the node's metadata log, when it shares the dir
-                    continue
-                topic_id = names.read_partition_metadata(os.path.join(path, names.PARTITION_METADATA_FILE))
-                if topic_id is None:
-                    log.warning("%s has no %s; left alone until the metadata names it", path,
-                                names.PARTITION_METADATA_FILE)
-                    continue
-                if tp in self._logs:
-                    raise StateFileError(f"partition {tp[0]}-{tp[1]} is in two log directories: "
-                                         f"{self._logs[tp].directory} and {path}")
-                seg_log = self._open_log(log_dir, path, recovery.get(tp), starts.get(tp))
-                plog = PartitionLog(tp[0], tp[1], topic_id, seg_log, log_dir, hws.get(tp, 0))
-                self._watch(plog)
-                self._logs[tp] = plog
-                opened.append(plog)
+
+            def one(item, log_dir=log_dir, clean=clean):
+                tp, path, topic_id = item
+                seg_log = self._open_log(log_dir, path, recovery.get(tp), starts.get(tp), clean)
+                return PartitionLog(tp[0], tp[1], topic_id, seg_log, log_dir, hws.get(tp, 0))
+
+            if todo:  # the first on this thread: what a log dir sets up lazily is then in place
+                plogs = [one(todo[0])]
+                if threads > 1 and len(todo) > 1:
+                    with concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="kraft-log-recovery") as pool:
+                        plogs += pool.map(one, todo[1:])  # the first failure is raised
+                else:
+                    plogs += map(one, todo[1:])
+                for plog in plogs:
+                    self._watch(plog)
+                    self._logs[(plog.topic, plog.partition)] = plog
+                opened += plogs
+            self._loaded.add(log_dir)
+            if clean:
+                files.remove_durably(marker)
+            log.info("%s: %d partition logs opened after %s", log_dir, len(todo),
+                     "a clean shutdown" if clean else "an unclean shutdown (recovered from the recovery points)")
         return opened
+
+    def _partition_dirs(self, log_dir: str) -> list:
+        """(topic-partition, path, topic id) of each partition directory of ``log_dir``."""
+        out = []
+        for entry in sorted(os.listdir(log_dir)):
+            path = os.path.join(log_dir, entry)
+            if names.is_deleted_dir(entry):
+                if os.path.isdir(path):
+                    self._remove_later(path)
+                continue
+            tp = names.parse_partition_dir(entry)
+            if tp is None or entry == METADATA_DIR or not os.path.isdir(path):
+                continue  # the node's metadata log, when it shares the dir; files
+            topic_id = names.read_partition_metadata(os.path.join(path, names.PARTITION_METADATA_FILE))
+            if topic_id is None:
+                log.warning("%s has no %s; left alone until the metadata names it", path,
+                            names.PARTITION_METADATA_FILE)
+                continue
+            if tp in self._logs:
+                raise StateFileError(f"partition {tp[0]}-{tp[1]} is in two log directories: "
+                                     f"{self._logs[tp].directory} and {path}")
+            out.append((tp, path, topic_id))
+        return out
 
     def _read_checkpoint(self, log_dir: str, name: str) -> dict:
         return OffsetCheckpointFile(os.path.join(log_dir, name)).read()
 
-    def _open_log(self, log_dir: str, path: str, recovery_point, start_offset) -> SegmentedLog:
+    def _open_log(self, log_dir: str, path: str, recovery_point, start_offset, clean: bool = False) -> SegmentedLog:
         kwargs = {} if self.clock_ms is None else {"clock_ms": self.clock_ms}
         flusher = self._flushers.get(log_dir)
         if flusher is None and self.config.background_flush:
             flusher = self._flushers[log_dir] = SharedFlusher(os.path.basename(log_dir), self.flusher_threads)
         return SegmentedLog.open(path, self.config, recovery_point=recovery_point, log_start_offset=start_offset,
-                                 flusher=flusher, **kwargs)
+                                 flusher=flusher, clean=clean, **kwargs)
 
     def _watch(self, plog: PartitionLog) -> None:
         if self.on_flushed is not None:
@@ -234,18 +267,22 @@ class PartitionLogs:
         return deleted
 
     def write_checkpoints(self) -> None:
-        """The three offset checkpoints of every log dir (temp, fsync, rename)."""
+        """The three offset checkpoints of every log dir (temp, fsync, rename). A log dir not
+        opened by ``open_all`` keeps the entries of logs this object does not hold."""
         for log_dir in self.log_dirs:
             here = [p for p in self._logs.values() if p.log_dir == log_dir]
             tps = [(p.topic, p.partition) for p in here]
             for name, values in ((names.RECOVERY_POINT_CHECKPOINT, [p.log.flushed_offset for p in here]),
                                  (names.REPLICATION_CHECKPOINT, [p.high_watermark for p in here]),
                                  (names.LOG_START_CHECKPOINT, [p.log.start_offset for p in here])):
-                OffsetCheckpointFile(os.path.join(log_dir, name)).write(dict(zip(tps, values)))
+                entries = dict(zip(tps, values))
+                if log_dir not in self._loaded:
+                    entries = {**self._read_checkpoint(log_dir, name), **entries}
+                OffsetCheckpointFile(os.path.join(log_dir, name)).write(entries)
 
     def close(self) -> None:
-        """Flush and close every log, then write the checkpoints (so the recovery point is
-        the end of each log and a clean restart scans nothing)."""
+        """Flush and close every log, write the checkpoints, then mark each log dir cleanly
+        shut down (the next start opens every log without a scan or an fsync)."""
         if self._closed:
             return
         self._closed = True
@@ -255,3 +292,5 @@ class PartitionLogs:
             flusher.stop()
         self.write_checkpoints()
         self._deleter.shutdown(wait=True)
+        for log_dir in self._loaded:  # last: only a shutdown that got this far was clean
+            files.atomic_write(os.path.join(log_dir, names.CLEAN_SHUTDOWN_FILE), CLEAN_SHUTDOWN_TEXT)

@@ -75,6 +75,18 @@ def write_all(fd: int, data, position: int, what: str) -> None:
         raise FatalLogError(f"write to {what} failed: {exc}; the log is unusable") from exc
 
 
+def remove_durably(path: str) -> None:
+    """Unlink ``path`` (if it is there) and fsync its directory: a crash afterwards does not
+    bring it back."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise FatalLogError(f"cannot remove {path}: {exc}") from exc
+    fsync_dir(os.path.dirname(path) or ".")
+
+
 def atomic_write(path: str, data: bytes) -> None:
     """Replace ``path`` with ``data`` durably: write ``path.tmp``, fsync it, rename it over
     ``path``, fsync the directory. A crash at any point leaves the old or the new file."""

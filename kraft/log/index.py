@@ -15,6 +15,7 @@ never reads or validates the ``.log`` file itself; which batches get entries is 
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
@@ -83,25 +84,33 @@ class SegmentIndex:
         self.trel = _Column(np.int32)
         self.builder = hotloops.IndexBuilder(base_offset, interval)
         self.loaded = False
-        self._fds: tuple[int, int] | None = None
         # Entries already in the files; the rest are written in groups (see add_batches).
         self._written = (0, 0)
 
     # --- files ---------------------------------------------------------------------------
-    def _open_fds(self) -> tuple[int, int]:
-        if self._fds is None:
+    @contextlib.contextmanager
+    def _files(self):
+        """Both index files, open only for the write at hand: a broker holds thousands of
+        segments, and two descriptors each kept open ran a node with 10,000 partitions out of
+        file descriptors (the ``.log`` descriptor is all a segment keeps)."""
+        try:
+            fd_off = os.open(self.offset_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise FatalLogError(f"cannot open index files of segment {self.base_offset}: {exc}") from exc
+        try:
             try:
-                self._fds = (os.open(self.offset_path, os.O_RDWR | os.O_CREAT, 0o644),
-                             os.open(self.time_path, os.O_RDWR | os.O_CREAT, 0o644))
+                fd_time = os.open(self.time_path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as exc:
                 raise FatalLogError(f"cannot open index files of segment {self.base_offset}: {exc}") from exc
-        return self._fds
+            try:
+                yield fd_off, fd_time
+            finally:
+                os.close(fd_time)
+        finally:
+            os.close(fd_off)
 
     def close(self) -> None:
-        if self._fds is not None:
-            for fd in self._fds:
-                os.close(fd)
-            self._fds = None
+        """Nothing stays open between writes (kept for the segment's lifecycle calls)."""
 
     def persist(self) -> None:
         """Write the entries not yet in the files."""
@@ -115,9 +124,9 @@ class SegmentIndex:
         """Write pending entries and fdatasync both files (at roll and close; the active
         segment's index may lag on disk: it is rebuilt from the scan after a crash)."""
         self.persist()
-        fd_off, fd_time = self._open_fds()
-        files.fdatasync(fd_off, self.offset_path)
-        files.fdatasync(fd_time, self.time_path)
+        with self._files() as (fd_off, fd_time):
+            files.fdatasync(fd_off, self.offset_path)
+            files.fdatasync(fd_time, self.time_path)
 
     def delete_files(self) -> None:
         self.close()
@@ -128,23 +137,23 @@ class SegmentIndex:
                 pass
 
     def _write_entries(self, first_offset_entry: int, rel, pos, first_time_entry: int, ts, trel) -> None:
-        fd_off, fd_time = self._open_fds()
-        if len(rel):
-            rec = np.empty(len(rel), _OFFSET_DTYPE)
-            rec["rel"], rec["pos"] = rel, pos
-            files.write_all(fd_off, rec.tobytes(), first_offset_entry * OFFSET_ENTRY_SIZE, self.offset_path)
-        if len(ts):
-            rec = np.empty(len(ts), _TIME_DTYPE)
-            rec["ts"], rec["rel"] = ts, trel
-            files.write_all(fd_time, rec.tobytes(), first_time_entry * TIME_ENTRY_SIZE, self.time_path)
+        with self._files() as (fd_off, fd_time):
+            if len(rel):
+                rec = np.empty(len(rel), _OFFSET_DTYPE)
+                rec["rel"], rec["pos"] = rel, pos
+                files.write_all(fd_off, rec.tobytes(), first_offset_entry * OFFSET_ENTRY_SIZE, self.offset_path)
+            if len(ts):
+                rec = np.empty(len(ts), _TIME_DTYPE)
+                rec["ts"], rec["rel"] = ts, trel
+                files.write_all(fd_time, rec.tobytes(), first_time_entry * TIME_ENTRY_SIZE, self.time_path)
 
     def _truncate_files(self) -> None:
-        fd_off, fd_time = self._open_fds()
-        try:
-            os.ftruncate(fd_off, self.rel.n * OFFSET_ENTRY_SIZE)
-            os.ftruncate(fd_time, self.ts.n * TIME_ENTRY_SIZE)
-        except OSError as exc:
-            raise FatalLogError(f"cannot truncate index files of segment {self.base_offset}: {exc}") from exc
+        with self._files() as (fd_off, fd_time):
+            try:
+                os.ftruncate(fd_off, self.rel.n * OFFSET_ENTRY_SIZE)
+                os.ftruncate(fd_time, self.ts.n * TIME_ENTRY_SIZE)
+            except OSError as exc:
+                raise FatalLogError(f"cannot truncate index files of segment {self.base_offset}: {exc}") from exc
         self._written = (min(self._written[0], self.rel.n), min(self._written[1], self.ts.n))
 
     # --- building ------------------------------------------------------------------------
@@ -219,12 +228,28 @@ class SegmentIndex:
         self.rel.n = self.pos.n = keep
         tkeep = int(np.searchsorted(self.trel.view(), cut_offset - self.base_offset, side="left"))
         self.ts.n = self.trel.n = tkeep
-        self.builder = hotloops.IndexBuilder(self.base_offset, self.interval)
-        if tkeep:
-            self.builder.max_timestamp = self.builder.last_time_entry = int(self.ts.data[tkeep - 1])
-            self.builder.offset_of_max_timestamp = self.base_offset + int(self.trel.data[tkeep - 1])
+        self._builder_at_last_entry()
         self._truncate_files()
         return int(self.pos.data[keep - 1]) if keep else 0
+
+    def _builder_at_last_entry(self) -> None:
+        """A builder whose running state is what it was when the last entries were written;
+        replaying the batches from the last offset entry's batch on completes it."""
+        self.builder = hotloops.IndexBuilder(self.base_offset, self.interval)
+        if self.ts.n:
+            self.builder.max_timestamp = self.builder.last_time_entry = int(self.ts.data[self.ts.n - 1])
+            self.builder.offset_of_max_timestamp = self.base_offset + int(self.trel.data[self.ts.n - 1])
+
+    def last_entry_position(self) -> int:
+        """File position of the batch of the last offset entry (0 when there is none)."""
+        return int(self.pos.data[self.pos.n - 1]) if self.pos.n else 0
+
+    def resume(self, tail_scan) -> None:
+        """After ``load`` of the segment still being appended to: ``tail_scan`` holds the
+        batches from ``last_entry_position()`` to the end; the builder resumes as a rebuild
+        from a full scan would have left it, so later entries land where they would have."""
+        self._builder_at_last_entry()
+        self.replay(tail_scan.positions, tail_scan.last_offsets, tail_scan.max_timestamps, tail_scan.sizes)
 
     # --- loading -------------------------------------------------------------------------
     def _read_files(self):

@@ -236,10 +236,49 @@ def true_next_offset(seg: LogSegment) -> int:
     return int(scan.last_offsets[-1]) + 1 if len(scan) else seg.base_offset
 
 
-def load_log(directory: str, config, recovery_point, log_start_offset, now_ms: int):
+_MAX_TIMESTAMP_AT = 35  # RecordBatch v2: offset 8, length 4, epoch 4, magic 1, crc 4, attributes 2, delta 4, base ts 8
+_TIMESTAMP = np.dtype(">i8")
+
+
+def _first_batch_max_timestamp(seg: LogSegment) -> int | None:
+    """The first batch's max timestamp (what a segment rolls by age against), from its header."""
+    raw = os.pread(seg.fd, 8, _MAX_TIMESTAMP_AT) if seg.size >= _MAX_TIMESTAMP_AT + 8 else b""
+    if len(raw) < 8:
+        return None
+    ts = int(np.frombuffer(raw, _TIMESTAMP)[0])
+    return ts if ts >= 0 else None
+
+
+def _load_clean(segments: list) -> bool:
+    """After a clean shutdown (Kafka's ``.kafka_cleanshutdown``): every segment was flushed and
+    its index written and synced, so nothing is CRC-scanned or fsynced. The tail segment's
+    index is loaded and only the bytes after its last entry are read to find the end. False
+    (the caller then recovers as after a crash) if the tail does not hold up."""
+    tail = segments[-1]
+    for i in range(len(segments) - 1):  # an upper bound until their index is loaded
+        segments[i].next_offset = segments[i + 1].base_offset
+    try:
+        tail.index.load(tail.size, _INT32_MAX)
+    except IndexCorruptError as exc:
+        _log.warning("%s: %s after a clean shutdown; recovering it as after a crash", tail.path, exc)
+        return False
+    scan = tail.scan(tail.index.last_entry_position())
+    if scan.error is not None or scan.valid_end != tail.size:
+        _log.warning("%s: invalid bytes after its last index entry after a clean shutdown; recovering it as "
+                     "after a crash", tail.path)
+        tail.index.loaded = False
+        return False
+    tail.next_offset = int(scan.last_offsets[-1]) + 1 if len(scan) else tail.base_offset
+    tail.index.resume(scan)
+    tail.rolling_timestamp_ms = _first_batch_max_timestamp(tail)
+    return True
+
+
+def load_log(directory: str, config, recovery_point, log_start_offset, now_ms: int, clean: bool = False):
     """Open every segment of ``directory`` (creating the first if there is none), CRC-scan
     from the clean point, rebuild indexes and the epoch cache, and make the recovered tail
-    durable. Returns ``(segments, epoch cache, start offset, report)``; see
+    durable. ``clean``: the log was closed by a clean shutdown (nothing to scan or flush,
+    see ``_load_clean``). Returns ``(segments, epoch cache, start offset, report)``; see
     ``SegmentedLog.open`` for the arguments and errors."""
     os.makedirs(directory, exist_ok=True)
     report = RecoveryReport()
@@ -248,6 +287,11 @@ def load_log(directory: str, config, recovery_point, log_start_offset, now_ms: i
     segments = [LogSegment.open(directory, b, interval) for b in bases]
     cache = LeaderEpochCache(directory)
     try:
+        if clean and segments:
+            checkpoint = load_epochs(directory, cache)
+            if checkpoint is not None and _load_clean(segments):
+                return _finish(segments, cache, checkpoint, log_start_offset, report)
+            cache = LeaderEpochCache(directory)
         if not segments:
             segments = [LogSegment.create(directory, log_start_offset or 0, interval, now_ms)]
             files.fsync_dir(directory)
@@ -261,16 +305,20 @@ def load_log(directory: str, config, recovery_point, log_start_offset, now_ms: i
         cache.truncate_from_end(segments[scan_from].base_offset)
         recover_segments(directory, segments, scan_from, cache, report, config.strict_order)
         files.fdatasync(segments[-1].fd, segments[-1].path)  # recovered bytes may be cache-only
-        report.segments = len(segments)
-        start = max(segments[0].base_offset, log_start_offset or 0)
-        cache.truncate_from_end(segments[-1].next_offset)
-        cache.truncate_from_start(start)
-        if checkpoint is None or cache.entries() != checkpoint:
-            cache.write()
-            report.epoch_checkpoint_rewritten = True
-        cache.written_version = cache.version
+        return _finish(segments, cache, checkpoint, log_start_offset, report)
     except BaseException:
         for seg in segments:
             seg.close()
         raise
+
+
+def _finish(segments, cache, checkpoint, log_start_offset, report):
+    report.segments = len(segments)
+    start = max(segments[0].base_offset, log_start_offset or 0)
+    cache.truncate_from_end(segments[-1].next_offset)
+    cache.truncate_from_start(start)
+    if checkpoint is None or cache.entries() != checkpoint:
+        cache.write()
+        report.epoch_checkpoint_rewritten = True
+    cache.written_version = cache.version
     return segments, cache, start, report

@@ -90,7 +90,7 @@ class BrokerNode:
 
         self.logs = PartitionLogs(cfg.log_dirs, log_cfg, retention_ms=log_retention_ms(v),
                                   retention_bytes=v["log.retention.bytes"], on_flushed=on_flushed)
-        opened = self.logs.open_all()
+        opened = self.logs.open_all(threads=v["num.recovery.threads.per.data.dir"])
         log.info("broker %d: %d partition logs recovered in %s", cfg.node_id, len(opened), ", ".join(cfg.log_dirs))
         limits = BrokerLimits(message_max_bytes=v["message.max.bytes"],
                               timestamp_type=v["log.message.timestamp.type"])

@@ -1,0 +1,134 @@
+"""Opening partition logs at start-up: after a clean shutdown (Kafka's ``.kafka_cleanshutdown``
+in each log dir) nothing is scanned or fsynced and the logs go on exactly as after a full
+recovery (same end, same index entries for later appends, same segment age); without the
+marker, or when the tail does not hold up, the log is recovered as after a crash. Logs are
+opened by several threads at once (``num.recovery.threads.per.data.dir``)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+from kraft.broker import partition_dir as names
+from kraft.broker.partition_logs import PartitionLogs
+from kraft.log import LogConfig
+from kraft.records import build_batch
+
+TID = uuid.UUID(int=0xF00)
+
+
+def _cfg(**kw):
+    return LogConfig(**{"append_linger_ms": 0.0, "index_interval_bytes": 256, **kw})
+
+
+def _batch(i: int, ts: int) -> bytearray:
+    return bytearray(build_batch([b"value-%d-" % i + b"x" * 90, b"second"], timestamp=ts))
+
+
+def _fill(path: str, partitions: int, batches: int, first: int = 0) -> PartitionLogs:
+    logs = PartitionLogs([path], _cfg())
+    logs.open_all()
+    for p in range(partitions):
+        plog = logs.create("t", p, TID)
+        for i in range(first, first + batches):
+            plog.log.append(_batch(i, 1_000_000 + 10 * i), leader_epoch=3)
+    return logs
+
+
+def _index_files(path: str, partitions: int) -> dict:
+    out = {}
+    for p in range(partitions):
+        d = os.path.join(path, f"t-{p}")
+        for name in sorted(os.listdir(d)):
+            if name.endswith((".index", ".timeindex", ".log")) or name == "leader-epoch-checkpoint":
+                with open(os.path.join(d, name), "rb") as f:
+                    out[(p, name)] = f.read()
+    return out
+
+
+def test_a_clean_shutdown_leaves_the_marker_and_the_next_open_scans_nothing(tmp_path):
+    path = str(tmp_path)
+    _fill(path, 3, 40).close()
+    assert os.path.exists(tmp_path / names.CLEAN_SHUTDOWN_FILE)
+    logs = PartitionLogs([path], _cfg())
+    opened = logs.open_all(threads=2)
+    assert len(opened) == 3
+    for plog in opened:
+        assert plog.log.end_offset == 80
+        assert plog.log.recovery.scanned_segments == 0 and plog.log.recovery.scanned_bytes == 0
+    assert not os.path.exists(tmp_path / names.CLEAN_SHUTDOWN_FILE), "the marker must not outlive the start"
+    logs.close()
+
+
+def test_without_the_marker_the_tail_is_scanned(tmp_path):
+    path = str(tmp_path)
+    _fill(path, 2, 10).close()
+    os.unlink(tmp_path / names.CLEAN_SHUTDOWN_FILE)  # as after SIGKILL
+    logs = PartitionLogs([path], _cfg())
+    for plog in logs.open_all():
+        assert plog.log.recovery.scanned_segments == 1 and plog.log.end_offset == 20
+    logs.close()
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_a_clean_open_goes_on_exactly_as_a_full_recovery_would(tmp_path, threads):
+    """Same files after more appends: the index builder resumes where a rebuild from a full
+    scan would have left it (entries every index.interval.bytes, time entries only on a new
+    maximum), the segment age is the first batch's timestamp."""
+    results = {}
+    for how in ("clean", "crash"):
+        path = str(tmp_path / how)
+        _fill(path, 4, 37).close()
+        if how == "crash":
+            os.unlink(os.path.join(path, names.CLEAN_SHUTDOWN_FILE))
+        logs = PartitionLogs([path], _cfg())
+        logs.open_all(threads=threads)
+        for p in range(4):
+            plog = logs.get("t", p)
+            seg = plog.log._segments[-1]
+            assert seg.rolling_timestamp_ms == 1_000_000
+            for i in range(37, 80):
+                plog.log.append(_batch(i, 1_000_000 + 10 * i - (5 if i % 3 else 0)), leader_epoch=4)
+        logs.close()
+        results[how] = _index_files(path, 4)
+    assert results["clean"] == results["crash"]
+
+
+def test_a_bad_tail_after_a_clean_shutdown_is_recovered_as_after_a_crash(tmp_path):
+    path = str(tmp_path)
+    _fill(path, 1, 30).close()
+    seg = tmp_path / "t-0" / "00000000000000000000.log"
+    with open(seg, "ab") as f:
+        f.write(b"\x00\x01garbage after the last batch")
+    logs = PartitionLogs([path], _cfg())
+    (plog,) = logs.open_all()
+    assert plog.log.end_offset == 60 and plog.log.recovery.scanned_segments == 1
+    assert plog.log.recovery.truncated_bytes > 0
+    logs.close()
+
+
+def test_many_logs_open_on_several_threads_with_their_checkpoints(tmp_path):
+    path = str(tmp_path)
+    logs = _fill(path, 60, 3)
+    for p in range(60):
+        logs.get("t", p).high_watermark = 4
+    logs.close()
+    again = PartitionLogs([path], _cfg())
+    opened = again.open_all(threads=8)
+    assert sorted(p.partition for p in opened) == list(range(60))
+    assert all(p.high_watermark == 4 and p.log.end_offset == 6 for p in opened)
+    again.close()
+
+
+def test_closing_logs_that_were_never_all_opened_marks_nothing_and_keeps_checkpoints(tmp_path):
+    """A start that failed before every log was opened, then shut down: the logs it never
+    opened keep their recovery points and nothing claims a clean shutdown."""
+    path = str(tmp_path)
+    _fill(path, 3, 5).close()
+    os.unlink(tmp_path / names.CLEAN_SHUTDOWN_FILE)  # as after SIGKILL
+    before = (tmp_path / names.RECOVERY_POINT_CHECKPOINT).read_text()
+    PartitionLogs([path], _cfg()).close()
+    assert not os.path.exists(tmp_path / names.CLEAN_SHUTDOWN_FILE)
+    assert (tmp_path / names.RECOVERY_POINT_CHECKPOINT).read_text() == before
