@@ -107,7 +107,7 @@ class PartitionLogs:
 
             def one(item, log_dir=log_dir, clean=clean):
                 tp, path, topic_id = item
-                seg_log = self._open_log(log_dir, path, recovery.get(tp), starts.get(tp), clean)
+                seg_log = self._open_log(log_dir, path, recovery.get(tp), starts.get(tp), clean, sync=False)
                 return PartitionLog(tp[0], tp[1], topic_id, seg_log, log_dir, hws.get(tp, 0))
 
             if todo:  # the first on this thread: what a log dir sets up lazily is then in place
@@ -117,6 +117,8 @@ class PartitionLogs:
                         plogs += pool.map(one, todo[1:])  # the first failure is raised
                 else:
                     plogs += map(one, todo[1:])
+                if not clean:  # recovered tails may be in the page cache only: one syncfs for all
+                    files.sync_file_system(log_dir, [(p.log.segments[-1].fd, p.directory) for p in plogs])
                 for plog in plogs:
                     self._watch(plog)
                     self._logs[(plog.topic, plog.partition)] = plog
@@ -154,13 +156,14 @@ class PartitionLogs:
     def _read_checkpoint(self, log_dir: str, name: str) -> dict:
         return OffsetCheckpointFile(os.path.join(log_dir, name)).read()
 
-    def _open_log(self, log_dir: str, path: str, recovery_point, start_offset, clean: bool = False) -> SegmentedLog:
+    def _open_log(self, log_dir: str, path: str, recovery_point, start_offset, clean: bool = False,
+                  sync: bool = True) -> SegmentedLog:
         kwargs = {} if self.clock_ms is None else {"clock_ms": self.clock_ms}
         flusher = self._flushers.get(log_dir)
         if flusher is None and self.config.background_flush:
             flusher = self._flushers[log_dir] = SharedFlusher(os.path.basename(log_dir), self.flusher_threads)
         return SegmentedLog.open(path, self.config, recovery_point=recovery_point, log_start_offset=start_offset,
-                                 flusher=flusher, clean=clean, **kwargs)
+                                 flusher=flusher, clean=clean, sync=sync, **kwargs)
 
     def _watch(self, plog: PartitionLog) -> None:
         if self.on_flushed is not None:

@@ -9,6 +9,7 @@ and tests can inject failures by replacing these module attributes. No log logic
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 
@@ -43,6 +44,44 @@ def fdatasync(fd: int, what: str) -> None:
     except OSError as exc:
         raise FatalLogError(f"fdatasync of {what} failed: {exc}; the log is unusable "
                             "(fsync errors are never retried)") from exc
+
+
+def _libc_syncfs():
+    try:
+        import ctypes
+
+        fn = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int]
+    return fn
+
+
+_SYNCFS = _libc_syncfs()
+
+
+def sync_file_system(path: str, files_to_sync=()) -> None:
+    """Make every write to the file system holding ``path`` durable with one ``syncfs`` (Linux):
+    recovering 10,000 partition logs after a crash took 10,000 fdatasyncs, one after the
+    other. Where syncfs is missing, ``files_to_sync`` ((fd, name) pairs) are fdatasynced on
+    threads at once instead. Any error is fatal, as for fdatasync."""
+    import ctypes
+
+    if _SYNCFS is not None:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            if _SYNCFS(fd) == 0:
+                return
+            err = ctypes.get_errno()
+        finally:
+            os.close(fd)
+        if err != errno.ENOSYS:
+            raise FatalLogError(f"syncfs of {path} failed: {os.strerror(err)}; its logs are unusable "
+                                "(fsync errors are never retried)")
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(16, thread_name_prefix="kraft-sync") as pool:
+        list(pool.map(lambda item: fdatasync(*item), files_to_sync))
 
 
 def fsync_dir(path: str) -> None:

@@ -274,12 +274,14 @@ def _load_clean(segments: list) -> bool:
     return True
 
 
-def load_log(directory: str, config, recovery_point, log_start_offset, now_ms: int, clean: bool = False):
+def load_log(directory: str, config, recovery_point, log_start_offset, now_ms: int, clean: bool = False,
+             sync: bool = True):
     """Open every segment of ``directory`` (creating the first if there is none), CRC-scan
     from the clean point, rebuild indexes and the epoch cache, and make the recovered tail
-    durable. ``clean``: the log was closed by a clean shutdown (nothing to scan or flush,
-    see ``_load_clean``). Returns ``(segments, epoch cache, start offset, report)``; see
-    ``SegmentedLog.open`` for the arguments and errors."""
+    durable (``sync=False``: the caller does, before the log is used). ``clean``: the log was
+    closed by a clean shutdown (nothing to scan or flush, see ``_load_clean``). Returns
+    ``(segments, epoch cache, start offset, report)``; see ``SegmentedLog.open`` for the
+    arguments and errors."""
     os.makedirs(directory, exist_ok=True)
     report = RecoveryReport()
     bases = list_segment_offsets(directory, report)
@@ -304,7 +306,8 @@ def load_log(directory: str, config, recovery_point, log_start_offset, now_ms: i
             segments[i].next_offset = segments[i + 1].base_offset
         cache.truncate_from_end(segments[scan_from].base_offset)
         recover_segments(directory, segments, scan_from, cache, report, config.strict_order)
-        files.fdatasync(segments[-1].fd, segments[-1].path)  # recovered bytes may be cache-only
+        if sync:
+            files.fdatasync(segments[-1].fd, segments[-1].path)  # recovered bytes may be cache-only
         return _finish(segments, cache, checkpoint, log_start_offset, report)
     except BaseException:
         for seg in segments:

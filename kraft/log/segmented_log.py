@@ -95,7 +95,7 @@ class SegmentedLog:
     @classmethod
     def open(cls, directory: str, config: LogConfig | None = None, *, recovery_point: int | None = None,
              log_start_offset: int | None = None, on_flushed=None, on_fatal=None, clock_ms=None,
-             on_flush_stats=None, flusher=None, clean: bool = False):
+             on_flush_stats=None, flusher=None, clean: bool = False, sync: bool = True):
         """Open (creating if needed) the log in ``directory`` and recover it.
 
         ``recovery_point``: offset below which the caller knows the log was flushed (Kafka's
@@ -108,12 +108,14 @@ class SegmentedLog:
         ``SharedFlusher`` whose threads run this log's flush cycles instead of one of its own.
         ``clean``: the log was closed by a clean shutdown (its log directory's
         ``.kafka_cleanshutdown``): nothing is scanned or fsynced (``recovery._load_clean``).
+        ``sync=False``: the recovered tail is not fdatasynced here; the caller makes it durable
+        (``files.sync_file_system``) before anything reads or reports this log.
         Raises LogCorruptionError for invalid data before the tail segment, StateFileError
         for a malformed leader-epoch-checkpoint."""
         config = config or LogConfig()
         clock_ms = clock_ms or _wall_clock_ms
         segments, cache, start, report = recovery.load_log(directory, config, recovery_point,
-                                                           log_start_offset, clock_ms(), clean)
+                                                           log_start_offset, clock_ms(), clean, sync)
         end = segments[-1].next_offset
         log = cls(directory, config, segments, cache, min(start, end), report, on_flushed,
                   on_fatal, clock_ms, on_flush_stats, flusher)

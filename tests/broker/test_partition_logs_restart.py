@@ -132,3 +132,28 @@ def test_closing_logs_that_were_never_all_opened_marks_nothing_and_keeps_checkpo
     PartitionLogs([path], _cfg()).close()
     assert not os.path.exists(tmp_path / names.CLEAN_SHUTDOWN_FILE)
     assert (tmp_path / names.RECOVERY_POINT_CHECKPOINT).read_text() == before
+
+
+def test_after_a_crash_the_recovered_tails_are_made_durable_once_per_log_dir(tmp_path, monkeypatch):
+    """One syncfs for the log dir instead of an fdatasync per log (10,000 of them, one after
+    the other, dominated a start after SIGKILL); with syncfs missing, every tail is synced."""
+    from kraft.log import files
+
+    path = str(tmp_path)
+    _fill(path, 5, 3).close()
+    os.unlink(tmp_path / names.CLEAN_SHUTDOWN_FILE)
+    calls, fdatasyncs = [], []
+    real = files._SYNCFS
+    monkeypatch.setattr(files, "_SYNCFS", lambda fd: calls.append(fd) or real(fd))
+    monkeypatch.setattr(files.os, "fdatasync", lambda fd: fdatasyncs.append(fd))
+    logs = PartitionLogs([path], _cfg())
+    assert len(logs.open_all()) == 5
+    assert len(calls) == 1 and fdatasyncs == []
+    logs.close()
+    os.unlink(tmp_path / names.CLEAN_SHUTDOWN_FILE)
+    monkeypatch.setattr(files, "_SYNCFS", None)
+    logs = PartitionLogs([path], _cfg())
+    fdatasyncs.clear()
+    opened = logs.open_all()
+    assert {p.log.segments[-1].fd for p in opened} <= set(fdatasyncs)
+    logs.close()
