@@ -14,8 +14,8 @@ write anything or know who asks.
 from __future__ import annotations
 
 from kraft.errors import ErrorCode
-from kraft.metadata.config_defs import (BROKER_CONFIGS, TOPIC_CONFIGS, TOPIC_SYNONYMS, ConfigSource, ConfigType,
-                                        broker_synonyms, parse_value)
+from kraft.metadata.broker_config_defs import BROKER_CONFIGS, broker_synonyms
+from kraft.metadata.config_defs import TOPIC_CONFIGS, TOPIC_SYNONYMS, ConfigSource, ConfigType, parse_value
 from kraft.metadata.configs import BROKER, BROKER_LOGGER, TOPIC
 from kraft.metadata.topic_names import topic_name_error
 from kraft.protocol.messages.configs import DescribeConfigsRequest, DescribeConfigsResponse
