@@ -291,6 +291,9 @@ class NodeConfig:
     log_dirs: tuple
     values: dict = field(default_factory=dict)  # every setting, parsed, by Kafka name
     unknown: tuple = ()
+    #: what server.properties (and overrides) set, as written: the static layer of the broker
+    #: configs a topic's effective configs fall back to (``log.roll.ms``, ``compression.type``...)
+    given: dict = field(default_factory=dict)
 
     def int(self, key: str) -> int:
         return self.values[key]
@@ -382,7 +385,7 @@ class NodeConfig:
         if values["max.connections.per.ip"] == 0 and not overrides:
             raise ConfigError("max.connections.per.ip: can be zero only if max.connections.per.ip.overrides is set")
         return cls(node_id, roles, voters, bootstrap, listeners, advertised, ctrl_names, metadata_dir,
-                   log_dirs, values, unknown)
+                   log_dirs, values, unknown, {k: v.strip() for k, v in props.items()})
 
 
 def _check_security_map(spec: str, names: set) -> None:
