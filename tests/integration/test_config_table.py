@@ -332,3 +332,15 @@ def test_cleanup_policy_compact_refuses_records_without_a_key(cluster, admin):
     new_topic(admin, "compacted", {"cleanup.policy": "compact"})
     assert produce(cluster, "compacted", [b"v"], keys=[b"k"]) == [0]
     assert produce(cluster, "compacted", [b"v"]) == [KafkaError.INVALID_RECORD]
+
+
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")
+def test_legacy_alter_configs_gets_the_same_verdicts(admin):
+    """AlterConfigs (the whole set replaced) is validated as IncrementalAlterConfigs is."""
+    assert create(admin, "legacy") == 0
+    for configs, code in (({"preallocate": "true"}, KafkaError.INVALID_CONFIG),
+                          ({"retention.ms": "soon"}, KafkaError.INVALID_CONFIG),
+                          ({"retention.ms": "3600000", "segment.bytes": str(1 << 21)}, 0)):
+        (future,) = admin.alter_configs([ConfigResource(TOPIC, "legacy", set_config=configs)]).values()
+        assert code_of(future) == code, configs
+    assert wait_for(lambda: shows(admin, "legacy", "segment.bytes", str(1 << 21), DYNAMIC_TOPIC), 10, 0.05)
