@@ -13,6 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from broker_helpers import BrokerThread
+
 from kraft.broker.broker_state import BrokerState
 from kraft.broker.handlers import BrokerHandlers
 from kraft.broker.image_publisher import publish_image
@@ -212,3 +214,20 @@ def test_flush_settings_reach_the_log(node):
     assert node.log.config.flush_interval_messages == 5 and node.log.config.append_linger_ms == 0
     node.set(TOPIC, "t", flush_messages=None, flush_ms=None)
     assert node.log.config.flush_interval_messages is None
+
+
+def test_a_dynamic_max_connections_per_ip_reaches_every_listener(tmp_path):
+    """Kafka's SocketServer reconfigures max.connections.per.ip at run time: per broker, else the
+    cluster default, else server.properties (a real BrokerNode publishing images)."""
+    with BrokerThread(str(tmp_path), {"t": 1}, props={"max.connections.per.ip": "50"}) as b:
+        def set_config(resource: str, value):
+            delta = MetadataDelta(b.node.state.image)
+            delta.replay(ConfigRecord(resource_type=BROKER, resource_name=resource, name="max.connections.per.ip",
+                                      value=value))
+            b.node.publish(delta.apply())
+            return [s.max_connections_per_ip for s in b.node.servers.values()]
+        assert b.call(lambda: [s.max_connections_per_ip for s in b.node.servers.values()]) == [50]
+        assert b.call(set_config, "", "7") == [7]
+        assert b.call(set_config, "1", "3") == [3]
+        assert b.call(set_config, "1", None) == [7]
+        assert b.call(set_config, "", None) == [50]
