@@ -338,7 +338,7 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
               "the controller may elect outside the ISR when brokers fence or unfence, and on ElectLeaders "
               "UNCLEAN (no periodic re-check of leaderless partitions)"),
 )
-del S
+del S, T
 
 HOURS, MINUTES = 3_600_000, 60_000
 
