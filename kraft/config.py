@@ -292,6 +292,9 @@ class NodeConfig:
     log_dirs: tuple
     values: dict = field(default_factory=dict)  # every setting, parsed, by Kafka name
     unknown: tuple = ()
+    #: what server.properties (and overrides) set, as written: the static layer of the broker
+    #: configs a topic's effective configs fall back to (``log.roll.ms``, ``compression.type``...)
+    given: dict = field(default_factory=dict)
 
     def int(self, key: str) -> int:
         return self.values[key]
@@ -372,6 +375,10 @@ class NodeConfig:
         if values["auto.create.topics.enable"].lower() not in ("true", "false"):
             raise ConfigError(f"auto.create.topics.enable: expected true or false, got "
                               f"{values['auto.create.topics.enable']!r}")
+        if values["authorizer.class.name"]:
+            raise ConfigError(f"authorizer.class.name: kraft has no authorizer yet (got "
+                              f"{values['authorizer.class.name']!r}); leave it empty: ACL requests are then "
+                              "answered SECURITY_DISABLED, as Kafka answers them without an authorizer")
         if values["broker.heartbeat.interval.ms"] >= values["broker.session.timeout.ms"]:
             raise ConfigError("broker.heartbeat.interval.ms: must be below broker.session.timeout.ms")
         log_dirs = tuple(d.strip() for d in (values["log.dirs"] or values["log.dir"]).split(",") if d.strip())
@@ -383,7 +390,7 @@ class NodeConfig:
         if values["max.connections.per.ip"] == 0 and not overrides:
             raise ConfigError("max.connections.per.ip: can be zero only if max.connections.per.ip.overrides is set")
         return cls(node_id, roles, voters, bootstrap, listeners, advertised, ctrl_names, metadata_dir,
-                   log_dirs, values, unknown)
+                   log_dirs, values, unknown, {k: v.strip() for k, v in props.items()})
 
 
 def _check_security_map(spec: str, names: set) -> None:
@@ -403,3 +410,6 @@ def _check_security_map(spec: str, names: set) -> None:
 INT_SETTINGS.update({"leader.imbalance.check.interval.seconds": (300, 1),
                      "leader.imbalance.per.broker.percentage": (10, 0)})
 STR_SETTINGS.update({"auto.leader.rebalance.enable": "true", "eligible.leader.replicas.enable": "false"})
+# No authorizer exists yet: a node that names one would store ACLs nothing enforces, so it
+# refuses to start instead (kraft.metadata.authorization says what an empty value means).
+STR_SETTINGS["authorizer.class.name"] = ""

@@ -167,6 +167,16 @@ class InvalidRecordError(KraftError):
     code = ErrorCode.INVALID_RECORD
 
 
+class RecordValidationError(KraftError):
+    """Records a topic's rules refuse (Kafka's ``RecordValidationException``): INVALID_RECORD or
+    INVALID_TIMESTAMP, with ``record_errors`` as (record index in its batch, message)."""
+
+    def __init__(self, code: ErrorCode, message: str, record_errors: list):
+        super().__init__(message)
+        self.code = code
+        self.record_errors = record_errors
+
+
 class UnsupportedCodecError(KraftError):
     """A compression codec that is unknown, or whose Python package is not installed."""
 

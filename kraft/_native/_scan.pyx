@@ -286,15 +286,28 @@ cdef enum Check:
     CHECK_CORRUPT = 1
     CHECK_INVALID_RECORD = 2
     CHECK_TOO_LARGE = 3
+    CHECK_NO_KEY = 4
+    CHECK_BAD_TIMESTAMP = 5
 
 
-cdef int walk_records(const uint8_t *p, const uint8_t *end, int32_t count, bint allow_null_values,
+cdef struct RecordRules:
+    bint allow_null_values
+    bint require_keys  # a compacted topic: every record needs a key
+    int64_t min_timestamp  # CreateTime records (other than -1) within [min, max]
+    int64_t max_timestamp
+    int64_t base_timestamp  # the batch's, for the records' deltas
+
+
+cdef int walk_records(const uint8_t *p, const uint8_t *end, int32_t count, const RecordRules *rules,
                       const char **why) noexcept nogil:
     """Every record of an uncompressed block: lengths, offset deltas 0..count-1, a value
-    unless nulls are allowed, well-formed headers, and nothing left over."""
+    unless nulls are allowed, a key if required, a timestamp within the bounds, well-formed
+    headers, and nothing left over. A missing key or a timestamp out of bounds is reported
+    only once the whole block is known to be well formed (CORRUPT takes precedence)."""
     cdef int32_t i, length, offset_delta, klen, vlen, nheaders, j, hk, hv
-    cdef int64_t ts_delta
-    cdef int n
+    cdef int64_t ts_delta, ts
+    cdef int n, rule = CHECK_OK
+    cdef const char *rule_why = NULL
     cdef const uint8_t *rec_end
     for i in range(count):
         n = kc_read_varint32(p, end, &length)
@@ -322,11 +335,18 @@ cdef int walk_records(const uint8_t *p, const uint8_t *end, int32_t count, bint 
             why[0] = b"invalid key length"
             return CHECK_CORRUPT
         p += n + (klen if klen > 0 else 0)
+        if rule == CHECK_OK:
+            if klen < 0 and rules.require_keys:
+                rule, rule_why = CHECK_NO_KEY, b"a compacted topic cannot accept a record without a key"
+            else:
+                ts = <int64_t>(<uint64_t>rules.base_timestamp + <uint64_t>ts_delta)
+                if ts != -1 and (ts < rules.min_timestamp or ts > rules.max_timestamp):
+                    rule, rule_why = CHECK_BAD_TIMESTAMP, b"a record timestamp is out of range"
         n = kc_read_varint32(p, rec_end, &vlen)
         if n == 0 or vlen < -1 or vlen > rec_end - p - n:
             why[0] = b"invalid value length"
             return CHECK_CORRUPT
-        if vlen == -1 and not allow_null_values:
+        if vlen == -1 and not rules.allow_null_values:
             why[0] = b"records need a value (null values are not accepted)"
             return CHECK_INVALID_RECORD
         p += n + (vlen if vlen > 0 else 0)
@@ -352,17 +372,21 @@ cdef int walk_records(const uint8_t *p, const uint8_t *end, int32_t count, bint 
     if p != end:
         why[0] = b"bytes left after the last record"
         return CHECK_CORRUPT
-    return CHECK_OK
+    if rule != CHECK_OK:
+        why[0] = rule_why
+    return rule
 
 
 def check_writer_batches(buffer, int64_t max_batch_bytes, int64_t max_batch_records, bint allow_control,
-                         bint allow_null_values):
+                         bint allow_null_values, bint require_keys=False,
+                         int64_t min_timestamp=-0x7FFFFFFFFFFFFFFF - 1, int64_t max_timestamp=0x7FFFFFFFFFFFFFFF):
     """One pass over the batches a writer sent: ``(outcome, records, compressed, whole_end,
     message)``. Whole batches only (``whole_end`` is where the last whole one ends; a
     trailing partial batch is left out, as Kafka ignores it). Per batch: length, magic, CRC,
     control bit, RecordsCount = LastOffsetDelta + 1, the size and count limits, and for an
     uncompressed batch every record (see walk_records). Compressed records are left to the
-    caller (``compressed`` is true). Base offsets are not looked at: writers send 0."""
+    caller (``compressed`` is true). Base offsets are not looked at: writers send 0. On a
+    failure ``whole_end`` is where the failing batch starts."""
     cdef Buffer b = acquire(buffer)
     cdef Py_ssize_t pos = 0, end = b.size, size
     cdef const uint8_t *p
@@ -373,6 +397,11 @@ def check_writer_batches(buffer, int64_t max_batch_bytes, int64_t max_batch_reco
     cdef int outcome = CHECK_OK
     cdef const char *why = NULL
     cdef Py_ssize_t batch_at = 0
+    cdef RecordRules rules
+    rules.allow_null_values = allow_null_values
+    rules.require_keys = require_keys
+    rules.min_timestamp = min_timestamp
+    rules.max_timestamp = max_timestamp
     with nogil:
         while end - pos >= HEADER_SIZE:
             p = b.ptr + pos
@@ -411,7 +440,8 @@ def check_writer_batches(buffer, int64_t max_batch_bytes, int64_t max_batch_reco
                 if count > (size - HEADER_SIZE) // MIN_RECORD_SIZE:
                     outcome, why = CHECK_CORRUPT, b"record count impossible in the batch size"
                     break
-                outcome = walk_records(p + HEADER_SIZE, p + size, count, allow_null_values, &why)
+                rules.base_timestamp = <int64_t>kc_load_be64(p + OFF_BASE_TIMESTAMP)
+                outcome = walk_records(p + HEADER_SIZE, p + size, count, &rules, &why)
                 if outcome != CHECK_OK:
                     break
             records += count

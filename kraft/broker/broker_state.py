@@ -8,7 +8,9 @@ High watermark: a partition with no other replica has HW = log end offset (RF 1 
 Kafka's behaviour); with other replicas ``replication`` (``LeaderReplication``) moves it as
 followers fetch (HW = min LEO over the maximal ISR, which is the log end while the ISR is
 this leader alone and nobody is joining). ``producer_states`` holds each
-partition's idempotent-producer table.
+partition's idempotent-producer table; ``topic_config(topic)`` is the topic's effective configs
+in the current image (``topic_configs``), so what a config change says applies from the image
+that carries it.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from dataclasses import dataclass
 
 from kraft.broker.leader_replication import LeaderReplication
 from kraft.broker.producer_states import ProducerStates
+from kraft.broker.topic_configs import TopicConfig, TopicConfigs
 from kraft.errors import ErrorCode
-from kraft.metadata.configs import TOPIC as TOPIC_RESOURCE
 from kraft.metadata.image import EMPTY_IMAGE, MetadataImage
 
 #: Kafka's ``message.max.bytes`` default (1 MiB + record batch overhead).
@@ -29,6 +31,8 @@ NONE = int(ErrorCode.NONE)
 
 @dataclass
 class BrokerLimits:
+    """What ``server.properties`` says (the static layer under the dynamic configs)."""
+
     message_max_bytes: int = DEFAULT_MESSAGE_MAX_BYTES
     #: Decompressed bytes one Produce request may inflate to (a bound on untrusted work).
     max_decompressed_bytes: int = 64 * 1024 * 1024
@@ -44,11 +48,15 @@ def _always() -> bool:
 
 class BrokerState:
     def __init__(self, broker_id: int, logs, *, cluster_id: str | None = None, limits: BrokerLimits | None = None,
-                 controller_id: int | None = None):
+                 controller_id: int | None = None, static_configs: dict | None = None):
+        """``static_configs``: the broker configs ``server.properties`` sets, by Kafka name."""
         self.broker_id = broker_id
         self.logs = logs
         self.cluster_id = cluster_id
-        self.limits = limits or BrokerLimits()
+        self.limits = lim = limits or BrokerLimits()
+        self.topic_configs = TopicConfigs(broker_id, {
+            "message.max.bytes": lim.message_max_bytes, "log.message.timestamp.type": lim.timestamp_type,
+            "min.insync.replicas": lim.min_insync_replicas, **(static_configs or {})})
         #: What Metadata answers as controller id (Kafka's KRaft brokers name an alive broker).
         self.controller_id = broker_id if controller_id is None else controller_id
         self.image: MetadataImage = EMPTY_IMAGE
@@ -115,14 +123,9 @@ class BrokerState:
                 return e.host, e.port, b.rack
         return None
 
-    def min_insync_replicas(self, topic_name: str) -> int:
-        """The topic's ``min.insync.replicas`` (Kafka's default 1)."""
-        value = self.image.configs.config(TOPIC_RESOURCE, topic_name).get("min.insync.replicas")
-        try:
-            return max(1, int(value)) if value else self.limits.min_insync_replicas
-        except ValueError:
-            return self.limits.min_insync_replicas
+    def topic_config(self, topic_name: str) -> TopicConfig:
+        return self.topic_configs.get(self.image, topic_name)
 
-    def timestamp_type(self, topic_name: str) -> str:
-        value = self.image.configs.config(TOPIC_RESOURCE, topic_name).get("message.timestamp.type")
-        return value or self.limits.timestamp_type
+    def min_insync_replicas(self, topic_name: str) -> int:
+        """The topic's effective ``min.insync.replicas`` (Kafka's default 1)."""
+        return self.topic_config(topic_name).min_insync_replicas

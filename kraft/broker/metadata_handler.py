@@ -6,7 +6,8 @@ came in on (this broker itself only while it serves: registered, unfenced, lease
 unknown ones get UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id). Partitions: leader,
 leader epoch, replicas, ISR, offline replicas (replicas whose broker is unregistered, fenced
 or lacks the listener); a leader without an endpoint on this listener is LEADER_NOT_AVAILABLE
-with leader -1. Auto topic creation is not done here (it needs the controller). Pure: reads
+with leader -1. Authorized operations, when asked (v8+), are what Kafka reports without an
+authorizer (``kraft.metadata.authorization``). Auto topic creation is not done here (it needs the controller). Pure: reads
 the image only.
 """
 
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 from kraft.broker.broker_state import INTERNAL_TOPICS, NONE, BrokerState
 from kraft.errors import ErrorCode
+from kraft.metadata.authorization import authorized_operations
 from kraft.protocol import ZERO_UUID, MetadataRequest, MetadataResponse
+from kraft.protocol.messages.acls import RESOURCE_CLUSTER, RESOURCE_TOPIC
 
 M = MetadataResponse
 
@@ -43,23 +46,26 @@ def handle_metadata(state: BrokerState, request: MetadataRequest, version: int, 
                 chosen.append((None, topics_image.by_id.get(entry.topic_id), entry.topic_id))
                 continue
             chosen.append((entry.name, topics_image.by_name.get(entry.name)))
+    topic_ops = authorized_operations(RESOURCE_TOPIC, version >= 8 and request.include_topic_authorized_operations)
     out = []
     for item in chosen:
         name, topic = item[0], item[1]
         if topic is None:
             if name is None:  # asked by id
                 out.append(M.Topic(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None, topic_id=item[2],
-                                   partitions=[]))
+                                   partitions=[], topic_authorized_operations=topic_ops))
             else:
                 out.append(M.Topic(error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name=name,
-                                   topic_id=ZERO_UUID, partitions=[]))
+                                   topic_id=ZERO_UUID, partitions=[], topic_authorized_operations=topic_ops))
             continue
         out.append(M.Topic(error_code=NONE, name=topic.name, topic_id=topic.id,
-                           is_internal=topic.name in INTERNAL_TOPICS,
+                           is_internal=topic.name in INTERNAL_TOPICS, topic_authorized_operations=topic_ops,
                            partitions=[_partition(pid, reg, alive, version)
                                        for pid, reg in sorted(topic.partitions.items())]))
+    cluster_ops = authorized_operations(RESOURCE_CLUSTER,
+                                        8 <= version <= 10 and request.include_cluster_authorized_operations)
     return M(throttle_time_ms=0, brokers=brokers, cluster_id=state.cluster_id, controller_id=state.controller_id,
-             topics=out)
+             topics=out, cluster_authorized_operations=cluster_ops)
 
 
 def _partition(pid: int, reg, alive: dict, version: int) -> M.Topic.Partition:

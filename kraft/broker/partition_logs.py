@@ -77,6 +77,12 @@ class PartitionLogs:
         self.retention_bytes = retention_bytes
         self.on_flushed = on_flushed
         self.clock_ms = clock_ms
+        #: topic -> its logs' ``LogConfig`` (None: ``config`` for all); the broker sets it to the
+        #: topics' effective configs
+        self.config_of: Callable[[str], LogConfig] | None = None
+        #: topic -> (retention.ms, retention.bytes, whether cleanup.policy has delete); None:
+        #: the broker-wide values above for every topic
+        self.retention_of: Callable[[str], tuple] | None = None
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self.flusher_threads = flusher_threads
         self._flushers: dict[str, SharedFlusher] = {}  # log dir -> its flusher, made on first use
@@ -107,7 +113,8 @@ class PartitionLogs:
 
             def one(item, log_dir=log_dir, clean=clean):
                 tp, path, topic_id = item
-                seg_log = self._open_log(log_dir, path, recovery.get(tp), starts.get(tp), clean, sync=False)
+                seg_log = self._open_log(log_dir, path, recovery.get(tp), starts.get(tp), self._config_of(tp[0]),
+                                         clean, sync=False)
                 return PartitionLog(tp[0], tp[1], topic_id, seg_log, log_dir, hws.get(tp, 0))
 
             if todo:  # the first on this thread: what a log dir sets up lazily is then in place
@@ -156,14 +163,29 @@ class PartitionLogs:
     def _read_checkpoint(self, log_dir: str, name: str) -> dict:
         return OffsetCheckpointFile(os.path.join(log_dir, name)).read()
 
-    def _open_log(self, log_dir: str, path: str, recovery_point, start_offset, clean: bool = False,
-                  sync: bool = True) -> SegmentedLog:
+    def _open_log(self, log_dir: str, path: str, recovery_point, start_offset, config: LogConfig,
+                  clean: bool = False, sync: bool = True) -> SegmentedLog:
         kwargs = {} if self.clock_ms is None else {"clock_ms": self.clock_ms}
         flusher = self._flushers.get(log_dir)
         if flusher is None and self.config.background_flush:
             flusher = self._flushers[log_dir] = SharedFlusher(os.path.basename(log_dir), self.flusher_threads)
-        return SegmentedLog.open(path, self.config, recovery_point=recovery_point, log_start_offset=start_offset,
+        return SegmentedLog.open(path, config, recovery_point=recovery_point, log_start_offset=start_offset,
                                  flusher=flusher, clean=clean, sync=sync, **kwargs)
+
+    def _config_of(self, topic: str) -> LogConfig:
+        return self.config if self.config_of is None else self.config_of(topic)
+
+    def reconfigure(self, topics=None) -> int:
+        """Give the logs of ``topics`` (None: every log) their topic's current ``LogConfig``
+        (after a config change); returns the logs whose settings changed."""
+        changed = 0
+        for plog in list(self._logs.values()):
+            if topics is None or plog.topic in topics:
+                config = self._config_of(plog.topic)
+                if config != plog.log.config:
+                    plog.log.reconfigure(config)
+                    changed += 1
+        return changed
 
     def _watch(self, plog: PartitionLog) -> None:
         if self.on_flushed is not None:
@@ -208,12 +230,16 @@ class PartitionLogs:
         if not todo:
             return out
 
+        # Each topic's settings are read here, on the owner thread, not on the workers.
+        configs = {topic: self._config_of(topic) for _, (topic, _), _, _ in todo}
+
         def make(item):
             _, (topic, partition), topic_id, log_dir = item
             path = os.path.join(log_dir, names.partition_dir_name(topic, partition))
             os.makedirs(path, exist_ok=True)
             names.write_partition_metadata(os.path.join(path, names.PARTITION_METADATA_FILE), topic_id)
-            return PartitionLog(topic, partition, topic_id, self._open_log(log_dir, path, None, None), log_dir, 0)
+            return PartitionLog(topic, partition, topic_id, self._open_log(log_dir, path, None, None, configs[topic]),
+                                log_dir, 0)
 
         # The first new log of each log dir is made here, on the owner thread: whatever a log
         # dir sets up lazily for its logs is then in place before the workers share it.
@@ -260,11 +286,17 @@ class PartitionLogs:
 
     # --- retention and checkpoints --------------------------------------------------------------
     def apply_retention(self, now_ms: int) -> int:
-        """Delete segments beyond retention in every partition; returns segments deleted."""
+        """Delete segments beyond retention in every partition whose cleanup.policy has delete
+        (Kafka trims a compact-only log by compaction alone); returns segments deleted."""
         deleted = 0
         for plog in list(self._logs.values()):
-            start = retention_start_offset(plog.log, plog.high_watermark, self.retention_ms, self.retention_bytes,
-                                           now_ms)
+            if self.retention_of is None:
+                retention_ms, retention_bytes = self.retention_ms, self.retention_bytes
+            else:
+                retention_ms, retention_bytes, delete = self.retention_of(plog.topic)
+                if not delete:
+                    continue
+            start = retention_start_offset(plog.log, plog.high_watermark, retention_ms, retention_bytes, now_ms)
             if start is not None:
                 deleted += plog.log.delete_below(start)
         return deleted

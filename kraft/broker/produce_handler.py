@@ -8,7 +8,11 @@ natively by the log. Compressed batches are inflated and checked on a worker thr
 byte budget (``validate_compressed``), so the loop keeps serving; requests still append in the
 order they arrived (a FIFO of checked requests). ``LogAppendTime`` topics get the batch's max
 timestamp and timestamp-type bit set and its CRC recomputed (one batch header each, never a
-record).
+record). The topic's effective configs (``BrokerState.topic_config``) apply per request:
+``max.message.bytes`` (MESSAGE_TOO_LARGE), a key on every record of a ``compact`` topic and
+CreateTime timestamps within ``message.timestamp.before/after.max.ms`` (Kafka's INVALID_RECORD /
+INVALID_TIMESTAMP with record errors), and ``compression.type``: batches in another codec are
+rewritten on the worker thread (``recompression``).
 
 Answers: acks=0 none; acks=1 once appended (page cache, as Kafka); acks=-1 once the high
 watermark covers the append *and* the group-commit flusher has fsynced it (stronger than
@@ -37,7 +41,8 @@ from kraft.broker.producer_state import producer_batches
 from kraft.errors import ErrorCode, FatalLogError, KraftError
 from kraft.protocol import ProduceRequest, ProduceResponse
 from kraft.records import crc32c
-from kraft.records.validation import inspect_batches, validate_compressed
+from kraft.records.recompression import batch_codecs, recompress
+from kraft.records.validation import RecordRules, inspect_batches, validate_compressed
 
 P = ProduceResponse
 _ATTRIBUTES, _MAX_TS, _CRC, _CRC_START = 21, 35, 17, 21
@@ -49,13 +54,18 @@ class _Part:
     """One partition of a request on its way through the checks and the append."""
 
     __slots__ = ("topic", "index", "code", "message", "data", "plog", "reg", "compressed", "base_offset",
-                 "last_offset", "append_time", "log_append", "leader")
+                 "last_offset", "append_time", "log_append", "leader", "rules", "codec", "level", "max_bytes",
+                 "record_errors")
 
     def __init__(self, topic, index):
         self.topic, self.index = topic, index
         self.code, self.message = NONE, None
         self.data = self.plog = self.reg = None
         self.compressed = False
+        self.rules = None  # the topic's RecordRules
+        self.codec = self.level = None  # the codec (and level) to rewrite batches to; None: as sent
+        self.max_bytes = 0  # max.message.bytes
+        self.record_errors = ()  # (index, message) of records the rules refused
         self.base_offset = self.last_offset = -1
         self.append_time = -1
         self.log_append = False
@@ -84,13 +94,14 @@ class ProduceHandler:
         if request.acks not in (-1, 0, 1):
             for part in parts:
                 part.code = int(ErrorCode.INVALID_REQUIRED_ACKS)
-        compressed = [p for p in parts if p.compressed and p.code == NONE]
+        compressed = [p for p in parts if (p.compressed or p.codec is not None) and p.code == NONE]
         if not compressed and not self._waiting:
             return self._append_and_answer(parts, request, version)
         limits = self.state.limits
         if compressed:
-            checked = self._executor.submit(_validate_all, [p.data for p in compressed], limits.max_decompressed_bytes,
-                                            limits.message_max_bytes)
+            checked = self._executor.submit(_validate_all, [(p.data, p.compressed, p.rules, p.codec, p.level,
+                                                             p.max_bytes) for p in compressed],
+                                            limits.max_decompressed_bytes)
         else:
             checked = concurrent.futures.Future()
             checked.set_result([])
@@ -109,22 +120,29 @@ class ProduceHandler:
             if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and reg is not None:
                 part.leader = (reg.leader, reg.leader_epoch, self.state.leader_endpoint(reg.leader, listener))
             return part
-        if acks == -1 and len(reg.isr) < self.state.min_insync_replicas(topic):
+        config = self.state.topic_config(topic)
+        if acks == -1 and len(reg.isr) < config.min_insync_replicas:
             part.code = int(ErrorCode.NOT_ENOUGH_REPLICAS)
             part.message = f"the ISR {list(reg.isr)} is smaller than min.insync.replicas"
             return part
         data = bytearray(p.records or b"")  # the request frame's view; the log patches this copy
+        part.rules = RecordRules.of(compact=config.compact, now_ms=None if config.log_append_time else self.clock_ms(),
+                                    before_ms=config.timestamp_before_ms, after_ms=config.timestamp_after_ms,
+                                    partition=f"{topic}-{p.index}")
         try:
-            info = inspect_batches(data, max_batch_bytes=self.state.limits.message_max_bytes,
-                                   allow_null_values=True)
+            info = inspect_batches(data, max_batch_bytes=config.max_message_bytes, allow_null_values=True,
+                                   rules=part.rules)
         except KraftError as exc:
-            part.code, part.message = int(exc.code), str(exc)
+            _refuse(part, exc)
             return part
         if len(data) > plog.log.config.segment_bytes:
             part.code = int(ErrorCode.RECORD_LIST_TOO_LARGE)
             return part
         part.data, part.compressed = data, info.compressed
-        part.log_append = self.state.timestamp_type(topic) == "LogAppendTime"
+        part.log_append = config.log_append_time
+        part.max_bytes = config.max_message_bytes
+        if config.codec is not None and batch_codecs(data) != {config.codec}:
+            part.codec, part.level = config.codec, config.level
         return part
 
     def _drain_waiting(self) -> None:
@@ -139,9 +157,11 @@ class ProduceHandler:
                 for part in compressed:
                     part.code, part.message = int(code), str(exc)
             else:
-                for part, error in zip(compressed, checked.result()):
+                for part, (error, data) in zip(compressed, checked.result()):
                     if error is not None:
-                        part.code, part.message = int(error.code), str(error)
+                        _refuse(part, error)
+                    else:
+                        part.data = data
             # Checked on an earlier loop turn: the image may have moved leadership since.
             for part in parts:
                 if part.code == NONE and not self._leads(part, serving=True):
@@ -335,7 +355,9 @@ class ProduceHandler:
             resp = P.Topic.Partition(index=part.index, error_code=part.code, base_offset=part.base_offset,
                                      log_append_time_ms=part.append_time,
                                      log_start_offset=part.plog.log.start_offset if part.plog is not None else -1,
-                                     error_message=part.message if part.code != NONE else None)
+                                     error_message=part.message if part.code != NONE else None,
+                                     record_errors=[P.Topic.Partition.BatchIndexAndErrorMessage(
+                                         batch_index=i, batch_index_error_message=m) for i, m in part.record_errors])
             if part.leader is not None and version >= 10:
                 leader, epoch, ep = part.leader
                 resp.current_leader = P.LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
@@ -358,15 +380,27 @@ class _Ack:
             self.done()
 
 
-def _validate_all(datas, max_decompressed_bytes: int, max_batch_bytes: int) -> list:
-    """On the worker thread: one error (or None) per partition's compressed batches."""
+def _refuse(part: _Part, exc: KraftError) -> None:
+    part.code, part.message = int(exc.code), str(exc)
+    part.record_errors = getattr(exc, "record_errors", ())
+
+
+def _validate_all(items, max_decompressed_bytes: int) -> list:
+    """On the worker thread, per partition: (error or None, the bytes to append) after checking
+    its compressed batches' records and rewriting them to the topic's codec, if it has one."""
     out = []
-    for data in datas:
+    for data, compressed, rules, codec, level, max_bytes in items:
         try:
-            validate_compressed(data, max_decompressed_bytes=max_decompressed_bytes, allow_null_values=True)
-            out.append(None)
+            if compressed:
+                validate_compressed(data, max_decompressed_bytes=max_decompressed_bytes, allow_null_values=True,
+                                    rules=rules)
+            if codec is not None:
+                data = recompress(data, codec, level, max_decompressed_bytes)
+                # Kafka checks the batch it writes: recompressed, it may have grown past the limit.
+                inspect_batches(data, max_batch_bytes=max_bytes, allow_null_values=True)
+            out.append((None, data))
         except KraftError as exc:
-            out.append(exc)
+            out.append((exc, None))
     return out
 
 

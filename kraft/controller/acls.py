@@ -7,7 +7,9 @@ only as ``kafka-cluster``: INVALID_REQUEST otherwise); a binding already stored,
 the request, succeeds without a second record. Each new ACL gets an id derived from its content
 (SHA-256, re-hashed on the rare clash), so replays and the simulator stay deterministic where
 Kafka draws a random one. DeleteAcls removes every ACL a filter matches, one record per ACL even
-when several filters match it; both are proposed atomically. DescribeAcls is a read.
+when several filters match it; both are proposed atomically. DescribeAcls is a read. The
+``HANDLERS`` the server runs answer all three with SECURITY_DISABLED, as Kafka's ``AclApis`` do,
+while the node's settings configure no authorizer (``kraft.metadata.authorization``).
 Nothing here mutates the image or does I/O.
 """
 
@@ -22,6 +24,7 @@ from kraft.controller.result import ControllerContext, ControllerResult
 from kraft.errors import ErrorCode
 from kraft.metadata.acl_filters import AclFilter
 from kraft.metadata.acls import StandardAcl
+from kraft.metadata.authorization import NO_AUTHORIZER, NO_AUTHORIZER_ON_BROKER, authorizer_configured
 from kraft.metadata.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from kraft.protocol.messages.acls import (OPERATION_ANY, OPERATION_UNKNOWN, PATTERN_LITERAL, PATTERN_PREFIXED,
                                           PERMISSION_ALLOW, PERMISSION_DENY, RESOURCE_ANY, RESOURCE_CLUSTER,
@@ -143,4 +146,32 @@ def handle_delete_acls(ctx: ControllerContext, request) -> ControllerResult:
     return ControllerResult(records=records, response=response, atomic=bool(records))
 
 
-HANDLERS = {30: handle_create_acls, 29: handle_describe_acls, 31: handle_delete_acls}
+# --- the request layer: Kafka's AclApis answers SECURITY_DISABLED while no authorizer is configured
+
+
+def _security_disabled(request, key: int):
+    """Kafka's answer to an ACL request on a node without an authorizer."""
+    code = int(ErrorCode.SECURITY_DISABLED)
+    if key == 30:
+        R = CreateAclsResponse.Result
+        return CreateAclsResponse(results=[R(error_code=code, error_message=NO_AUTHORIZER) for _ in request.creations])
+    if key == 31:
+        F = DeleteAclsResponse.FilterResult
+        return DeleteAclsResponse(filter_results=[F(error_code=code, error_message=NO_AUTHORIZER)
+                                                  for _ in request.filters])
+    return DescribeAclsResponse(error_code=code, error_message=NO_AUTHORIZER_ON_BROKER, resources=[])
+
+
+def _authorizer_required(key: int, handler):
+    def handle(ctx: ControllerContext, request) -> ControllerResult:
+        if not authorizer_configured(ctx.settings):
+            return ControllerResult(response=_security_disabled(request, key))
+        return handler(ctx, request)
+    handle.__name__ = handler.__name__
+    return handle
+
+
+#: what the server runs: the handlers above behind the authorizer check (the handlers alone are
+#: Kafka's AclControlManager, which stores what it is given)
+HANDLERS = {key: _authorizer_required(key, handler)
+            for key, handler in {30: handle_create_acls, 29: handle_describe_acls, 31: handle_delete_acls}.items()}

@@ -8,6 +8,8 @@ settings); CONTROLLERS (and v0, which cannot say which it wants) lists the quoru
 from __future__ import annotations
 
 from kraft.controller.result import ControllerResult
+from kraft.metadata.authorization import authorized_operations
+from kraft.protocol.messages.acls import RESOURCE_CLUSTER
 from kraft.protocol.messages.describe_cluster import (ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS, DescribeClusterRequest,
                                                       DescribeClusterResponse)
 
@@ -26,16 +28,18 @@ def broker_entries(image, listener: str | None = None) -> list:
 
 def handle_describe_cluster(ctx, req: DescribeClusterRequest) -> ControllerResult:
     version = ctx.version
+    ops = authorized_operations(RESOURCE_CLUSTER, req.include_cluster_authorized_operations)
     # The active controller (the quorum leader) as the caller knows it; this node otherwise.
     controller_id = ctx.settings.get("active.controller.id", ctx.node_id)
     if version >= 1 and req.endpoint_type == ENDPOINT_BROKERS:
         brokers = broker_entries(ctx.image, ctx.settings.get("listener.name"))
         return ControllerResult([], W(error_code=0, endpoint_type=ENDPOINT_BROKERS, cluster_id=ctx.cluster_id,
-                                      controller_id=controller_id, brokers=brokers))
+                                      controller_id=controller_id, brokers=brokers, cluster_authorized_operations=ops))
     voters = ctx.settings.get("controller.endpoints", ())
     return ControllerResult([], W(error_code=0, endpoint_type=ENDPOINT_CONTROLLERS if version >= 1 else 1,
                                   cluster_id=ctx.cluster_id, controller_id=controller_id,
-                                  brokers=[W.Broker(broker_id=i, host=h, port=p) for i, h, p in voters]))
+                                  brokers=[W.Broker(broker_id=i, host=h, port=p) for i, h, p in voters],
+                                  cluster_authorized_operations=ops))
 
 
 HANDLERS = {60: handle_describe_cluster}

@@ -4,7 +4,9 @@ Kafka's ``ConfigurationControlManager`` as pure handlers over the uncommitted im
 Per resource, Kafka's order: request-shape checks (duplicate resources or keys, null values,
 unknown operations: INVALID_REQUEST), then the new value of each key (APPEND/SUBTRACT only on
 LIST configs, starting from the default when unset), then validation of the resulting configs
-(topic name, every key known and valid: INVALID_CONFIG), then existence (unknown topic:
+(topic name, every key known and valid: INVALID_CONFIG; broker keys as Kafka's broker checks
+them, INVALID_REQUEST, then what kraft cannot honour, INVALID_CONFIG: ``broker_config_defs``),
+then existence (unknown topic:
 UNKNOWN_TOPIC_OR_PARTITION; unregistered broker: BROKER_ID_NOT_REGISTERED). Resources that pass
 contribute ``ConfigRecord``s, proposed together as one atomic batch; ``validate_only`` proposes
 none. A key whose value does not change writes no record, except on broker resources, where
@@ -19,7 +21,8 @@ from collections import Counter
 from kraft.controller.api_error import ApiError
 from kraft.controller.result import ControllerContext, ControllerResult
 from kraft.errors import ErrorCode, KraftError
-from kraft.metadata.config_defs import BROKER_CONFIGS, TOPIC_CONFIGS, validate_broker_configs, validate_topic_configs
+from kraft.metadata.broker_config_defs import BROKER_CONFIGS, validate_broker_configs
+from kraft.metadata.config_defs import TOPIC_CONFIGS, validate_topic_configs
 from kraft.metadata.config_describe import describe_configs
 from kraft.metadata.configs import BROKER, TOPIC
 from kraft.metadata.records import ConfigRecord
@@ -72,7 +75,7 @@ def _validate(ctx: ControllerContext, kind: int, name: str, current: dict, chang
                 merged[key] = value
         validate_topic_configs(merged)
     else:
-        validate_broker_configs(changes)
+        validate_broker_configs(changes, per_broker=name != "")
     _check_exists(ctx, kind, name)
 
 

@@ -2,7 +2,9 @@
 
 Each handler is pure (``result.py``): it checks the request against the uncommitted image and
 returns the records of the topics it accepts plus the per-topic answer, with Kafka's error
-codes and messages (ReplicationControlManager / ControllerApis). A request is one atomic
+codes and messages (ReplicationControlManager / ControllerApis); a new topic's configs are
+validated as AlterConfigs validates them (``validate_topic_configs``: INVALID_CONFIG), also under
+``validate_only``, which answers the same verdicts and writes nothing. A request is one atomic
 unit: the accepted topics' records commit together or not at all. Topic ids are derived from
 the request and the controller's position (deterministic under the simulator). This module
 must not decide placement (``placement.py``) or leadership (``partition_change.py``).
@@ -17,7 +19,8 @@ import uuid
 from kraft.controller.api_error import ApiError
 from kraft.controller.placement import PlacementError, place
 from kraft.controller.result import ControllerResult
-from kraft.errors import ErrorCode
+from kraft.errors import ConfigError, ErrorCode
+from kraft.metadata.config_defs import validate_topic_configs
 from kraft.metadata.configs import TOPIC
 from kraft.metadata.records import ConfigRecord, PartitionRecord, RemoveTopicRecord, TopicRecord
 from kraft.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
@@ -151,9 +154,11 @@ def handle_create_topics(ctx, req: CreateTopicsRequest) -> ControllerResult:
             if other is not None:
                 raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                f"Topic '{t.name}' collides with existing topic: {other}")
-            for c in t.configs:
-                if c.value is None:
-                    raise ApiError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {c.name}")
+            nulls = [c.name for c in t.configs if c.value is None]
+            if nulls:
+                raise ApiError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {','.join(nulls)}")
+            configs = {c.name: c.value for c in t.configs}  # a repeated key: the last one wins, as in Kafka
+            validate_topic_configs(configs)
             if t.assignments:
                 if t.num_partitions != -1:
                     raise ApiError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
@@ -182,6 +187,9 @@ def handle_create_topics(ctx, req: CreateTopicsRequest) -> ControllerResult:
         except ApiError as e:
             answers.append(T(name=t.name, error_code=int(e.code), error_message=e.message))
             continue
+        except ConfigError as e:
+            answers.append(T(name=t.name, error_code=int(e.code), error_message=str(e)))
+            continue
         topic_id = new_topic_id(ctx, t.name, taken)
         taken.add(topic_id)
         start += len(assignment)
@@ -190,8 +198,8 @@ def handle_create_topics(ctx, req: CreateTopicsRequest) -> ControllerResult:
         if req.validate_only:
             continue
         records.append(TopicRecord(name=t.name, topic_id=topic_id))
-        records.extend(ConfigRecord(resource_type=TOPIC, resource_name=t.name, name=c.name, value=c.value)
-                       for c in t.configs)
+        records.extend(ConfigRecord(resource_type=TOPIC, resource_name=t.name, name=name, value=value)
+                       for name, value in configs.items())
         records.extend(_partition_records(topic_id, assignment, 0, acceptable if t.assignments else None))
     return ControllerResult(records, CreateTopicsResponse(topics=answers), atomic=True)
 

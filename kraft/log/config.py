@@ -1,7 +1,9 @@
 """Settings of one log, named after Kafka's topic configs (``segment.bytes``, ``segment.ms``,
-``index.interval.bytes``, ``max.message.bytes``) and KRaft's ``append.linger.ms``.
+``segment.jitter.ms``, ``segment.index.bytes``, ``index.interval.bytes``, ``max.message.bytes``,
+``flush.messages``) and KRaft's ``append.linger.ms``.
 
-Plain keyword arguments; the server maps properties onto them. Validation only: no I/O.
+Plain keyword arguments; the server maps properties onto them (a partition's from its topic's
+effective configs, ``kraft.broker.topic_configs``). Validation only: no I/O.
 """
 
 from __future__ import annotations
@@ -20,6 +22,12 @@ class LogConfig:
     segment_bytes: int = GIB
     #: ``segment.ms``: roll a non-empty segment whose first batch is older than this.
     segment_ms: int = 7 * 24 * 3600 * 1000
+    #: ``segment.jitter.ms``: each new segment's ``segment.ms`` is shortened by a random amount
+    #: below this (and below ``segment.ms``), so many logs made together do not roll together.
+    segment_jitter_ms: int = 0
+    #: ``segment.index.bytes``: roll once the offset index (8-byte entries) or the time index
+    #: (12-byte entries) of the active segment would need more than this.
+    segment_index_bytes: int = 10 * MIB
     #: ``index.interval.bytes``: bytes of batches between two offset-index entries.
     index_interval_bytes: int = 4096
     #: ``max.message.bytes``: largest batch accepted (None: only the segment size limits it).
@@ -44,6 +52,10 @@ class LogConfig:
             raise ConfigError(f"segment.bytes must be in [14, 2147483647], got {self.segment_bytes}")
         if self.segment_ms <= 0:
             raise ConfigError(f"segment.ms must be positive, got {self.segment_ms}")
+        if self.segment_jitter_ms < 0:
+            raise ConfigError(f"segment.jitter.ms must be >= 0, got {self.segment_jitter_ms}")
+        if self.segment_index_bytes < 4:
+            raise ConfigError(f"segment.index.bytes must be >= 4, got {self.segment_index_bytes}")
         if self.index_interval_bytes < 0:
             raise ConfigError(f"index.interval.bytes must be >= 0, got {self.index_interval_bytes}")
         if self.max_batch_bytes is not None and self.max_batch_bytes <= 0:

@@ -85,6 +85,11 @@ class GroupCommit:
         if self._thread is not None:
             self._thread.start()
 
+    def reconfigure(self, linger_ms: float, flush_messages: int | None) -> None:
+        """New linger and message count (log's lock held); the next schedule uses them."""
+        self._linger_s = linger_ms / 1000.0
+        self._flush_messages = flush_messages
+
     # --- what the log tells the schedule (log's lock held) ------------------------------------
     def mark_dirty(self, end_offset: int = 0) -> None:
         """A change needs the next flush; the first one starts the linger clock."""

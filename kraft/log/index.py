@@ -299,6 +299,12 @@ class SegmentIndex:
         i = hotloops.floor_index(self.rel.data, self.rel.n, offset - self.base_offset)
         return int(self.pos.data[i]) if i >= 0 else 0
 
+    def full(self, max_index_bytes: int) -> bool:
+        """Kafka's ``isFull`` of either index at ``segment.index.bytes`` (never for an index
+        that is not loaded: only the active segment's is asked, and it always is)."""
+        return self.loaded and (self.rel.n >= max_index_bytes // OFFSET_ENTRY_SIZE
+                                or self.ts.n >= max_index_bytes // TIME_ENTRY_SIZE)
+
     def entries(self):
         return self.rel.view().tolist(), self.pos.view().tolist()
 

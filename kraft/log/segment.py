@@ -59,6 +59,8 @@ class LogSegment:
         #: batch's timestamp with it (or the clock with ``created_ms`` when it is None).
         self.rolling_timestamp_ms: int | None = None
         self.created_ms = 0
+        #: Kafka's ``rollJitterMs``: this segment rolls this much before ``segment.ms``.
+        self.roll_jitter_ms = 0
         #: A read-only map of the file's first ``len(_map)`` bytes for zero-copy reads
         #: (``view``); replaced by a larger one as the segment grows, dropped on truncation.
         self._map: mmap.mmap | None = None

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import random
 import struct
 import threading
 import time
@@ -248,7 +249,8 @@ class SegmentedLog:
             waited = self._clock_ms() - seg.created_ms
         if (seg.size + size > cfg.segment_bytes
                 or seg.size + size > MAX_SEGMENT_SIZE
-                or waited > cfg.segment_ms
+                or waited > cfg.segment_ms - seg.roll_jitter_ms
+                or seg.index.full(cfg.segment_index_bytes)
                 or last - seg.base_offset > _INT32_MAX):
             self._roll_locked(first)
         return self._segments[-1]
@@ -261,10 +263,21 @@ class SegmentedLog:
         self._add_segment(base)
 
     def _add_segment(self, base: int) -> None:
-        seg = LogSegment.create(self.directory, base, self.config.index_interval_bytes, self._clock_ms())
+        cfg = self.config
+        seg = LogSegment.create(self.directory, base, cfg.index_interval_bytes, self._clock_ms())
+        if cfg.segment_jitter_ms:  # Kafka's LogConfig.randomSegmentJitter
+            seg.roll_jitter_ms = random.randrange(min(cfg.segment_jitter_ms, cfg.segment_ms))
         files.fsync_dir(self.directory)
         self._segments.append(seg)
         self._bases.append(base)
+
+    def reconfigure(self, config: LogConfig) -> None:
+        """Use ``config`` from now on (Kafka's ``UnifiedLog.updateConfig``): the next append rolls
+        by its sizes and ages, new segments take its index interval and jitter, and the flusher
+        its linger and message count."""
+        with self._lock:
+            self.config = config
+            self._group.reconfigure(config.append_linger_ms, config.flush_interval_messages)
 
     def roll(self) -> None:
         """Start a new segment at ``end_offset`` (no-op if the active one is empty)."""

@@ -1,10 +1,13 @@
 """Config definitions shared by controller and broker: Kafka's topic-level configs (``LogConfig``)
-and the broker-level configs a cluster can change at run time, with Kafka's types, defaults,
-validators, synonyms and DescribeConfigs metadata (type, read-only, sensitive, documentation).
+with Kafka's types, defaults, validators, broker synonyms and DescribeConfigs metadata, and what
+kraft does with each (``Status``); the broker-level ones are in ``broker_config_defs``.
 
 Values travel as strings, exactly as users set them and as ``ConfigRecord`` stores them;
 :meth:`ConfigDef.check` parses a string the way Kafka's ``ConfigDef.parseType`` does and runs the
-validator, raising :class:`ConfigError` (INVALID_CONFIG) with Kafka's wording. Kafka 4 removed
+validator, raising :class:`ConfigError` (INVALID_CONFIG) with Kafka's wording. A config kraft
+cannot honour is refused (``Status.REFUSED``, or some values of a ``Status.LIMITED`` one) by
+:meth:`ConfigDef.refusal`, so nothing is stored that does not take effect; ``docs/configs.md``
+is generated from these tables (``tools/gen_config_docs.py``). Kafka 4 removed
 ``message.format.version``, ``message.timestamp.difference.max.ms`` and
 ``message.downconversion.enable``, so they are unknown here too. This module is data plus pure
 functions: it must not know about the image, records or requests.
@@ -129,14 +132,49 @@ def throttled_replicas(value):
     return "must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],..."
 
 
+class Status:
+    """What kraft does with a config that passes Kafka's validation (the docs table's column)."""
+
+    #: validated and in effect at run time (the note says where)
+    APPLIED = "applied"
+    #: validated and stored, and no effect in kraft: what Kafka does too without the feature the
+    #: note names (tiered storage), or a part of Kafka kraft does not have yet (compaction)
+    ACCEPTED = "accepted, no effect"
+    #: some values are refused with INVALID_CONFIG (the note says which); the others apply
+    LIMITED = "limited"
+    #: every value is refused with INVALID_CONFIG and the note
+    REFUSED = "refused"
+    #: broker configs: cannot change at run time; refused as Kafka refuses them (INVALID_REQUEST)
+    READ_ONLY = "read-only"
+
+
+class Mode:
+    """Kafka's dynamic update mode of a broker config (its documentation's "Update Mode")."""
+
+    READ_ONLY = "read-only"
+    PER_BROKER = "per-broker"
+    CLUSTER_WIDE = "cluster-wide"
+
+
 class ConfigDef(NamedTuple):
     name: str
     type: ConfigType
     default: str | None  # Kafka's string form of the default; None: no default
     validator: Callable | None = None
     doc: str | None = None
-    #: broker configs only: True when the config cannot be changed at run time
-    read_only: bool = False
+    #: what kraft does with it (a ``Status`` value) and, in one line, how or why not
+    status: str = Status.APPLIED
+    note: str = ""
+    #: ``Status.LIMITED``: (name, text, parsed value) -> the INVALID_CONFIG message, or None
+    refuse: Callable | None = None
+    #: broker configs: Kafka's dynamic update mode (a ``Mode`` value); None for topic configs
+    mode: str | None = None
+    #: a human-readable form of the validator for the docs (Kafka's "Valid Values")
+    valid: str = ""
+
+    @property
+    def read_only(self) -> bool:
+        return self.mode == Mode.READ_ONLY
 
     @property
     def sensitive(self) -> bool:
@@ -158,81 +196,149 @@ class ConfigDef(NamedTuple):
             raise ConfigError(f"Invalid value {text} for configuration {self.name}: {reason}")
         return value
 
+    def refusal(self, text: str, value) -> str | None:
+        """kraft's one-line INVALID_CONFIG message for a valid ``value``, or None if it applies."""
+        if self.status == Status.REFUSED:
+            return f"Configuration {self.name} is not supported by kraft: {self.note}"
+        return None if self.refuse is None else self.refuse(self.name, text, value)
+
 
 def _defs(*defs: ConfigDef) -> dict:
     return {d.name: d for d in defs}
 
 
+def only(allowed, reason: str) -> Callable:
+    """A ``refuse`` hook: every value but ``allowed`` is refused for ``reason``."""
+    return lambda name, text, value: (None if value == allowed
+                                      else f"Invalid value {text} for configuration {name}: {reason}")
+
+
+def only_as_kafka(allowed, message: str) -> Callable:
+    """A ``refuse`` hook for what Kafka itself refuses in a broker like ours: its message verbatim."""
+    return lambda name, text, value: None if value == allowed else message
+
+
 T = ConfigType
+S = Status
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+_COMPACTION = "compaction tuning: stored and described, but kraft does not compact logs yet"
+_TIERED = ("tiered storage only: stored with no effect, as in Kafka while remote.storage.enable is false "
+           "(kraft has no remote log manager)")
+_THROTTLE = "kraft has no replication throttling (replicas always fetch at full speed)"
+NO_TIERED_STORAGE = ("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with "
+                     "remote log storage.")
 
 #: Kafka 4's topic-level configs (``LogConfig``), by name.
 TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("cleanup.policy", T.LIST, "delete", one_of("compact", "delete"),
-              "A string that is either \"delete\" or \"compact\" or both."),
+              "A string that is either \"delete\" or \"compact\" or both.", S.APPLIED,
+              "delete: retention deletes old segments; compact: keyless records are refused (INVALID_RECORD) "
+              "but kraft does not compact yet, and a compact-only topic is not trimmed by retention (as in Kafka)",
+              valid="[compact, delete]"),
     ConfigDef("compression.type", T.STRING, "producer", one_of(*COMPRESSION_TYPES),
-              "Final compression type for a given topic."),
+              "Final compression type for a given topic.", S.APPLIED,
+              "the leader recompresses batches whose codec differs (producer: kept as sent)",
+              valid="[" + ", ".join(COMPRESSION_TYPES) + "]"),
     ConfigDef("compression.gzip.level", T.INT, "-1", level_or_default(1, 9, -1),
-              "The compression level to use if compression.type is set to gzip."),
+              "The compression level to use if compression.type is set to gzip.", S.APPLIED,
+              "the level the leader recompresses with when compression.type is gzip", valid="[1,...,9] or -1"),
     ConfigDef("compression.lz4.level", T.INT, "9", level_or_default(1, 17),
-              "The compression level to use if compression.type is set to lz4."),
+              "The compression level to use if compression.type is set to lz4.", S.APPLIED,
+              "the level the leader recompresses with when compression.type is lz4", valid="[1,...,17]"),
     ConfigDef("compression.zstd.level", T.INT, "3", level_or_default(-131072, 22),
-              "The compression level to use if compression.type is set to zstd."),
+              "The compression level to use if compression.type is set to zstd.", S.APPLIED,
+              "the level the leader recompresses with when compression.type is zstd", valid="[-131072,...,22]"),
     ConfigDef("delete.retention.ms", T.LONG, "86400000", at_least(0),
-              "How long to retain delete tombstone markers for log compacted topics."),
+              "How long to retain delete tombstone markers for log compacted topics.", S.ACCEPTED, _COMPACTION,
+              valid="[0,...]"),
     ConfigDef("file.delete.delay.ms", T.LONG, "60000", at_least(0),
-              "The time to wait before deleting a file from the filesystem."),
+              "The time to wait before deleting a file from the filesystem.", S.REFUSED,
+              "kraft deletes a segment's files as soon as retention removes the segment", valid="[0,...]"),
     ConfigDef("flush.messages", T.LONG, str(LONG_MAX), at_least(1),
-              "The number of messages written to a log partition before an fsync is forced."),
+              "The number of messages written to a log partition before an fsync is forced.", S.APPLIED,
+              "a flush starts once this many offsets are unflushed (kraft flushes every append within its "
+              "linger anyway)", valid="[1,...]"),
     ConfigDef("flush.ms", T.LONG, str(LONG_MAX), at_least(0),
-              "The time interval after which an fsync of the log is forced."),
+              "The time interval after which an fsync of the log is forced.", S.APPLIED,
+              "appends are flushed within min(kraft.log.flush.linger.ms, flush.ms)", valid="[0,...]"),
     ConfigDef("follower.replication.throttled.replicas", T.LIST, "", throttled_replicas,
-              "Replicas for which log replication should be throttled on the follower side."),
+              "Replicas for which log replication should be throttled on the follower side.", S.REFUSED, _THROTTLE,
+              valid="[partitionId]:[brokerId],... or *"),
     ConfigDef("index.interval.bytes", T.INT, "4096", at_least(0),
-              "How frequently Kafka adds an index entry to its offset index."),
+              "How frequently Kafka adds an index entry to its offset index.", S.APPLIED,
+              "bytes between two offset-index entries, for segments created after the change", valid="[0,...]"),
     ConfigDef("leader.replication.throttled.replicas", T.LIST, "", throttled_replicas,
-              "Replicas for which log replication should be throttled on the leader side."),
+              "Replicas for which log replication should be throttled on the leader side.", S.REFUSED, _THROTTLE,
+              valid="[partitionId]:[brokerId],... or *"),
     ConfigDef("local.retention.bytes", T.LONG, "-2", at_least(-2),
-              "The maximum size local log segments can grow to before they are deleted (tiered storage)."),
+              "The maximum size local log segments can grow to before they are deleted (tiered storage).",
+              S.ACCEPTED, _TIERED, valid="[-2,...]"),
     ConfigDef("local.retention.ms", T.LONG, "-2", at_least(-2),
-              "How long to keep a local log segment before deleting it (tiered storage)."),
+              "How long to keep a local log segment before deleting it (tiered storage).", S.ACCEPTED, _TIERED,
+              valid="[-2,...]"),
     ConfigDef("max.compaction.lag.ms", T.LONG, str(LONG_MAX), at_least(1),
-              "The maximum time a message will remain ineligible for compaction in the log."),
+              "The maximum time a message will remain ineligible for compaction in the log.", S.ACCEPTED,
+              _COMPACTION, valid="[1,...]"),
     ConfigDef("max.message.bytes", T.INT, "1048588", at_least(0),
-              "The largest record batch size allowed by Kafka (after compression if enabled)."),
+              "The largest record batch size allowed by Kafka (after compression if enabled).", S.APPLIED,
+              "the largest batch the leader accepts (MESSAGE_TOO_LARGE), from the next Produce on",
+              valid="[0,...]"),
     ConfigDef("message.timestamp.after.max.ms", T.LONG, "3600000", at_least(0),
-              "How far in the future a message timestamp may be, relative to the broker's time."),
+              "How far in the future a message timestamp may be, relative to the broker's time.", S.APPLIED,
+              "CreateTime records stamped later than now + this are refused (INVALID_TIMESTAMP)", valid="[0,...]"),
     ConfigDef("message.timestamp.before.max.ms", T.LONG, str(LONG_MAX), at_least(0),
-              "How far in the past a message timestamp may be, relative to the broker's time."),
+              "How far in the past a message timestamp may be, relative to the broker's time.", S.APPLIED,
+              "CreateTime records stamped earlier than now - this are refused (INVALID_TIMESTAMP)",
+              valid="[0,...]"),
     ConfigDef("message.timestamp.type", T.STRING, "CreateTime", one_of("CreateTime", "LogAppendTime"),
-              "Whether the timestamp in the message is message create time or log append time."),
+              "Whether the timestamp in the message is message create time or log append time.", S.APPLIED,
+              "LogAppendTime: the leader stamps each batch with its own clock", valid="[CreateTime, LogAppendTime]"),
     ConfigDef("min.cleanable.dirty.ratio", T.DOUBLE, "0.5", between(0, 1),
-              "How frequently the log compactor will attempt to clean the log."),
+              "How frequently the log compactor will attempt to clean the log.", S.ACCEPTED, _COMPACTION,
+              valid="[0,...,1]"),
     ConfigDef("min.compaction.lag.ms", T.LONG, "0", at_least(0),
-              "The minimum time a message will remain uncompacted in the log."),
+              "The minimum time a message will remain uncompacted in the log.", S.ACCEPTED, _COMPACTION,
+              valid="[0,...]"),
     ConfigDef("min.insync.replicas", T.INT, "1", at_least(1),
-              "The minimum number of replicas that must acknowledge a write for acks=all to succeed."),
-    ConfigDef("preallocate", T.BOOLEAN, "false", None, "True if we should preallocate the file on disk."),
+              "The minimum number of replicas that must acknowledge a write for acks=all to succeed.", S.APPLIED,
+              "acks=all needs this many in-sync replicas (NOT_ENOUGH_REPLICAS); ELR uses it when enabled",
+              valid="[1,...]"),
+    ConfigDef("preallocate", T.BOOLEAN, "false", None, "True if we should preallocate the file on disk.",
+              S.LIMITED, "false only: kraft does not preallocate segment files",
+              only(False, "kraft does not preallocate segment files")),
     ConfigDef("remote.log.copy.disable", T.BOOLEAN, "false", None,
-              "Stop copying log segments to remote storage (tiered storage)."),
+              "Stop copying log segments to remote storage (tiered storage).", S.ACCEPTED, _TIERED),
     ConfigDef("remote.log.delete.on.disable", T.BOOLEAN, "false", None,
-              "Delete remote log segments when tiered storage is disabled for the topic."),
-    ConfigDef("remote.storage.enable", T.BOOLEAN, "false", None, "Enable tiered storage for the topic."),
+              "Delete remote log segments when tiered storage is disabled for the topic.", S.ACCEPTED, _TIERED),
+    ConfigDef("remote.storage.enable", T.BOOLEAN, "false", None, "Enable tiered storage for the topic.",
+              S.LIMITED, "false only: true gets Kafka's answer for a broker without tiered storage",
+              only_as_kafka(False, NO_TIERED_STORAGE)),
     ConfigDef("retention.bytes", T.LONG, "-1", None,
-              "The maximum size a partition can grow to before old log segments are discarded."),
+              "The maximum size a partition can grow to before old log segments are discarded.", S.APPLIED,
+              "whole segments below the high watermark are deleted every log.retention.check.interval.ms"),
     ConfigDef("retention.ms", T.LONG, "604800000", at_least(-1),
-              "The maximum time a log is retained before old log segments are discarded."),
+              "The maximum time a log is retained before old log segments are discarded.", S.APPLIED,
+              "segments whose newest record is older are deleted every log.retention.check.interval.ms",
+              valid="[-1,...]"),
     # Kafka 4 raised the minimum from 14 bytes to 1 MiB (KIP-1030).
-    ConfigDef("segment.bytes", T.INT, "1073741824", at_least(1024 * 1024), "The segment file size for the log."),
+    ConfigDef("segment.bytes", T.INT, "1073741824", at_least(1024 * 1024), "The segment file size for the log.",
+              S.APPLIED, "the active segment rolls before an append would grow it past this", valid="[1048576,...]"),
     ConfigDef("segment.index.bytes", T.INT, "10485760", at_least(4),
-              "The size of the index that maps offsets to file positions."),
+              "The size of the index that maps offsets to file positions.", S.APPLIED,
+              "the active segment rolls once its offset index (8 bytes an entry) or time index (12) is full",
+              valid="[4,...]"),
     ConfigDef("segment.jitter.ms", T.LONG, "0", at_least(0),
-              "The maximum random jitter subtracted from the scheduled segment roll time."),
+              "The maximum random jitter subtracted from the scheduled segment roll time.", S.APPLIED,
+              "each new segment's segment.ms is shortened by a random amount below this", valid="[0,...]"),
     ConfigDef("segment.ms", T.LONG, "604800000", at_least(1),
-              "The period of time after which Kafka will force the log to roll."),
+              "The period of time after which Kafka will force the log to roll.", S.APPLIED,
+              "a non-empty segment older than this rolls at the next append (Kafka's rule)", valid="[1,...]"),
     ConfigDef("unclean.leader.election.enable", T.BOOLEAN, "false", None,
-              "Whether replicas not in the ISR may be elected as leader as a last resort."),
+              "Whether replicas not in the ISR may be elected as leader as a last resort.", S.APPLIED,
+              "the controller may elect outside the ISR when brokers fence or unfence, and on ElectLeaders "
+              "UNCLEAN (no periodic re-check of leaderless partitions)"),
 )
+del S, T
 
 HOURS, MINUTES = 3_600_000, 60_000
 
@@ -270,72 +376,11 @@ TOPIC_SYNONYMS: dict[str, tuple] = {
 }
 
 
-def _broker_synonym(topic_name: str, broker_name: str, default: str | None, type_=None, validator=None) -> ConfigDef:
-    topic = TOPIC_CONFIGS[topic_name]
-    return ConfigDef(broker_name, type_ or topic.type, default, validator or topic.validator,
-                     f"The broker default for {topic_name}: {topic.doc}")
 
-
-#: Broker configs: the topic defaults a cluster may change at run time (cluster-wide, resource
-#: name "", or per broker), a few other dynamic ones, and read-only ones DescribeConfigs shows.
-BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
-    *(_broker_synonym(topic, names[0][0], TOPIC_CONFIGS[topic].default)
-      for topic, names in TOPIC_SYNONYMS.items()
-      if topic not in ("segment.ms", "segment.jitter.ms", "retention.ms", "flush.ms")),
-    # Kafka gives the *.ms forms no default: the hours (or scheduler interval) form supplies it.
-    _broker_synonym("segment.ms", "log.roll.ms", None),
-    _broker_synonym("segment.ms", "log.roll.hours", "168", T.INT, at_least(1)),
-    _broker_synonym("segment.jitter.ms", "log.roll.jitter.ms", None),
-    _broker_synonym("segment.jitter.ms", "log.roll.jitter.hours", "0", T.INT, at_least(0)),
-    _broker_synonym("retention.ms", "log.retention.ms", None),
-    _broker_synonym("retention.ms", "log.retention.minutes", None, T.INT),
-    _broker_synonym("retention.ms", "log.retention.hours", "168", T.INT),
-    _broker_synonym("flush.ms", "log.flush.interval.ms", None),
-    _broker_synonym("flush.ms", "log.flush.scheduler.interval.ms", str(LONG_MAX)),
-    ConfigDef("background.threads", T.INT, "10", at_least(1), "Threads for background processing tasks."),
-    ConfigDef("follower.replication.throttled.rate", T.LONG, str(LONG_MAX), at_least(0),
-              "Upper bound on follower replication traffic in bytes/s for throttled replicas."),
-    ConfigDef("leader.replication.throttled.rate", T.LONG, str(LONG_MAX), at_least(0),
-              "Upper bound on leader replication traffic in bytes/s for throttled replicas."),
-    ConfigDef("log.cleaner.threads", T.INT, "1", at_least(0), "Background threads for log cleaning."),
-    ConfigDef("max.connections", T.INT, str(INT_MAX), at_least(0), "Maximum connections the broker allows."),
-    ConfigDef("max.connections.per.ip", T.INT, str(INT_MAX), at_least(0), "Maximum connections from one address."),
-    ConfigDef("num.io.threads", T.INT, "8", at_least(1), "Threads the server uses to process requests."),
-    ConfigDef("num.network.threads", T.INT, "3", at_least(1), "Threads receiving and sending on the network."),
-    ConfigDef("num.recovery.threads.per.data.dir", T.INT, "2", at_least(1),
-              "Threads per data directory for log recovery at startup and flushing at shutdown."),
-    ConfigDef("num.replica.fetchers", T.INT, "1", None, "Fetcher threads replicating from each source broker."),
-    ConfigDef("ssl.key.password", T.PASSWORD, None, None, "The password of the private key in the key store."),
-    # read-only: set in server.properties only
-    ConfigDef("auto.create.topics.enable", T.BOOLEAN, "true", None, "Enable auto creation of topics.", True),
-    ConfigDef("broker.id", T.INT, "-1", None, "The broker id (node.id in KRaft).", True),
-    ConfigDef("default.replication.factor", T.INT, "1", None, "Default replication factor of new topics.", True),
-    ConfigDef("delete.topic.enable", T.BOOLEAN, "true", None, "Enables deleting topics.", True),
-    ConfigDef("log.dirs", T.STRING, None, None, "The directories in which the log data is kept.", True),
-    ConfigDef("node.id", T.INT, "-1", None, "The node id of this server.", True),
-    ConfigDef("num.partitions", T.INT, "1", at_least(1), "Default number of partitions of new topics.", True),
-    ConfigDef("process.roles", T.LIST, "", one_of("broker", "controller"), "The roles of this server.", True),
-)
-del T
-
-#: broker config -> the names of its synonym group in priority order (Kafka's
-#: ``DynamicBrokerConfig.brokerConfigSynonyms``); a config outside any group is its own group.
-_BROKER_GROUPS = (
-    ("log.roll.ms", "log.roll.hours"),
-    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-    ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
-    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-)
-BROKER_SYNONYM_GROUPS: dict[str, tuple] = {name: group for group in _BROKER_GROUPS for name in group}
-
-
-def broker_synonyms(name: str) -> tuple:
-    return BROKER_SYNONYM_GROUPS.get(name, (name,))
-
-
-def validate_topic_configs(configs: dict) -> None:
-    """Kafka's ``LogConfig.validate`` for a topic's complete set of overrides (name -> string):
-    ConfigError (INVALID_CONFIG) for an unknown name, a bad value or conflicting values."""
+def validate_topic_configs(configs: dict) -> dict:
+    """Kafka's ``LogConfig.validate`` for a topic's complete set of overrides (name -> string),
+    then kraft's refusals: ConfigError (INVALID_CONFIG) for an unknown name, a bad value,
+    conflicting values, tiered storage, or a value kraft cannot honour. Returns name -> parsed."""
     parsed = {}
     for name, text in configs.items():
         definition = TOPIC_CONFIGS.get(name)
@@ -349,15 +394,8 @@ def validate_topic_configs(configs: dict) -> None:
     if min_lag > max_lag:
         raise ConfigError(f"conflict topic config setting min.compaction.lag.ms ({min_lag}) > "
                           f"max.compaction.lag.ms ({max_lag})")
-
-
-def validate_broker_configs(configs: dict) -> None:
-    """Values of known broker configs must parse and pass their validator; read-only ones may not
-    be set at run time. Unknown names pass (plugins and listener-prefixed configs exist)."""
-    for name, text in configs.items():
-        definition = BROKER_CONFIGS.get(name)
-        if definition is None or text is None:
-            continue
-        if definition.read_only:
-            raise ConfigError(f"Cannot update these configs dynamically: {name}")
-        definition.check(text)
+    for name, value in parsed.items():
+        reason = TOPIC_CONFIGS[name].refusal(configs[name], value)
+        if reason:
+            raise ConfigError(reason)
+    return parsed

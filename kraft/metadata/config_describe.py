@@ -14,8 +14,8 @@ write anything or know who asks.
 from __future__ import annotations
 
 from kraft.errors import ErrorCode
-from kraft.metadata.config_defs import (BROKER_CONFIGS, TOPIC_CONFIGS, TOPIC_SYNONYMS, ConfigSource, ConfigType,
-                                        broker_synonyms, parse_value)
+from kraft.metadata.broker_config_defs import BROKER_CONFIGS, broker_synonyms
+from kraft.metadata.config_defs import TOPIC_CONFIGS, TOPIC_SYNONYMS, ConfigSource, ConfigType, parse_value
 from kraft.metadata.configs import BROKER, BROKER_LOGGER, TOPIC
 from kraft.metadata.topic_names import topic_name_error
 from kraft.protocol.messages.configs import DescribeConfigsRequest, DescribeConfigsResponse
@@ -76,7 +76,9 @@ def _config_type(definition) -> int:
     return int(definition.type) if definition is not None else int(ConfigType.UNKNOWN)
 
 
-def _topic_value(name: str, overrides: dict, layers: BrokerConfigLayers) -> str | None:
+def topic_config_value(name: str, overrides: dict, layers: BrokerConfigLayers) -> str | None:
+    """The string a topic config takes on ``layers``' node: the topic's override, else the first
+    broker synonym set in any layer (converted to the topic's unit), else Kafka's default."""
     if name in overrides:
         return overrides[name]
     synonyms = TOPIC_SYNONYMS.get(name)
@@ -118,7 +120,7 @@ def describe_topic(image, topic: str, keys, layers: BrokerConfigLayers, include_
         if name in overrides:
             found.insert(0, Synonym(name=name, value=overrides[name], source=int(ConfigSource.DYNAMIC_TOPIC_CONFIG)))
         result.configs.append(Config(
-            name=name, value=_topic_value(name, overrides, layers), read_only=False,
+            name=name, value=topic_config_value(name, overrides, layers), read_only=False,
             config_source=found[0].source if found else int(ConfigSource.DEFAULT_CONFIG),
             is_sensitive=definition.sensitive, synonyms=found if include_synonyms else [],
             config_type=_config_type(definition), documentation=definition.doc if include_documentation else None))

@@ -10,7 +10,8 @@ from kraft.errors import CorruptRecordError
 from kraft.records._pure_crc import crc32c
 from kraft.records._pure_varint import decode_varint
 
-OK, CORRUPT, INVALID_RECORD, TOO_LARGE = 0, 1, 2, 3
+OK, CORRUPT, INVALID_RECORD, TOO_LARGE, NO_KEY, BAD_TIMESTAMP = 0, 1, 2, 3, 4, 5
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _HEADER_SIZE, _MIN_LENGTH, _MIN_RECORD_SIZE = 61, 49, 7
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
@@ -33,7 +34,9 @@ def _v32(data, pos: int, end: int, what: str):
     return v, new
 
 
-def _walk_records(data, p: int, end: int, count: int, allow_null_values: bool) -> None:
+def _walk_records(data, p: int, end: int, count: int, allow_null_values: bool, require_keys: bool = False,
+                  bounds: tuple = (_I64_MIN, _I64_MAX), base_timestamp: int = 0) -> None:
+    rule = None  # reported once the block is known to be well formed, as the native walker does
     for i in range(count):
         length, p = _v32(data, p, end, "record length")
         if length < _MIN_RECORD_SIZE - 1 or length > end - p:
@@ -41,7 +44,7 @@ def _walk_records(data, p: int, end: int, count: int, allow_null_values: bool) -
         rec_end = p + length
         p += 1
         try:
-            _, p = decode_varint(data[:rec_end], p)
+            ts_delta, p = decode_varint(data[:rec_end], p)
         except CorruptRecordError:
             raise _Stop(CORRUPT, "invalid timestamp delta") from None
         delta, p = _v32(data, p, rec_end, "offset delta")
@@ -51,6 +54,12 @@ def _walk_records(data, p: int, end: int, count: int, allow_null_values: bool) -
         if klen < -1 or klen > rec_end - p:
             raise _Stop(CORRUPT, "invalid key length")
         p += max(klen, 0)
+        if rule is None:
+            ts = (base_timestamp + ts_delta + (1 << 63)) % (1 << 64) - (1 << 63)
+            if klen < 0 and require_keys:
+                rule = _Stop(NO_KEY, "a compacted topic cannot accept a record without a key")
+            elif ts != -1 and not bounds[0] <= ts <= bounds[1]:
+                rule = _Stop(BAD_TIMESTAMP, "a record timestamp is out of range")
         vlen, p = _v32(data, p, rec_end, "value length")
         if vlen < -1 or vlen > rec_end - p:
             raise _Stop(CORRUPT, "invalid value length")
@@ -73,10 +82,13 @@ def _walk_records(data, p: int, end: int, count: int, allow_null_values: bool) -
             raise _Stop(CORRUPT, "record length does not match its fields")
     if p != end:
         raise _Stop(CORRUPT, "bytes left after the last record")
+    if rule is not None:
+        raise rule
 
 
 def check_writer_batches(buffer, max_batch_bytes: int, max_batch_records: int, allow_control: bool,
-                         allow_null_values: bool):
+                         allow_null_values: bool, require_keys: bool = False, min_timestamp: int = _I64_MIN,
+                         max_timestamp: int = _I64_MAX):
     data = memoryview(buffer).cast("B")
     pos, end, records, compressed, batch_at = 0, len(data), 0, False, 0
     try:
@@ -108,7 +120,9 @@ def check_writer_batches(buffer, max_batch_bytes: int, max_batch_records: int, a
             else:
                 if count > (size - _HEADER_SIZE) // _MIN_RECORD_SIZE:
                     raise _Stop(CORRUPT, "record count impossible in the batch size")
-                _walk_records(data, pos + _HEADER_SIZE, pos + size, count, allow_null_values)
+                (base_timestamp,) = struct.unpack_from(">q", data, pos + 27)
+                _walk_records(data, pos + _HEADER_SIZE, pos + size, count, allow_null_values, require_keys,
+                              (min_timestamp, max_timestamp), base_timestamp)
             records += count
             pos += size
     except _Stop as stop:

@@ -53,13 +53,17 @@ def _require(codec: int, module):
     return module
 
 
-def compress(codec: int, data) -> bytes:
+def compress(codec: int, data, level: int | None = None) -> bytes:
+    """``data`` compressed with ``codec`` at ``level`` (Kafka's ``compression.<codec>.level``;
+    None or gzip's -1: the codec's default; snappy has no levels)."""
     if codec == Compression.GZIP:
-        c = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31 = gzip container
+        c = zlib.compressobj(6 if level is None or level < 0 else level, zlib.DEFLATED, 31)  # wbits 31: gzip
         return c.compress(data) + c.flush()
     if codec == Compression.LZ4:
         return _require(codec, _lz4).compress(
             data,
+            # python-lz4 takes 0-16 (3 and up: high compression); Kafka's 1-17 with 9 the default
+            compression_level=0 if level is None else min(level, 16),
             block_size=_lz4.BLOCKSIZE_MAX64KB,
             block_linked=False,
             content_checksum=False,
@@ -75,7 +79,8 @@ def compress(codec: int, data) -> bytes:
             out.append(block)
         return b"".join(out)
     if codec == Compression.ZSTD:
-        return _require(codec, _zstd).ZstdCompressor().compress(data)
+        zstd = _require(codec, _zstd)
+        return (zstd.ZstdCompressor() if level is None else zstd.ZstdCompressor(level=level)).compress(data)
     raise UnsupportedCodecError(f"unknown compression codec {codec}")
 
 

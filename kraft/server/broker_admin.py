@@ -2,7 +2,8 @@
 
 Writes are forwarded to the active controller (Kafka forwards them too, in an Envelope; we
 send the request itself, KIP-590's "direct" variant): CreateTopics, DeleteTopics,
-CreatePartitions, AlterConfigs, IncrementalAlterConfigs, CreateAcls, DeleteAcls, ElectLeaders,
+CreatePartitions, AlterConfigs, IncrementalAlterConfigs, CreateAcls and DeleteAcls (answered here
+SECURITY_DISABLED when this broker has no authorizer, as Kafka's are), ElectLeaders,
 AlterPartitionReassignments and ListPartitionReassignments (read from the controller, whose
 view of a reassignment is the current one, as Kafka forwards it). The
 controller answers once the records committed; the broker passes that answer back at the
@@ -10,7 +11,8 @@ client's version, or NOT_CONTROLLER if no controller answered within the request
 (clients refresh metadata and retry). Reads are answered from the broker's image with the
 same pure code the controller uses: DescribeConfigs (``config_describe``), DescribeAcls
 (``acl_filters``) and DescribeCluster (unfenced brokers on the request's listener, the
-Metadata controller id). Metadata for an unknown topic creates it when
+Metadata controller id; the cluster's authorized operations when asked,
+``kraft.metadata.authorization``). Metadata for an unknown topic creates it when
 ``auto.create.topics.enable`` (Kafka's default) and the request allows it, with
 ``num.partitions`` / ``default.replication.factor``, answering LEADER_NOT_AVAILABLE meanwhile
 as Kafka does. ApiVersions lists all of it.
@@ -29,14 +31,18 @@ from kraft.controller.cluster_handlers import broker_entries
 from kraft.controller.handlers import ERROR_RESPONSES, HANDLERS
 from kraft.controller.result import ControllerContext
 from kraft.errors import ErrorCode, KraftError
+from kraft.metadata.authorization import authorized_operations, authorizer_configured
 from kraft.metadata.topic_names import topic_name_error
 from kraft.protocol import ApiVersionsRequest, CreateTopicsRequest, MetadataRequest, api_versions_response
+from kraft.protocol.messages.acls import RESOURCE_CLUSTER
 from kraft.protocol.messages.describe_cluster import ENDPOINT_BROKERS, DescribeClusterResponse
 
 log = logging.getLogger("kraft.broker.admin")
 
 #: API keys a broker forwards to the active controller.
 FORWARDED_APIS = frozenset({19, 20, 37, 33, 44, 30, 31, 43, 45, 46})
+#: CreateAcls and DeleteAcls: forwarded only when this broker has an authorizer.
+ACL_WRITES = frozenset({30, 31})
 #: API keys a broker answers from its image: DescribeConfigs, DescribeAcls, DescribeCluster.
 IMAGE_READ_APIS = frozenset({32, 29, 60})
 DEFAULT_TIMEOUT_MS = 30_000
@@ -68,13 +74,12 @@ class BrokerAdminHandlers:
     def handle(self, ctx, request):
         key = request.API_KEY
         version = ctx.header.api_version
+        if key in ACL_WRITES and not authorizer_configured(self.static_configs):
+            return self._read(key, request, version)  # SECURITY_DISABLED from this node, as Kafka's brokers
         if key in FORWARDED_APIS:
             return self._forward(request, version)
         if key in (32, 29):
-            context = ControllerContext(image=self.state.image, version=version, now_ms=int(time.time() * 1000),
-                                        settings=self.static_configs, node_id=self.state.broker_id,
-                                        cluster_id=self.state.cluster_id or "")
-            return HANDLERS[key](context, request).response
+            return self._read(key, request, version)
         if key == 60:
             return self._describe_cluster(request, version, ctx.listener)
         if key == ApiVersionsRequest.API_KEY and ApiVersionsRequest.supports(version):
@@ -96,6 +101,13 @@ class BrokerAdminHandlers:
             return ERROR_RESPONSES[request.API_KEY](request, version, ErrorCode.NOT_CONTROLLER, str(exc))
 
     # --- reads from the image -------------------------------------------------------------
+    def _read(self, key: int, request, version: int):
+        """A controller handler that writes nothing, run on this broker's image and settings."""
+        context = ControllerContext(image=self.state.image, version=version, now_ms=int(time.time() * 1000),
+                                    settings=self.static_configs, node_id=self.state.broker_id,
+                                    cluster_id=self.state.cluster_id or "")
+        return HANDLERS[key](context, request).response
+
     def _describe_cluster(self, request, version: int, listener: str):
         W = DescribeClusterResponse
         state = self.state
@@ -107,7 +119,9 @@ class BrokerAdminHandlers:
         brokers = [b for b in broker_entries(state.image, listener)
                    if b.broker_id != state.broker_id or state.is_serving()]
         return W(error_code=0, endpoint_type=ENDPOINT_BROKERS, cluster_id=state.cluster_id or "",
-                 controller_id=state.controller_id, brokers=brokers)
+                 controller_id=state.controller_id, brokers=brokers,
+                 cluster_authorized_operations=authorized_operations(
+                     RESOURCE_CLUSTER, request.include_cluster_authorized_operations))
 
     # --- auto topic creation --------------------------------------------------------------
     def _auto_create(self, request, version: int, response) -> None:

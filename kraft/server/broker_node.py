@@ -32,11 +32,15 @@ from kraft.broker.broker_state import BrokerLimits, BrokerState
 from kraft.broker.handlers import BrokerHandlers
 from kraft.broker.image_publisher import publish_image
 from kraft.broker.partition_logs import PartitionLogs
+from kraft.broker.topic_configs import follow_topic_configs
 from kraft.config import NodeConfig, log_flush_linger_ms, log_flush_messages, log_retention_ms
-from kraft.errors import StorageError
+from kraft.errors import ConfigError, StorageError
 from kraft.log import LogConfig
 from kraft.log.dir_lock import lock_directories
 from kraft.metadata import MetadataDelta, PartitionRecord, RegisterBrokerRecord, TopicRecord
+from kraft.metadata.broker_config_defs import BROKER_CONFIGS
+from kraft.metadata.config_defs import parse_value
+from kraft.metadata.configs import BROKER
 from kraft.metadata.image import EMPTY_IMAGE, MetadataImage
 from kraft.server.network import KafkaServer, connection_limits
 from kraft.server.replication_driver import ReplicationDriver
@@ -68,6 +72,7 @@ class BrokerNode:
         self._timers: list[asyncio.TimerHandle] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._published = False  # the first image judges strays (it must be a caught-up one)
+        self._configs_applied = False  # the first image gives every log its topic's configs
 
     # --- startup ------------------------------------------------------------------------------
     async def start(self, serving: bool = True) -> None:
@@ -94,7 +99,10 @@ class BrokerNode:
         log.info("broker %d: %d partition logs recovered in %s", cfg.node_id, len(opened), ", ".join(cfg.log_dirs))
         limits = BrokerLimits(message_max_bytes=v["message.max.bytes"],
                               timestamp_type=v["log.message.timestamp.type"])
-        self.state = BrokerState(cfg.node_id, self.logs, cluster_id=self.cluster_id, limits=limits)
+        self.state = state = BrokerState(cfg.node_id, self.logs, cluster_id=self.cluster_id, limits=limits,
+                                         static_configs=static_broker_configs(cfg))
+        # From here on each log takes its topic's effective configs (rolls, flush, retention).
+        follow_topic_configs(self.logs, state, log_cfg)
         self.handlers = BrokerHandlers(self.state, fetch_producer_id_block=self.fetch_producer_id_block,
                                        fetch_session_cache_slots=v["max.incremental.fetch.session.cache.slots"])
         self.replication = ReplicationDriver(cfg, self.state, self.handlers)
@@ -138,10 +146,24 @@ class BrokerNode:
         changes = publish_image(self.logs, previous, image, self.cfg.node_id, first=not self._published)
         self._published = True
         self.state.image = image
+        self._apply_configs(previous, image)
         self.replication.on_image(image)
         self.handlers.produce.release_unled()
         self.handlers.fetch.wake_all()
         return changes
+
+    def _apply_configs(self, previous: MetadataImage, image: MetadataImage) -> None:
+        """A config change in ``image`` reaches what reads configs outside a request: each log's
+        roll, index and flush settings, and the listeners' per-address connection cap."""
+        topics = None if not self._configs_applied else self.state.topic_configs.changed_topics(previous, image)
+        self._configs_applied = True
+        if topics is None or topics:
+            changed = self.logs.reconfigure(topics)
+            if changed:
+                log.info("broker %d: %d partition logs took new topic configs", self.cfg.node_id, changed)
+        cap = effective_broker_config(image, self.cfg, "max.connections.per.ip")
+        for server in self.servers.values():
+            server.max_connections_per_ip = cap
 
     def port(self, listener: str | None = None) -> int:
         if listener is None:
@@ -181,6 +203,32 @@ class BrokerNode:
         if self._locks is not None:
             self._locks.release()
             self._locks = None
+
+
+def static_broker_configs(cfg: NodeConfig) -> dict:
+    """The broker configs server.properties sets (as written), by Kafka name; a value that does
+    not parse stops the start (ConfigError), as it stops Kafka's. Ranges are ``NodeConfig``'s
+    (it lets tests use segments smaller than Kafka 4's 1 MiB minimum)."""
+    out = {k: v for k, v in cfg.given.items() if k in BROKER_CONFIGS}
+    for name, text in out.items():
+        try:
+            parse_value(BROKER_CONFIGS[name].type, text)
+        except ValueError as e:
+            raise ConfigError(f"Invalid value {text} for configuration {name}: {e}") from None
+    return out
+
+
+def effective_broker_config(image: MetadataImage, cfg: NodeConfig, name: str) -> int:
+    """An INT broker config of this node: its dynamic value, else the cluster default, else the
+    static setting (controller-validated, so it parses)."""
+    for resource in (str(cfg.node_id), ""):
+        value = image.configs.config(BROKER, resource).get(name)
+        if value is not None:
+            try:
+                return int(value)
+            except ValueError:
+                log.warning("broker %d: %s=%r does not parse; ignored", cfg.node_id, name, value)
+    return cfg.int(name)
 
 
 def static_image(registration: RegisterBrokerRecord, topics: dict, *, topic_ids: dict | None = None,

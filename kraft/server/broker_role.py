@@ -30,7 +30,7 @@ from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties
 from kraft.server.broker_admin import AutoCreate, BrokerAdminHandlers
 from kraft.server.controller_requests import controller_settings
 from kraft.server.broker_lifecycle import BrokerLifecycleDriver
-from kraft.server.broker_node import BrokerNode
+from kraft.server.broker_node import BrokerNode, static_broker_configs
 from kraft.server.raft_driver import wall_ms
 
 log = logging.getLogger("kraft.broker")
@@ -94,7 +94,8 @@ class BrokerRole:
         cfg = self.cfg
         auto = AutoCreate(cfg.values["auto.create.topics.enable"].lower() == "true", cfg.int("num.partitions"),
                           cfg.int("default.replication.factor"))
-        return BrokerAdminHandlers(handlers, self.forwarding_client, static_configs=controller_settings(cfg),
+        return BrokerAdminHandlers(handlers, self.forwarding_client,
+                                   static_configs={**controller_settings(cfg), **static_broker_configs(cfg)},
                                    auto_create=auto)
 
     async def start(self) -> None:

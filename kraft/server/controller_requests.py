@@ -30,7 +30,7 @@ WORK_SLICE_S = 0.02
 SETTINGS = ("num.partitions", "default.replication.factor", "min.insync.replicas",
             "unclean.leader.election.enable", "broker.session.timeout.ms", "broker.heartbeat.interval.ms",
             "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
-            "leader.imbalance.per.broker.percentage", "eligible.leader.replicas.enable")
+            "leader.imbalance.per.broker.percentage", "eligible.leader.replicas.enable", "authorizer.class.name")
 
 
 def controller_settings(cfg) -> dict:

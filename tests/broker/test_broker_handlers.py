@@ -5,6 +5,7 @@ epoch checks, size limits, high watermark, fetch parking, timestamps)."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from types import SimpleNamespace
 
@@ -56,7 +57,10 @@ class Broker:
     def __init__(self, tmp_path, **limits):
         self.logs = PartitionLogs([str(tmp_path)], LogConfig(append_linger_ms=0.0))
         self.state = BrokerState(1, self.logs, cluster_id="cid", limits=BrokerLimits(**limits))
-        self.handlers = BrokerHandlers(self.state, clock_ms=lambda: 123_456)
+        # The broker's clock stands still, near the wall clock writers stamp records with (records
+        # more than message.timestamp.after.max.ms ahead of it are refused, as in Kafka).
+        self.now = now = int(time.time() * 1000)
+        self.handlers = BrokerHandlers(self.state, clock_ms=lambda: now)
         image = _image()
         publish_image(self.logs, EMPTY_IMAGE, image, 1)
         self.state.image = image
@@ -281,9 +285,9 @@ def test_log_append_time_topic_stamps_the_batch(broker):
     d.replay(ConfigRecord(resource_type=2, resource_name="foo", name="message.timestamp.type", value="LogAppendTime"))
     broker.set_image(d.apply())
     p = broker.call(produce(build_batch([b"a", b"b"], timestamp=5)), 9).responses[0].partition_responses[0]
-    assert p.log_append_time_ms == 123_456
+    assert p.log_append_time_ms == broker.now
     [batch] = list(iter_batches(broker.logs.get("foo", 0).log.read(0, 1 << 20), validate=True))
-    assert [r.timestamp for r in batch] == [123_456, 123_456]
+    assert [r.timestamp for r in batch] == [broker.now, broker.now]
 
 
 # --- Fetch ----------------------------------------------------------------------------------

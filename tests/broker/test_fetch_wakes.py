@@ -6,6 +6,7 @@ partition's records (the wake waits for the end of the loop turn, not the first 
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from types import SimpleNamespace
 
@@ -44,10 +45,14 @@ def follower_fetch():
                                    partition_max_bytes=1 << 20) for p in range(N)])])
 
 
+#: the handlers' clock stands still near the wall clock records are stamped with (a record more
+#: than message.timestamp.after.max.ms ahead of it is refused, as in Kafka)
+NOW = int(time.time() * 1000)
+
 def _handlers(tmp_path):
     logs = PartitionLogs([str(tmp_path)], LogConfig(append_linger_ms=0.0))
     state = BrokerState(1, logs, cluster_id="cid")
-    handlers = BrokerHandlers(state, clock_ms=lambda: 1_000)
+    handlers = BrokerHandlers(state, clock_ms=lambda: NOW)
     image = _image()
     publish_image(logs, EMPTY_IMAGE, image, 1)
     state.image = image
@@ -91,7 +96,7 @@ def test_a_produce_to_every_partition_answers_a_parked_follower_fetch_with_all_o
 def test_an_image_rereads_a_fetch_parked_on_every_partition_once_and_it_sees_the_change(tmp_path):
     logs = PartitionLogs([str(tmp_path)], LogConfig(append_linger_ms=0.0))
     state = BrokerState(1, logs, cluster_id="cid")
-    handlers = BrokerHandlers(state, clock_ms=lambda: 1_000)
+    handlers = BrokerHandlers(state, clock_ms=lambda: NOW)
     image = _image()
     publish_image(logs, EMPTY_IMAGE, image, 1)
     state.image = image

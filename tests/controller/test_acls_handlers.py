@@ -186,3 +186,49 @@ def test_kafka_python_reads_our_describe_and_delete_responses():
         == [("foo", [(BOB, "10.0.0.1", PERMISSION_DENY)])]
     theirs = kacl.DeleteAclsResponse.decode(delete(image, {"principal": BOB}).response.encode(2), version=2)
     assert [len(f.matching_acls) for f in theirs.filter_results] == [1]
+
+
+# --- no authorizer: Kafka's AclApis answer ---------------------------------------------------
+
+STANDARD = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+
+
+def _requests():
+    C, F = CreateAclsRequest.Creation, DeleteAclsRequest.Filter
+    a = acl()
+    create_req = CreateAclsRequest(creations=[C(
+        resource_type=a.resource_type, resource_name=a.resource_name, resource_pattern_type=a.pattern_type,
+        principal=a.principal, host=a.host, operation=a.operation, permission_type=a.permission_type)] * 2)
+    any_filter = dict(resource_type_filter=RESOURCE_ANY, resource_name_filter=None, pattern_type_filter=PATTERN_ANY,
+                      principal_filter=None, host_filter=None, operation=OPERATION_ANY, permission_type=PERMISSION_ANY)
+    return {30: create_req, 31: DeleteAclsRequest(filters=[F(**any_filter)] * 3), 29: DescribeAclsRequest(**any_filter)}
+
+
+def test_without_an_authorizer_every_acl_request_is_security_disabled_and_writes_nothing():
+    """Kafka's AclApis with no authorizer: CreateAcls and DeleteAcls answer SECURITY_DISABLED per
+    creation / filter, DescribeAcls once; nothing is stored for nothing to enforce."""
+    image = with_acls(acl(name="stored-before"))
+    disabled = int(ErrorCode.SECURITY_DISABLED)
+    for settings in ({}, {"authorizer.class.name": ""}):
+        requests = _requests()
+        created = HANDLERS[30](context(image, 3, settings), requests[30])
+        assert created.records == []
+        assert [(r.error_code, r.error_message) for r in created.response.results] == \
+            [(disabled, "No Authorizer is configured.")] * 2
+        deleted = HANDLERS[31](context(image, 3, settings), requests[31])
+        assert deleted.records == []
+        assert [(r.error_code, r.error_message, r.matching_acls) for r in deleted.response.filter_results] == \
+            [(disabled, "No Authorizer is configured.", [])] * 3
+        described = HANDLERS[29](context(image, 3, settings), requests[29]).response
+        assert (described.error_code, described.error_message, described.resources) == \
+            (disabled, "No Authorizer is configured on the broker", [])
+
+
+def test_with_an_authorizer_configured_the_handlers_store_and_read_acls():
+    image = cluster_image()
+    requests = _requests()
+    created = HANDLERS[30](context(image, 3, STANDARD), requests[30])
+    assert [r.error_code for r in created.response.results] == [0, 0] and len(created.records) == 1
+    image = apply(image, created.records)
+    described = HANDLERS[29](context(image, 3, STANDARD), requests[29]).response
+    assert described.error_code == 0 and len(described.resources) == 1

@@ -147,3 +147,13 @@ def test_describe_cluster_lists_unfenced_brokers_from_the_image():
     resp = submit(raft, ctl, 60, DescribeClusterRequest(endpoint_type=1), version=1)
     assert [(b.broker_id, b.port) for b in resp.brokers] == [(1, 9001), (2, 9002)]
     assert resp.cluster_id == "test-cluster"
+
+
+def test_describe_cluster_reports_kafkas_authorized_operations_without_an_authorizer():
+    """AuthHelper.authorizedOperations with no authorizer: every CLUSTER operation when asked,
+    Integer.MIN_VALUE when not."""
+    raft = FakeRaft()
+    ctl, _ = active_controller(raft)
+    asked = submit(raft, ctl, 60, DescribeClusterRequest(include_cluster_authorized_operations=True), version=1)
+    assert asked.cluster_authorized_operations == sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+    assert submit(raft, ctl, 60, DescribeClusterRequest(), version=1).cluster_authorized_operations == -(1 << 31)

@@ -163,27 +163,69 @@ def test_validate_only_checks_everything_and_writes_nothing():
 
 def test_broker_configs_cluster_default_and_per_broker():
     image = cluster_image()
-    result, errors = run_iac(image, [(BROKER, "", [("log.retention.hours", OP_SET, "24")]),
-                                     (BROKER, "2", [("num.io.threads", OP_SET, "16"),
-                                                    ("custom.plugin.setting", OP_SET, "anything")])])
+    result, errors = run_iac(image, [(BROKER, "", [("log.retention.ms", OP_SET, "86400000")]),
+                                     (BROKER, "2", [("message.max.bytes", OP_SET, "2000000"),
+                                                    ("max.connections.per.ip", OP_SET, "50")])])
     assert errors == [(0, None), (0, None)]
     after = apply(image, result.records)
-    assert after.configs.config(BROKER, "") == {"log.retention.hours": "24"}
-    assert after.configs.config(BROKER, "2") == {"num.io.threads": "16", "custom.plugin.setting": "anything"}
+    assert after.configs.config(BROKER, "") == {"log.retention.ms": "86400000"}
+    assert after.configs.config(BROKER, "2") == {"message.max.bytes": "2000000", "max.connections.per.ip": "50"}
 
 
 def test_broker_config_errors():
     image = cluster_image()
-    _, errors = run_iac(image, [(BROKER, "7", [("num.io.threads", OP_SET, "4")])])
+    _, errors = run_iac(image, [(BROKER, "7", [("message.max.bytes", OP_SET, "4096")])])
     assert errors == [(ErrorCode.BROKER_ID_NOT_REGISTERED, "No broker with id 7 found.")]
-    _, errors = run_iac(image, [(BROKER, str(NODE_ID), [("num.io.threads", OP_SET, "4")])])
+    _, errors = run_iac(image, [(BROKER, str(NODE_ID), [("message.max.bytes", OP_SET, "4096")])])
     assert errors == [(0, None)]  # the controller itself may be configured
-    _, errors = run_iac(image, [(BROKER, "one", [("num.io.threads", OP_SET, "4")])])
+    _, errors = run_iac(image, [(BROKER, "one", [("message.max.bytes", OP_SET, "4")])])
     assert errors[0][0] == ErrorCode.INVALID_REQUEST
-    _, errors = run_iac(image, [(BROKER, "", [("num.io.threads", OP_SET, "0")])])
-    assert errors[0][0] == ErrorCode.INVALID_CONFIG
-    _, errors = run_iac(image, [(BROKER, "", [("log.dirs", OP_SET, "/tmp")])])
-    assert errors[0][0] == ErrorCode.INVALID_CONFIG
+
+
+@pytest.mark.parametrize("resource,key,value,code,message", [
+    # What Kafka's broker answers (DynamicBrokerConfig.validateConfigs, INVALID_REQUEST: KAFKA-13609).
+    ("", "log.dirs", "/tmp", ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: Set(log.dirs)"),
+    ("2", "broker.id", "5", ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: Set(broker.id)"),
+    ("", "log.retention.hours", "24", ErrorCode.INVALID_REQUEST,
+     "Cannot update these configs dynamically: Set(log.retention.hours)"),
+    ("", "message.max.bytes", "lots", ErrorCode.INVALID_REQUEST,
+     "Invalid value lots for configuration message.max.bytes: Not a number of type INT"),
+    ("", "log.segment.bytes", "1000", ErrorCode.INVALID_REQUEST,
+     "Invalid value 1000 for configuration log.segment.bytes: Value must be at least 1048576"),
+    ("", "ssl.keystore.location", "/x", ErrorCode.INVALID_REQUEST, "These security configs can be dynamically "
+     "updated only per-listener using the listener prefix: Set(ssl.keystore.location)"),
+    ("", "listener.name.plaintext.ssl.protocol", "TLSv1.3", ErrorCode.INVALID_REQUEST,
+     "Cannot update these configs at default cluster level, broker id must be specified: "
+     "Set(listener.name.plaintext.ssl.protocol)"),
+    # What kraft cannot honour (INVALID_CONFIG with the reason).
+    ("", "num.io.threads", "16", ErrorCode.INVALID_CONFIG, "Configuration num.io.threads is not supported by kraft: "
+     "kraft serves requests on one event loop; its worker counts are fixed at start-up"),
+    ("2", "listener.name.plaintext.max.connections", "5", ErrorCode.INVALID_CONFIG,
+     "Configuration listener.name.plaintext.max.connections is not supported by kraft: kraft listeners are "
+     "PLAINTEXT with no per-listener settings"),
+    ("2", "custom.plugin.setting", "x", ErrorCode.INVALID_CONFIG,
+     "Unknown broker config name: custom.plugin.setting (kraft loads no plugins that read custom configs)"),
+    ("", "log.preallocate", "true", ErrorCode.INVALID_CONFIG,
+     "Invalid value true for configuration log.preallocate: kraft does not preallocate segment files"),
+])
+def test_broker_config_refusals(resource, key, value, code, message):
+    result, errors = run_iac(cluster_image(), [(BROKER, resource, [(key, OP_SET, value)])])
+    assert errors == [(code, message)] and result.records == []
+
+
+@pytest.mark.parametrize("key,value,message", [
+    ("preallocate", "true", "Invalid value true for configuration preallocate: kraft does not preallocate segment "
+     "files"),
+    ("remote.storage.enable", "true", "Tiered Storage functionality is disabled in the broker. Topic cannot be "
+     "configured with remote log storage."),
+    ("file.delete.delay.ms", "1000", "Configuration file.delete.delay.ms is not supported by kraft: kraft deletes a "
+     "segment's files as soon as retention removes the segment"),
+    ("leader.replication.throttled.replicas", "*", "Configuration leader.replication.throttled.replicas is not "
+     "supported by kraft: kraft has no replication throttling (replicas always fetch at full speed)"),
+])
+def test_topic_values_kraft_cannot_honour_are_invalid_config(key, value, message):
+    _, errors = run_iac(cluster_image(), [(TOPIC, "foo", [(key, OP_SET, value)])])
+    assert errors == [(ErrorCode.INVALID_CONFIG, message)]
 
 
 # --- legacy AlterConfigs ------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import uuid
 import pytest
 
 from kraft.errors import ErrorCode as E
-from kraft.protocol import CreatePartitionsRequest, DeleteTopicsRequest
+from kraft.protocol import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
 from controller_fakes import FakeRaft, active_controller, cluster_of, create_topics
 
 
@@ -63,6 +63,45 @@ def test_validate_only_answers_like_a_create_and_writes_nothing(env):
     assert codes(resp) == {"v": 0, "bad!": E.INVALID_TOPIC_EXCEPTION}
     assert resp.topics[0].num_partitions == 4
     assert raft.end == end and "v" not in ctl.image.topics.by_name
+
+
+def _with_configs(request, configs: dict):
+    C = CreateTopicsRequest.Topic.Config
+    for topic in request.topics:
+        topic.configs = [C(name=k, value=v) for k, v in configs.get(topic.name, {}).items()]
+    return request
+
+
+BAD_CONFIGS = {
+    "unknown": ({"dummy.doesntexist": "1"}, "Unknown topic config name: dummy.doesntexist"),
+    "nan": ({"retention.ms": "notanumber"},
+            "Invalid value notanumber for configuration retention.ms: Not a number of type LONG"),
+    "removed": ({"message.format.version": "3.0"}, "Unknown topic config name: message.format.version"),
+    "range": ({"segment.bytes": "1000"}, "Invalid value 1000 for configuration segment.bytes: Value must be at "
+              "least 1048576"),
+    "tiered": ({"remote.storage.enable": "true"}, "Tiered Storage functionality is disabled in the broker. Topic "
+               "cannot be configured with remote log storage."),
+}
+
+
+@pytest.mark.parametrize("validate_only", [False, True])
+def test_create_topics_refuses_invalid_configs_with_or_without_validate_only(env, validate_only):
+    """Kafka's CreateTopics validates a new topic's configs as AlterConfigs does (ReplicationControlManager
+    .createTopics -> ConfigurationControlManager): INVALID_CONFIG, the same verdict under validate_only."""
+    raft, ctl, _ = env
+    end = raft.end
+    specs = [(name, 1, 1) for name in BAD_CONFIGS] + [("good", 1, 1)]
+    request = _with_configs(create_topics(*specs, validate_only=validate_only),
+                            {**{n: c for n, (c, _) in BAD_CONFIGS.items()},
+                             "good": {"retention.ms": "1000", "cleanup.policy": "compact,delete"}})
+    resp = call(env, 19, request, 7)
+    assert {t.name: (t.error_code, t.error_message) for t in resp.topics} == {
+        **{n: (E.INVALID_CONFIG, m) for n, (_, m) in BAD_CONFIGS.items()}, "good": (0, None)}
+    assert not set(BAD_CONFIGS) & set(ctl.image.topics.by_name)
+    if validate_only:
+        assert raft.end == end and "good" not in ctl.image.topics.by_name
+    else:
+        assert ctl.image.configs.config(2, "good") == {"retention.ms": "1000", "cleanup.policy": "compact,delete"}
 
 
 def test_manual_assignments_are_used_as_given_and_checked(env):

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from kraft.records import Compression, build_batch, build_control_record_batch, crc32c
 from kraft.records.control import SnapshotFooterRecord
 
-OK, CORRUPT, INVALID_RECORD, TOO_LARGE = 0, 1, 2, 3
+OK, CORRUPT, INVALID_RECORD, TOO_LARGE, NO_KEY, BAD_TIMESTAMP = 0, 1, 2, 3, 4, 5
 BIG = 1 << 30
 
 
@@ -109,6 +109,24 @@ def test_native_and_pure_agree_on_mutated_batches(native, pure, data):
             base[pos + 17:pos + 21] = struct.pack(">I", crc32c(bytes(base[pos + 21:pos + size])))
             pos += size
     allow_null = data.draw(st.booleans())
-    a = native.check_writer_batches(bytearray(base), BIG, 1 << 20, False, allow_null)
-    b = pure.check_writer_batches(bytearray(base), BIG, 1 << 20, False, allow_null)
+    rules = (data.draw(st.booleans()), data.draw(st.integers(-(1 << 63), 1 << 62)), (1 << 63) - 1)
+    a = native.check_writer_batches(bytearray(base), BIG, 1 << 20, False, allow_null, *rules)
+    b = pure.check_writer_batches(bytearray(base), BIG, 1 << 20, False, allow_null, *rules)
     assert a[:4] == b[:4]
+
+
+def test_topic_record_rules_keys_and_timestamps(codec):
+    """A compacted topic's records need keys; CreateTime stamps lie within the bounds (-1 passes);
+    a malformed record after a rule break is still CORRUPT (the rules come last)."""
+    b = codec.build_batch([b"a", b"b"], keys=[b"k", None], timestamps=[1000, 2000])
+    assert codec.check_writer_batches(bytearray(b), BIG, 99, False, True, True)[0] == NO_KEY
+    assert codec.check_writer_batches(bytearray(b), BIG, 99, False, True, False)[0] == OK
+    assert codec.check_writer_batches(bytearray(b), BIG, 99, False, True, False, 1500, 5000)[0] == BAD_TIMESTAMP
+    assert codec.check_writer_batches(bytearray(b), BIG, 99, False, True, False, 0, 1999)[0] == BAD_TIMESTAMP
+    assert codec.check_writer_batches(bytearray(b), BIG, 99, False, True, False, 1000, 2000)[:2] == (OK, 2)
+    none = codec.build_batch([b"a"], timestamps=[-1])
+    assert codec.check_writer_batches(bytearray(none), BIG, 99, False, True, False, 0, 10)[0] == OK
+    broken = bytearray(b)
+    broken[-1] = 0x7F  # the last record's header count: 63 headers that are not there
+    _recrc(broken)
+    assert codec.check_writer_batches(broken, BIG, 99, False, True, True)[0] == CORRUPT

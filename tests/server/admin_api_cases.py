@@ -43,17 +43,21 @@ def admin_cases(expect, ok):
         return cls(resource_type=resource_type, resource_name="keep7", resource_pattern_type=LITERAL,
                    principal=principal, host="*", operation=READ, permission_type=ALLOW)
 
+    # The nodes run without an authorizer (kraft has none yet), so every ACL request, valid or not,
+    # is answered SECURITY_DISABLED, as Kafka answers it (AclApis); the ACL logic itself is
+    # tested on the handlers (tests/controller/test_acls_handlers.py).
+    disabled = expect(ErrorCode.SECURITY_DISABLED)
+
     def create_acls(node, version):
         C = CreateAclsRequest.Creation
-        return [("create", CreateAclsRequest(creations=[acl(C)]), expect(ok)),
-                ("resource ANY", CreateAclsRequest(creations=[acl(C, resource_type=ANY)]),
-                 expect(ErrorCode.INVALID_REQUEST))]
+        return [("create", CreateAclsRequest(creations=[acl(C)]), disabled),
+                ("resource ANY", CreateAclsRequest(creations=[acl(C, resource_type=ANY)]), disabled)]
 
     def describe_acls(node, version):
         def req(pattern):
             return DescribeAclsRequest(resource_type_filter=ANY, resource_name_filter=None, pattern_type_filter=pattern,
                                        principal_filter=None, host_filter=None, operation=ANY, permission_type=ANY)
-        return [("any", req(ANY), expect(ok)), ("unknown pattern", req(0), expect(ErrorCode.INVALID_REQUEST))]
+        return [("any", req(ANY), disabled), ("unknown pattern", req(0), disabled)]
 
     def delete_acls(node, version):
         F = DeleteAclsRequest.Filter
@@ -61,7 +65,7 @@ def admin_cases(expect, ok):
             return DeleteAclsRequest(filters=[F(resource_type_filter=TOPIC_RESOURCE, resource_name_filter="keep7",
                                                 pattern_type_filter=pattern, principal_filter=None, host_filter=None,
                                                 operation=ANY, permission_type=ANY)])
-        return [("delete", req(LITERAL), expect(ok)), ("unknown pattern", req(0), expect(ErrorCode.INVALID_REQUEST))]
+        return [("delete", req(LITERAL), disabled), ("unknown pattern", req(0), disabled)]
 
     def update_features(node, version):
         U = UpdateFeaturesRequest.FeatureUpdate

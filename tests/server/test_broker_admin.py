@@ -117,3 +117,43 @@ def test_metadata_does_not_create_when_not_allowed_or_disabled():
                    (admin(FakeControllerClient(), auto=False), MetadataRequest(topics=[T(name="x")]))):
         resp = h.handle(ctx(9), req)
         assert resp.topics[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION and not h.client.sent
+
+
+# --- no authorizer (Kafka's answers) --------------------------------------------------------
+
+CLUSTER_OPS = (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12)
+TOPIC_OPS = (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11)
+
+
+def test_acl_writes_are_answered_security_disabled_here_and_not_forwarded():
+    from kraft.protocol import CreateAclsRequest, DeleteAclsRequest
+    client = FakeControllerClient()
+    h = admin(client)
+    C = CreateAclsRequest.Creation
+    create = CreateAclsRequest(creations=[C(resource_type=2, resource_name="t", resource_pattern_type=3,
+                                            principal="User:a", host="*", operation=3, permission_type=3)])
+    resp = run(h.handle(ctx(3), create))
+    assert [(r.error_code, r.error_message) for r in resp.results] == [(E.SECURITY_DISABLED,
+                                                                       "No Authorizer is configured.")]
+    F = DeleteAclsRequest.Filter
+    resp = run(h.handle(ctx(3), DeleteAclsRequest(filters=[F(resource_type_filter=1, pattern_type_filter=1,
+                                                             operation=1, permission_type=1)])))
+    assert [r.error_code for r in resp.filter_results] == [E.SECURITY_DISABLED]
+    assert client.sent == []
+
+
+def test_authorized_operations_are_kafkas_without_an_authorizer():
+    """Kafka (AuthHelper.authorizedOperations) with no authorizer reports every operation a
+    resource type supports; a field nobody asked for is Integer.MIN_VALUE."""
+    h = admin(FakeControllerClient(), auto=False)
+    asked = h.handle(ctx(0), DescribeClusterRequest(include_cluster_authorized_operations=True))
+    assert asked.cluster_authorized_operations == CLUSTER_OPS
+    assert h.handle(ctx(0), DescribeClusterRequest()).cluster_authorized_operations == -(1 << 31)
+    for version in (8, 10):
+        resp = h.handle(ctx(version), MetadataRequest(topics=[MetadataRequest.Topic(name="nope")],
+                                                      include_cluster_authorized_operations=True,
+                                                      include_topic_authorized_operations=True))
+        assert resp.cluster_authorized_operations == CLUSTER_OPS
+        assert [t.topic_authorized_operations for t in resp.topics] == [TOPIC_OPS]
+    resp = h.handle(ctx(12), MetadataRequest(topics=None, include_topic_authorized_operations=False))
+    assert resp.cluster_authorized_operations == -(1 << 31)

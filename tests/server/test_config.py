@@ -297,3 +297,10 @@ def test_two_listeners_on_one_port_are_rejected():
 def test_metrics_port_must_be_a_port():
     with pytest.raises(ConfigError, match="kraft.metrics.port"):
         cfg(kraft_metrics_port="70000")
+
+
+def test_an_authorizer_is_refused_until_kraft_has_one():
+    """Naming an authorizer would store ACLs nothing enforces: refused at start, with the reason."""
+    assert cfg(authorizer_class_name="").values["authorizer.class.name"] == ""
+    with pytest.raises(ConfigError, match="authorizer.class.name: kraft has no authorizer yet"):
+        cfg(**{"authorizer_class_name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})

@@ -70,3 +70,4 @@ def test_connection_counters_are_exported_as_metrics():
     for line in ('kraft_rejected_connections_total{node_id="1"} 1', 'kraft_refused_connections_total{node_id="1"} 2',
                  'kraft_idle_connections_closed_total{node_id="1"} 3'):
         assert line in text
+
