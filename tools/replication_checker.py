@@ -13,12 +13,17 @@ partitions and recording every delivery report: (partition, offset, value, time)
 acknowledged, an indeterminate write otherwise (an error or a timeout: it may be in the log
 or not; never retried by us).
 
-The nemesis: every ``--interval`` seconds or so, one fault on a random broker or on the
-active controller (found with DescribeQuorum): SIGKILL then a restart 1-4 s later, SIGSTOP
-for 1-6 s then SIGCONT, or a clean restart (SIGTERM: controlled shutdown). One process is
-down at a time: after healing, the nemesis waits (up to ``--settle`` s) until every replica
-is back in the ISR, so a Raft majority and 2 ISR members always survive. A process that
+The nemesis (tools/checker_cluster.py): every ``--interval`` seconds or so, one fault on a
+random broker or on the active controller (found with DescribeQuorum): SIGKILL then a
+restart 1-4 s later, SIGSTOP for 1-6 s then SIGCONT, or a clean restart (SIGTERM:
+controlled shutdown); with ``--faults`` naming them, whole-cluster faults too: a rolling
+restart, every node SIGTERMed at once, every node SIGKILLed at once. After each fault the
+nemesis waits (up to ``--settle`` s) until every replica is back in the ISR. A process that
 exits on its own is a finding: logged with its last lines and restarted.
+
+Restarts at scale (``--restarts``: 3 combined nodes and 2 broker-only nodes, 250 filler
+topics x 4 partitions so the metadata log spans snapshots, every fault kind): no partition
+directory may be renamed ``-stray`` or disappear, on top of the verdict below.
 
 The end: everything healed, producers stopped, every replica back in the ISR; a consumer
 reads every partition up to its high watermark; the cluster is stopped and each broker's
@@ -27,6 +32,7 @@ partition logs are read from disk with kraft's own log reader. The verdict
 missing, longest unavailability per partition, printed as Markdown.
 
     python tools/replication_checker.py --minutes 30 --interval 4 --seed 1 [--json out.json] [--dir DIR]
+    python tools/replication_checker.py --restarts --minutes 20   # the restart torture run
     python tools/replication_checker.py --analyse DIR   # the verdict again from a kept run's disks
 
 Exit status 0 only with nothing lost, nothing divergent, no idempotent duplicate, no value
@@ -36,10 +42,8 @@ nobody sent, no process crash and every partition back to a full ISR. Loopback o
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -52,18 +56,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
 import replication_history as history
-
-TOPIC = "checked"
-ISR_SIZE = 3
-
-
-def _quiet_logger():
-    import logging
-
-    quiet = logging.getLogger("replication-checker-rdkafka")
-    quiet.addHandler(logging.NullHandler())
-    quiet.propagate = False
-    return quiet
+from checker_cluster import ONE_NODE, TOPIC, WHOLE_CLUSTER, Run, quiet_logger as _quiet_logger
 
 
 # --- producer process ----------------------------------------------------------------------------
@@ -172,147 +165,6 @@ def read_history(paths) -> tuple[list, list, float, list]:
                 elif parts[0] == "F":
                     fatal.append(parts[2:])
     return acks, indeterminate, max(starts, default=time.time()), fatal
-
-
-# --- cluster, nemesis --------------------------------------------------------------------------
-
-
-class Run:
-    def __init__(self, a, directory: str):
-        from confluent_kafka.admin import AdminClient
-
-        from kraft.cli.local_cluster import LOW_LATENCY, LocalCluster
-
-        self.a = a
-        self.rng = random.Random(a.seed)
-        overrides = {**LOW_LATENCY, "broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500",
-                     "replica.lag.time.max.ms": str(a.replica_lag_ms), "replica.fetch.wait.max.ms": "200",
-                     "replica.fetch.backoff.ms": "100", "log.segment.bytes": str(1 << 20)}
-        self.cluster = LocalCluster(directory, a.controllers, brokers=a.brokers, overrides=overrides,
-                                    log_level="INFO").create()
-        self.admin_factory = lambda: AdminClient({"bootstrap.servers": self.cluster.broker_bootstrap,
-                                                  "logger": _quiet_logger()})
-        self.admin = None
-        self.faults: list[dict] = []
-        self.crashes: list[dict] = []
-        self.t0 = time.time()
-
-    def log(self, msg: str) -> None:
-        print(f"[{time.time() - self.t0:7.1f}s] {msg}", flush=True)
-
-    # -- observing --
-    def active_controller(self) -> int | None:
-        from kraft.client.quorum import QuorumClient
-
-        async def ask():
-            client = QuorumClient([self.cluster.address(i) for i in self.cluster.controller_ids])
-            try:
-                return (await client.describe(3)).leader_id
-            finally:
-                await client.close()
-        try:
-            leader = asyncio.run(ask())
-        except Exception:
-            return None
-        return leader if leader in self.cluster.controller_ids else None
-
-    def partitions(self):
-        """partition -> (leader, isr) as one broker sees it; None if no broker answered."""
-        try:
-            md = self.admin.list_topics(TOPIC, timeout=3).topics.get(TOPIC)
-        except Exception:
-            return None
-        if md is None or md.error is not None:
-            return None
-        return {p: (m.leader, sorted(m.isrs)) for p, m in md.partitions.items()}
-
-    def isr_full(self) -> bool:
-        parts = self.partitions()
-        return bool(parts) and len(parts) == self.a.partitions and all(
-            leader >= 0 and len(isr) == ISR_SIZE for leader, isr in parts.values())
-
-    def wait(self, predicate, timeout: float) -> bool:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if predicate():
-                return True
-            time.sleep(0.25)
-        return predicate()
-
-    # -- setting up --
-    def start_cluster(self) -> None:
-        from confluent_kafka.admin import NewTopic
-
-        self.cluster.start()
-        self.admin = self.admin_factory()
-        end = time.monotonic() + 120
-        while True:
-            try:
-                futures = self.admin.create_topics([NewTopic(TOPIC, self.a.partitions, ISR_SIZE,
-                                                             config={"min.insync.replicas": "2"})],
-                                                   operation_timeout=20)
-                futures[TOPIC].result(30)
-                break
-            except Exception as e:
-                if "TOPIC_ALREADY_EXISTS" in str(e):
-                    break
-                if time.monotonic() > end:
-                    raise RuntimeError(f"could not create the topic: {e}; exits {self.cluster.unexpected_exits()}")
-                time.sleep(1)
-        if not self.wait(self.isr_full, 60):
-            raise RuntimeError(f"the topic never had a full ISR: {self.partitions()}")
-        self.log(f"cluster up: controllers {self.cluster.controller_ids}, brokers {self.cluster.broker_ids}, "
-                 f"topic {TOPIC} x{self.a.partitions} RF {ISR_SIZE}")
-
-    # -- faults --
-    def check_crashes(self) -> None:
-        for node, code in self.cluster.unexpected_exits().items():
-            tail = self.cluster.log_tail(node, 12)
-            self.crashes.append({"t": round(time.time() - self.t0, 1), "node": node, "exit": code, "tail": tail})
-            self.log(f"!! node {node} exited on its own with {code}:\n    " + "\n    ".join(tail))
-            self.cluster.start(node)
-
-    def one_fault(self) -> None:
-        kind = self.rng.choice(self.a.fault_kinds)
-        if self.rng.random() < self.a.controller_share:
-            node, role = self.active_controller(), "active controller"
-            if node is None:
-                self.log("no active controller to hit; skipping")
-                return
-        else:
-            node, role = self.rng.choice(self.cluster.broker_ids), "broker"
-        proc = self.cluster.procs[node]
-        started = time.time()
-        if kind == "kill":
-            down = self.rng.uniform(1, 4)
-            self.cluster.kill(node)
-            time.sleep(down)
-            self.cluster.start(node)
-        elif kind == "pause":
-            down = self.rng.uniform(1, 6)
-            os.kill(proc.pid, signal.SIGSTOP)
-            try:
-                time.sleep(down)
-            finally:
-                os.kill(proc.pid, signal.SIGCONT)
-        else:  # restart: SIGTERM (a broker's controlled shutdown), then start again
-            self.cluster.stop(node, timeout=30)
-            down = time.time() - started
-            self.cluster.start(node)
-        settled = self.wait(self.isr_full, self.a.settle)
-        fault = {"t": round(started - self.t0, 1), "kind": kind, "node": node, "role": role,
-                 "down_s": round(down, 1), "settled_s": round(time.time() - started, 1), "isr_full": settled}
-        self.faults.append(fault)
-        self.log(f"fault {len(self.faults)}: {kind} {role} {node} for {down:.1f} s; "
-                 f"ISR {'full' if settled else 'NOT full'} after {fault['settled_s']} s")
-
-    def heal(self) -> None:
-        for node, p in self.cluster.procs.items():
-            if p.poll() is None:
-                os.kill(p.pid, signal.SIGCONT)
-        for node in self.cluster.ids:
-            if node not in self.cluster.running():
-                self.cluster.start(node)
 
 
 def start_producers(run: Run, directory: str) -> list[tuple[subprocess.Popen, str]]:
@@ -465,6 +317,7 @@ def main(a) -> int:
     ok_end = False
     try:
         run.start_cluster()
+        layout_before, _ = run.replica_layout()
         producers = start_producers(run, directory)
         time.sleep(a.warmup)
         deadline = time.monotonic() + a.minutes * 60
@@ -485,6 +338,11 @@ def main(a) -> int:
         run.log(f"every replica in the ISR: {ok_end} {run.partitions()}")
         consumed, hw = read_back(run)
         run.cluster.close()
+        layout_after, strays = run.replica_layout()
+        dirs_lost = sorted(layout_before - layout_after)
+        if strays or dirs_lost:
+            run.log(f"!! {len(strays)} partition directories renamed -stray, {len(dirs_lost)} gone: "
+                    f"{(strays + [str(d) for d in dirs_lost])[:5]}")
         acks, indeterminate, load_start, fatal = read_history([out for _, out in producers])
         verdict = verdict_of(directory, acks, indeterminate, consumed, hw, (load_start, load_end))
     finally:
@@ -494,17 +352,18 @@ def main(a) -> int:
         run.cluster.close()
     kinds: dict[str, int] = {}
     for f in run.faults:
-        key = f"{f['kind']} {'controller' if f['role'] != 'broker' else 'broker'}"
+        key = f"{f['kind']} {f['role'].split()[-1]}"
         kinds[key] = kinds.get(key, 0) + 1
     unsettled = sum(1 for f in run.faults if not f["isr_full"])
     extra = [("seconds under load", f"{load_end - load_start:.0f}"),
              ("faults after which the ISR was not full within --settle", unsettled),
              ("processes that exited on their own", len(run.crashes)),
              ("idempotent producers' fatal errors", len(fatal)),
-             ("every replica back in the ISR at the end", ok_end)]
+             ("every replica back in the ISR at the end", ok_end),
+             ("partition directories (all topics) renamed -stray / gone", f"{len(strays)} / {len(dirs_lost)}")]
     print(history.markdown(verdict, title=f"Replication check: {a.minutes:g} min, seed {a.seed}",
                            faults=kinds, extra_rows=extra))
-    passed = verdict.ok and ok_end and not run.crashes
+    passed = verdict.ok and ok_end and not run.crashes and not strays and not dirs_lost
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"acked": verdict.acked, "lost": len(verdict.lost), "divergent": len(verdict.divergent),
@@ -516,7 +375,9 @@ def main(a) -> int:
                        "unavailable_s": {p: g for p, (g, _) in verdict.unavailable.items()},
                        "faults": kinds, "fault_log": run.faults, "crashes": run.crashes, "fatal": fatal,
                        "isr_full_at_end": ok_end, "records_read": verdict.records_read,
-                       "replica_records_checked": verdict.replica_records_checked, "passed": passed}, f, indent=1)
+                       "replica_records_checked": verdict.replica_records_checked, "strays": len(strays),
+                       "replica_dirs_lost": len(dirs_lost), "replica_dirs": len(layout_before),
+                       "passed": passed}, f, indent=1)
     if passed and not a.keep and not a.dir:
         shutil.rmtree(directory, ignore_errors=True)
     else:
@@ -524,7 +385,14 @@ def main(a) -> int:
     return 0 if passed else 1
 
 
+#: ``--restarts``: the restart torture run (explicit flags still win).
+RESTART_PRESET = {"combined": True, "controllers": 3, "brokers": 2, "partitions": 12, "filler_topics": 250,
+                  "filler_partitions": 4, "snapshot_bytes": 32768, "interval": 8.0, "whole_cluster_share": 0.3,
+                  "fault_kinds": list(ONE_NODE + WHOLE_CLUSTER)}
+
+
 def parse(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd")
     pr = sub.add_parser("produce", help="(internal) one producer process")
@@ -556,6 +424,17 @@ def parse(argv=None):
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--analyse", metavar="DIR", help="no run: the verdict again from a stopped run's --dir")
+    ap.add_argument("--combined", action="store_true", help="the controllers are broker,controller nodes")
+    ap.add_argument("--filler-topics", type=int, default=0, help="topics created at start (a long metadata log)")
+    ap.add_argument("--filler-partitions", type=int, default=4)
+    ap.add_argument("--snapshot-bytes", type=int, default=0,
+                    help="metadata.log.max.record.bytes.between.snapshots (0: the default)")
+    ap.add_argument("--whole-cluster-share", type=float, default=0.3,
+                    help="fraction of faults that are whole-cluster ones, when --faults names some")
+    ap.add_argument("--restarts", action="store_true", help="the restart torture preset: " + ", ".join(
+        f"{k}={v}" for k, v in RESTART_PRESET.items()))
+    if "--restarts" in argv:
+        ap.set_defaults(**RESTART_PRESET)
     return ap.parse_args(argv)
 
 

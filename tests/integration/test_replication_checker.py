@@ -182,3 +182,26 @@ def test_no_acknowledged_write_is_lost_and_no_replica_diverges_under_broker_and_
     assert result["replica_records_checked"] >= 2 * result["acked"], result  # the disks were really read
     assert result["isr_full_at_end"] and not result["crashes"], proc.stdout[-3000:]
     assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+@pytest.mark.integration
+def test_restart_torture_loses_nothing_and_renames_no_partition(tmp_path):
+    """The restart torture run in short (``--restarts``: 3 combined and 2 broker-only nodes,
+    1,000 filler partitions so the metadata log spans snapshots, whole-cluster SIGTERM and
+    SIGKILL among the faults); the 20-minute run is the same command with ``--minutes 20``."""
+    pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
+    out = tmp_path / "torture.json"
+    proc = subprocess.run([sys.executable, os.path.join(TOOLS, "replication_checker.py"), "--restarts",
+                           "--minutes", "1", "--interval", "6", "--seed", "3", "--producers", "3", "--rate", "80",
+                           "--json", str(out), "--dir", str(tmp_path / "cluster")],
+                          capture_output=True, text=True, timeout=1200, cwd=str(tmp_path), check=False)
+    assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    whole = sum(n for kind, n in result["faults"].items() if kind.split()[0] in ("term-all", "kill-all", "rolling"))
+    assert whole >= 1, result["faults"]  # the cluster really went down as a whole
+    assert result["replica_dirs"] >= 3 * 1000, result  # the fillers exist on disk
+    assert result["lost"] == 0 and result["divergent"] == 0, proc.stdout[-3000:]
+    assert result["strays"] == 0 and result["replica_dirs_lost"] == 0, proc.stdout[-3000:]
+    assert result["acked"] > 1000 and result["replica_records_checked"] >= 2 * result["acked"], result
+    assert result["isr_full_at_end"] and not result["crashes"], proc.stdout[-3000:]
+    assert proc.returncode == 0, proc.stdout[-3000:]
