@@ -11,7 +11,15 @@ Faults, one at a time at random (every ``--interval`` seconds on average):
     can mount); a ballast file fills it, the node must stop with a non-zero exit, and it is
     restarted once the space is back;
   * bit flips: a killed node's last segment gets a flipped byte past its recovery point,
-    so the restart must detect it (CRC) and fetch the rest again from the leader.
+    so the restart must detect it (CRC) and fetch the rest again from the leader;
+  * restarts: one node SIGTERMed and started again; and (a quarter of the faults) the whole
+    quorum: a rolling restart, every node SIGTERMed at once, every node SIGKILLed at once.
+
+Before the load, 3 simulated brokers register and ``--topics`` topics of 4 partitions (RF 3,
+1,000 partitions by default) are created, so the controllers' image is large and the metadata
+log, with snapshots every 4 MB, spans snapshots: every restart loads a snapshot and replays
+a log suffix, and at the end every controller must hold the same image (the digest each
+logs when it stops) with every one of those partitions in it.
 
 Writers send single-record batches with unique values (acks=-1, several in flight). A write
 that fails or times out is indeterminate: never retried, not counted as acknowledged.
@@ -20,11 +28,12 @@ At the end every fault is healed, every node restarted and caught up, the nodes 
 and their logs read from disk:
   * lost      = acknowledged values missing from the log, or at another offset;
   * divergent = offsets where two nodes hold different batches;
-  * longest unavailability = the longest time without any acknowledged write.
+  * longest unavailability = the longest time without any acknowledged write;
+  * images = the controllers' final images, which must be one (same digest).
 
     python tools/fault_soak.py --minutes 10 [--seed S] [--interval 4] [--writers 8]
 
-Exit status 0 only with 0 lost and 0 divergent. Traffic stays on 127.0.0.1.
+Exit status 0 only with 0 lost, 0 divergent and one image. Traffic stays on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -44,6 +54,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from kraft.cli.local_cluster import LocalCluster, free_ports  # noqa: E402
+from kraft.client.controller_client import ControllerClient, SimulatedBroker  # noqa: E402
 from kraft.client.quorum import QuorumClient, QuorumWriter  # noqa: E402
 from kraft.errors import KraftError  # noqa: E402
 from kraft.log import LogConfig, SegmentedLog  # noqa: E402
@@ -154,7 +165,8 @@ class Soak:
         self.args = args
         self.rng = random.Random(args.seed)
         self.dir = directory
-        self.cluster = ProxiedCluster(directory, log_level="WARNING", overrides=NODE_OVERRIDES)
+        # INFO: each node logs its image's digest when it stops (the final comparison).
+        self.cluster = ProxiedCluster(directory, log_level="INFO", overrides=NODE_OVERRIDES)
         self.proxies = {}
         self.tmpfs = []
         self.acked: dict[bytes, int] = {}
@@ -211,10 +223,11 @@ class Soak:
 
     # --- faults -------------------------------------------------------------------------
     async def faults_loop(self, until: float) -> None:
-        kinds = ["kill", "pause", "partition", "bitflip"] + (["disk"] if self.tmpfs else [])
+        kinds = ["kill", "pause", "partition", "bitflip", "restart"] + (["disk"] if self.tmpfs else [])
+        whole = ["rolling", "term_all", "kill_all"]
         while time.monotonic() < until - 5:
             await asyncio.sleep(self.rng.uniform(0.5, 1.5) * self.args.interval)
-            kind = self.rng.choice(kinds)
+            kind = self.rng.choice(whole if self.rng.random() < self.args.whole_cluster_share else kinds)
             node = self.rng.choice(self.cluster.ids)
             self.faults[kind] = self.faults.get(kind, 0) + 1
             try:
@@ -227,6 +240,41 @@ class Soak:
         self.cluster.kill(node)
         await asyncio.sleep(self.rng.uniform(1, 4))
         self.cluster.start(node)
+
+    async def fault_restart(self, node: int) -> None:
+        self.note(f"SIGTERM node {node}, then start it")
+        await asyncio.to_thread(self.cluster.stop, node, 30)
+        self.cluster.start(node)
+
+    async def fault_rolling(self, _node: int) -> None:
+        for i in self.cluster.ids:
+            self.note(f"rolling restart: node {i}")
+            await asyncio.to_thread(self.cluster.stop, i, 30)
+            self.cluster.start(i)
+            await asyncio.sleep(self.rng.uniform(1, 3))
+
+    async def fault_term_all(self, _node: int) -> None:
+        await self._all_at_once(signal.SIGTERM)
+
+    async def fault_kill_all(self, _node: int) -> None:
+        await self._all_at_once(signal.SIGKILL)
+
+    async def _all_at_once(self, sig) -> None:
+        c = self.cluster
+        self.note(f"{signal.Signals(sig).name} every node at once")
+        procs = [c.procs[i] for i in c.ids if c.procs.get(i) is not None]
+        c._expected_exit.update(c.ids)
+        for p in procs:
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGCONT)
+                p.send_signal(sig)
+        for p in procs:
+            try:
+                await asyncio.to_thread(p.wait, 30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        await asyncio.sleep(self.rng.uniform(0.5, 2))
+        c.start()
 
     async def fault_pause(self, node: int) -> None:
         proc = self.cluster.procs.get(node)
@@ -307,6 +355,7 @@ class Soak:
         c.start()
         admin = QuorumClient([c.address(i) for i in c.ids])
         await admin.describe(60)
+        brokers = await self.create_topics()
         self.t0 = time.monotonic()
         until = self.t0 + self.args.minutes * 60
         await asyncio.gather(self.faults_loop(until),
@@ -319,10 +368,45 @@ class Soak:
                 c.start(i)
         hw = await self.settle(admin)
         await admin.close()
-        c.stop()
+        for b in brokers:
+            await b.stop()
+        await brokers[0].client.close()
+        c.stop(timeout=30)
         for p in self.proxies.values():
             await p.close()
-        return self.verdict(hw)
+        return {**self.verdict(hw), **self.images()}
+
+    async def create_topics(self) -> list:
+        """Simulated brokers (they keep heartbeating) and ``--topics`` x 4 partitions, RF 3."""
+        c = self.cluster
+        client = ControllerClient([c.address(i) for i in c.ids])
+        brokers = [SimulatedBroker(client, 100 + i, c.cluster_id, heartbeat_interval_s=1.0) for i in range(3)]
+        for b in brokers:
+            await b.register()
+            b.start()
+        for _ in range(300):  # placement needs unfenced brokers
+            if not any(b.fenced for b in brokers):
+                break
+            await asyncio.sleep(0.1)
+        for k in range(0, self.args.topics, 50):
+            names = [(f"soak-{i:04d}", 4, 3) for i in range(k, min(k + 50, self.args.topics))]
+            resp = await client.create_topics(names, deadline_s=60)
+            bad = [(t.name, t.error_code) for t in resp.topics if t.error_code not in (0, 36)]  # 36: exists
+            if bad:
+                raise SoakFailed(f"could not create the soak's topics: {bad[:3]}")
+        self.note(f"{self.args.topics} topics x 4 partitions created")
+        return brokers
+
+    def images(self) -> dict:
+        """Each node's image as it logged it when it stopped last: (topics, partitions, digest)."""
+        pattern = re.compile(r"metadata image at offset \d+: (\d+) topics, (\d+) partitions, .*digest (\w+)")
+        seen = {}
+        for i in self.cluster.ids:
+            with open(self.cluster.log_path(i), errors="replace") as f:
+                found = pattern.findall(f.read())
+            seen[i] = found[-1] if found else None
+        return {"images": len({v for v in seen.values()}), "image_partitions": min(
+            (int(v[1]) for v in seen.values() if v), default=0), "image_by_node": seen}
 
     async def settle(self, admin) -> int:
         """Wait until every node holds the high watermark; returns it."""
@@ -387,6 +471,9 @@ def main() -> int:
     ap.add_argument("--interval", type=float, default=4.0, help="mean seconds between faults")
     ap.add_argument("--writers", type=int, default=8, help="writes in flight")
     ap.add_argument("--no-disk-faults", dest="disk_faults", action="store_false")
+    ap.add_argument("--topics", type=int, default=250, help="topics of 4 partitions created before the load")
+    ap.add_argument("--whole-cluster-share", type=float, default=0.25,
+                    help="fraction of faults that restart the whole quorum (rolling, all SIGTERM, all SIGKILL)")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--json", help="write the summary here too")
     args = ap.parse_args()
@@ -415,7 +502,8 @@ def main() -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({**result, "events": soak.log}, f, indent=1)
-    return 0 if result["lost"] == 0 and result["divergent"] == 0 else 1
+    ok = result["lost"] == 0 and result["divergent"] == 0 and result.get("images") == 1
+    return 0 if ok and result.get("image_partitions", 0) >= 4 * args.topics else 1
 
 
 if __name__ == "__main__":
