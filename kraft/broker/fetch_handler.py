@@ -257,24 +257,32 @@ class _Parked:
 def _encode(reads, version: int, session_id: int = 0, error_code: int = NONE) -> EncodedParts | FetchResponse:
     """The answer: encoded once with a marker for each non-empty records field, then cut at
     the markers so the views go out as they are."""
-    topics: dict = {}
-    views = []
+    # Grouped by topic first, then numbered: the markers must be numbered in the order the
+    # body holds them. Numbered in request order, a request whose partitions of one topic were
+    # not contiguous (a fetch session's order, after leadership moved) was cut at the wrong
+    # places and every client got an undecodable answer.
+    grouped: dict = {}
     for r in reads:
-        records = r.records
-        if len(records):
-            records = _MARKER_PREFIX + _I32.pack(len(views))
-            views.append(r.records)
-        part = F.Topic.Partition(partition_index=r.partition, error_code=r.code, high_watermark=r.hw,
-                                 last_stable_offset=r.hw, log_start_offset=r.log_start, aborted_transactions=None,
-                                 preferred_read_replica=-1, records=records)
-        if r.leader is not None and version >= 12:
-            part.current_leader = F.LeaderIdAndEpoch(leader_id=r.leader[0], leader_epoch=r.leader[1])
-        if r.diverging is not None and version >= 12:
-            part.diverging_epoch = F.EpochEndOffset(epoch=r.diverging[0], end_offset=r.diverging[1])
-        key = (r.topic, r.topic_id)
-        topics.setdefault(key, []).append(part)
-    resp = F(throttle_time_ms=0, error_code=error_code, session_id=session_id,
-             responses=[F.Topic(topic=name or "", topic_id=tid, partitions=ps) for (name, tid), ps in topics.items()])
+        grouped.setdefault((r.topic, r.topic_id), []).append(r)
+    topics = []
+    views = []
+    for (name, tid), rs in grouped.items():
+        parts = []
+        for r in rs:
+            records = r.records
+            if len(records):
+                records = _MARKER_PREFIX + _I32.pack(len(views))
+                views.append(r.records)
+            part = F.Topic.Partition(partition_index=r.partition, error_code=r.code, high_watermark=r.hw,
+                                     last_stable_offset=r.hw, log_start_offset=r.log_start,
+                                     aborted_transactions=None, preferred_read_replica=-1, records=records)
+            if r.leader is not None and version >= 12:
+                part.current_leader = F.LeaderIdAndEpoch(leader_id=r.leader[0], leader_epoch=r.leader[1])
+            if r.diverging is not None and version >= 12:
+                part.diverging_epoch = F.EpochEndOffset(epoch=r.diverging[0], end_offset=r.diverging[1])
+            parts.append(part)
+        topics.append(F.Topic(topic=name or "", topic_id=tid, partitions=parts))
+    resp = F(throttle_time_ms=0, error_code=error_code, session_id=session_id, responses=topics)
     if not views:
         return resp
     body = resp.encode(version)
@@ -284,6 +292,8 @@ def _encode(reads, version: int, session_id: int = 0, error_code: int = NONE) ->
     at = 0
     for i, view in enumerate(views):
         m = body.find(_MARKER_PREFIX + _I32.pack(i), at)
+        if m < 0:
+            raise AssertionError(f"records marker {i} not found in order in the encoded Fetch answer")
         parts.append(body[at:m - prefix_len])
         n = view.nbytes
         parts.append(uvarint_bytes(n + 1) if flexible else _I32.pack(n))

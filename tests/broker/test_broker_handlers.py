@@ -429,3 +429,36 @@ def test_api_versions_at_an_unknown_version_is_answered_with_the_supported_range
     resp = broker.call(ApiVersionsRequest(), 9)
     assert resp.error_code == E.UNSUPPORTED_VERSION
     assert [(a.api_key, a.min_version, a.max_version) for a in resp.api_keys] == [(18, 0, 4)]
+
+
+@pytest.mark.parametrize("version", [11, 12, 13, 16])
+def test_fetch_of_a_topics_partitions_apart_in_the_request_decodes_with_every_record(broker, version):
+    """A Fetch whose partitions of one topic are not next to each other (a fetch session's
+    order once leadership moved, a client's own order): the answer groups them by topic, and
+    every partition's records must still land in its own field (the answer was cut at the
+    wrong places and no client could decode it)."""
+    d = MetadataDelta(broker.state.image)
+    d.replay(PartitionRecord(partition_id=2, topic_id=FOO, replicas=[1], isr=[1], leader=1, leader_epoch=0,
+                             partition_epoch=0))
+    broker.set_image(d.apply())
+    d = MetadataDelta(broker.state.image)
+    d.replay(PartitionRecord(partition_id=0, topic_id=BAR, replicas=[1], isr=[1], leader=1, leader_epoch=0,
+                             partition_epoch=1))
+    broker.set_image(d.apply())  # bar-0 without its fenced follower: its high watermark moves
+    for topic, p in (("foo", 0), ("bar", 0), ("foo", 2)):
+        answer = broker.call(produce(build_batch([f"{topic}-{p}".encode()]), topic=topic, partition=p), 9)
+        assert answer.responses[0].partition_responses[0].error_code == 0
+    F = FetchRequest
+    by_id = version >= 13
+
+    def topic(name, tid, p):
+        return F.Topic(topic=None if by_id else name, topic_id=tid if by_id else None, partitions=[
+            F.Topic.Partition(partition=p, current_leader_epoch=-1, fetch_offset=0, partition_max_bytes=1 << 20)])
+    req = F(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0,
+            session_epoch=-1, topics=[topic("foo", FOO, 0), topic("bar", BAR, 0), topic("foo", FOO, 2)],
+            forgotten_topics_data=[])
+    resp = decoded(broker.call(req, version), version=version)
+    got = {(t.topic_id if by_id else t.topic, p.partition_index): values(p.records)
+           for t in resp.responses for p in t.partitions}
+    foo, bar = (FOO, BAR) if by_id else ("foo", "bar")
+    assert got == {(foo, 0): [b"foo-0"], (bar, 0): [b"bar-0"], (foo, 2): [b"foo-2"]}
