@@ -25,6 +25,10 @@ class LocalReplicas:
     def __init__(self, logs):
         self.logs = logs
 
+    def has(self, tp) -> bool:
+        """Is there a local log (one being made off the loop is not there yet)?"""
+        return self.logs.get(*tp) is not None
+
     def _log(self, tp):
         plog = self.logs.get(*tp)
         if plog is None:

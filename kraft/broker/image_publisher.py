@@ -64,9 +64,10 @@ def stray_reason(image: MetadataImage, broker_id: int, topic_id, partition: int)
 
 
 def publish_image(logs: PartitionLogs, previous: MetadataImage, image: MetadataImage, broker_id: int, *,
-                  first: bool = False) -> LogChanges:
+                  first: bool = False, create=None) -> LogChanges:
     """Make the local logs follow ``image``. ``first``: the first caught-up image since the
-    broker started (the only one that judges strays)."""
+    broker started (the only one that judges strays). ``create(missing)`` makes the new logs
+    (default: ``logs.create_many``, before this returns)."""
     changes = LogChanges()
     if previous is image and not first:
         return changes
@@ -89,6 +90,7 @@ def publish_image(logs: PartitionLogs, previous: MetadataImage, image: MetadataI
             logs.delete(*tp)
             changes.deleted.append(tp)
     missing = [(tp, topic_id) for tp, topic_id in wanted.items() if logs.get(*tp) is None]
-    logs.create_many(missing)  # at once: a new topic of 1,000 partitions is 6,000 fsyncs
+    if missing:  # at once: a new topic of 1,000 partitions is 6,000 fsyncs
+        (create or logs.create_many)(missing)
     changes.created.extend(tp for tp, _ in missing)
     return changes

@@ -90,6 +90,8 @@ class PartitionLogs:
         self._deleter = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kraft-log-delete")
         self._deletions: list[concurrent.futures.Future] = []
         self._closed = False
+        self._creating: set = set()  # (topic, partition) of logs being made in the background
+        self._creator: concurrent.futures.ThreadPoolExecutor | None = None
         #: Log dirs whose every partition log ``open_all`` opened: only their checkpoints may
         #: be written whole, and only they are marked cleanly shut down at close.
         self._loaded: set[str] = set()
@@ -111,25 +113,26 @@ class PartitionLogs:
             starts = self._read_checkpoint(log_dir, names.LOG_START_CHECKPOINT)
             hws = self._read_checkpoint(log_dir, names.REPLICATION_CHECKPOINT)
 
+            # Read on this thread, not on the workers: each topic's settings, the dir's flusher.
+            configs = {tp[0]: self._config_of(tp[0]) for tp, _, _ in todo}
+            self._flusher_of(log_dir)
+
             def one(item, log_dir=log_dir, clean=clean):
                 tp, path, topic_id = item
-                seg_log = self._open_log(log_dir, path, recovery.get(tp), starts.get(tp), self._config_of(tp[0]),
-                                         clean, sync=False)
+                seg_log = self._open_log(log_dir, path, recovery.get(tp), starts.get(tp), configs[tp[0]], clean,
+                                         sync=False)
                 return PartitionLog(tp[0], tp[1], topic_id, seg_log, log_dir, hws.get(tp, 0))
 
-            if todo:  # the first on this thread: what a log dir sets up lazily is then in place
-                plogs = [one(todo[0])]
-                if threads > 1 and len(todo) > 1:
-                    with concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="kraft-log-recovery") as pool:
-                        plogs += pool.map(one, todo[1:])  # the first failure is raised
-                else:
-                    plogs += map(one, todo[1:])
-                if not clean:  # recovered tails may be in the page cache only: one syncfs for all
-                    files.sync_file_system(log_dir, [(p.log.segments[-1].fd, p.directory) for p in plogs])
-                for plog in plogs:
-                    self._watch(plog)
-                    self._logs[(plog.topic, plog.partition)] = plog
-                opened += plogs
+            if threads > 1 and len(todo) > 1:
+                with concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="kraft-log-recovery") as pool:
+                    plogs = list(pool.map(one, todo))  # the first failure is raised
+            else:
+                plogs = [one(item) for item in todo]
+            if plogs and not clean:  # recovered tails may be in the page cache only: one syncfs for all
+                files.sync_file_system(log_dir, [(p.log.segments[-1].fd, p.directory) for p in plogs])
+            for plog in plogs:
+                self._register(plog)
+            opened += plogs
             self._loaded.add(log_dir)
             if clean:
                 files.remove_durably(marker)
@@ -166,11 +169,14 @@ class PartitionLogs:
     def _open_log(self, log_dir: str, path: str, recovery_point, start_offset, config: LogConfig,
                   clean: bool = False, sync: bool = True) -> SegmentedLog:
         kwargs = {} if self.clock_ms is None else {"clock_ms": self.clock_ms}
+        return SegmentedLog.open(path, config, recovery_point=recovery_point, log_start_offset=start_offset,
+                                 flusher=self._flusher_of(log_dir), clean=clean, sync=sync, **kwargs)
+
+    def _flusher_of(self, log_dir: str) -> SharedFlusher | None:
         flusher = self._flushers.get(log_dir)
         if flusher is None and self.config.background_flush:
             flusher = self._flushers[log_dir] = SharedFlusher(os.path.basename(log_dir), self.flusher_threads)
-        return SegmentedLog.open(path, config, recovery_point=recovery_point, log_start_offset=start_offset,
-                                 flusher=flusher, clean=clean, sync=sync, **kwargs)
+        return flusher
 
     def _config_of(self, topic: str) -> LogConfig:
         return self.config if self.config_of is None else self.config_of(topic)
@@ -214,6 +220,62 @@ class PartitionLogs:
         other, a topic of 1,000 partitions held the event loop for 17 s on a loaded disk, longer
         than a broker session, so every broker was fenced. The fsyncs release the GIL and the
         file system commits concurrent ones together (1.1 s for the same 1,000 on 32 threads)."""
+        out, todo, make = self._plan(wanted)
+        for item, plog in zip(todo, self._make_all(todo, make)):
+            self._register(plog)
+            out[item[0]] = plog
+        return out
+
+    def create_in_background(self, wanted, loop, on_created) -> int:
+        """``create_many`` without waiting: the files are made on a background thread (a node's
+        event loop also runs its Raft quorum, and even 32 threads took seconds for a topic of
+        1,000 partitions on a loaded disk, enough for the quorum to elect another leader);
+        the logs are registered on the loop, then ``on_created(list of PartitionLog)`` runs
+        there. Until then ``get`` does not find them (their partitions answer
+        NOT_LEADER_OR_FOLLOWER). Logs already being created are not asked for twice. Returns
+        how many are being made. A storage error is raised on the loop (fatal for the node)."""
+        _, todo, make = self._plan([(tp, tid) for tp, tid in wanted if tp not in self._creating])
+        if not todo:
+            return 0
+        tps = [item[1] for item in todo]
+        self._creating.update(tps)
+
+        def work():
+            try:
+                made = self._make_all(todo, make)
+            except BaseException as exc:  # noqa: BLE001 - handed to the loop as it is
+                loop.call_soon_threadsafe(self._created_failed, tps, exc)
+                return
+            loop.call_soon_threadsafe(self._created, tps, made, on_created)
+
+        if self._creator is None:
+            self._creator = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kraft-log-creator")
+        self._creator.submit(work)
+        return len(todo)
+
+    def _created(self, tps, made, on_created) -> None:
+        self._creating.difference_update(tps)
+        if self._closed:
+            for plog in made:
+                plog.log.close()
+            return
+        for plog in made:
+            self._register(plog)
+        on_created(made)
+
+    def _created_failed(self, tps, exc) -> None:
+        self._creating.difference_update(tps)
+        raise exc
+
+    @property
+    def creating(self) -> int:
+        """Logs being made in the background."""
+        return len(self._creating)
+
+    def _plan(self, wanted):
+        """(out, todo, make): ``out`` holds the existing logs of ``wanted`` (None where one is
+        to be made), ``todo`` the logs to make as (index in out, tp, topic id, log dir), ``make``
+        makes one of them on any thread."""
         counts = {d: 0 for d in self.log_dirs}
         for plog in self._logs.values():
             counts[plog.log_dir] = counts.get(plog.log_dir, 0) + 1
@@ -227,11 +289,11 @@ class PartitionLogs:
             counts[log_dir] += 1
             todo.append((len(out), tp, topic_id, log_dir))
             out.append(None)
-        if not todo:
-            return out
-
-        # Each topic's settings are read here, on the owner thread, not on the workers.
+        # Read here, on the owner thread, not on the workers: each topic's settings, and
+        # whatever a log dir sets up lazily for its logs (its flusher).
         configs = {topic: self._config_of(topic) for _, (topic, _), _, _ in todo}
+        for log_dir in {item[3] for item in todo}:
+            self._flusher_of(log_dir)
 
         def make(item):
             _, (topic, partition), topic_id, log_dir = item
@@ -240,25 +302,18 @@ class PartitionLogs:
             names.write_partition_metadata(os.path.join(path, names.PARTITION_METADATA_FILE), topic_id)
             return PartitionLog(topic, partition, topic_id, self._open_log(log_dir, path, None, None, configs[topic]),
                                 log_dir, 0)
+        return out, todo, make
 
-        # The first new log of each log dir is made here, on the owner thread: whatever a log
-        # dir sets up lazily for its logs is then in place before the workers share it.
-        first: dict = {}
-        for item in todo:
-            first.setdefault(item[3], item)
-        made = {id(item): make(item) for item in first.values()}
-        rest = [item for item in todo if id(item) not in made]
-        if rest:
-            with concurrent.futures.ThreadPoolExecutor(min(CREATE_WORKERS, len(rest)),
-                                                       thread_name_prefix="kraft-log-create") as pool:
-                for item, plog in zip(rest, pool.map(make, rest)):  # the first failure is raised
-                    made[id(item)] = plog
-        for item in todo:
-            index, tp, plog = item[0], item[1], made[id(item)]
-            self._watch(plog)
-            self._logs[tp] = plog
-            out[index] = plog
-        return out
+    def _make_all(self, todo, make) -> list[PartitionLog]:
+        if len(todo) <= 1:
+            return [make(item) for item in todo]
+        with concurrent.futures.ThreadPoolExecutor(min(CREATE_WORKERS, len(todo)),
+                                                   thread_name_prefix="kraft-log-create") as pool:
+            return list(pool.map(make, todo))  # the first failure is raised
+
+    def _register(self, plog: PartitionLog) -> None:
+        self._watch(plog)
+        self._logs[(plog.topic, plog.partition)] = plog
 
     def delete(self, topic: str, partition: int, suffix: str = names.DELETE_SUFFIX) -> str | None:
         """Close the partition's log and rename its directory ``<topic>-<N>.<uuid>-delete``
@@ -321,6 +376,8 @@ class PartitionLogs:
         if self._closed:
             return
         self._closed = True
+        if self._creator is not None:  # logs still being made are finished, then closed
+            self._creator.shutdown(wait=True)
         for plog in self._logs.values():
             plog.log.close()
         for flusher in self._flushers.values():

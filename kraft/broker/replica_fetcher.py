@@ -289,6 +289,8 @@ class ReplicaFetchers:
             for pid, reg in topic.partitions.items():
                 if self.broker_id in reg.replicas and reg.leader != self.broker_id and reg.leader >= 0:
                     wanted[(topic.name, pid)] = (topic.id, reg.leader, reg.leader_epoch)
+        # A partition whose local log is still being made is followed once it is there.
+        wanted = {tp: w for tp, w in wanted.items() if self.local.has(tp)}
         stopped = []
         for tp, key in list(self.assigned.items()):
             w = wanted.get(tp)

@@ -30,7 +30,7 @@ import uuid
 
 from kraft.broker.broker_state import BrokerLimits, BrokerState
 from kraft.broker.handlers import BrokerHandlers
-from kraft.broker.image_publisher import publish_image
+from kraft.broker.image_publisher import hosted_partitions, publish_image
 from kraft.broker.partition_logs import PartitionLogs
 from kraft.broker.topic_configs import follow_topic_configs
 from kraft.config import NodeConfig, log_flush_linger_ms, log_flush_messages, log_retention_ms
@@ -72,6 +72,9 @@ class BrokerNode:
         self._timers: list[asyncio.TimerHandle] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._published = False  # the first image judges strays (it must be a caught-up one)
+        #: New partition logs are made off the loop (a node whose loop also runs the Raft
+        #: quorum); a static-image broker and unit tests make them before ``publish`` returns.
+        self.create_in_background = False
         self._configs_applied = False  # the first image gives every log its topic's configs
 
     # --- startup ------------------------------------------------------------------------------
@@ -143,7 +146,9 @@ class BrokerNode:
     def publish(self, image: MetadataImage):
         """Make ``image`` the broker's view: local logs follow it, parked fetches look again."""
         previous = self.state.image
-        changes = publish_image(self.logs, previous, image, self.cfg.node_id, first=not self._published)
+        create = self._create_in_background if self.create_in_background else None
+        changes = publish_image(self.logs, previous, image, self.cfg.node_id, first=not self._published,
+                                create=create)
         self._published = True
         self.state.image = image
         self._apply_configs(previous, image)
@@ -151,6 +156,22 @@ class BrokerNode:
         self.handlers.produce.release_unled()
         self.handlers.fetch.wake_all()
         return changes
+
+    def _create_in_background(self, missing) -> None:
+        self.logs.create_in_background(missing, self._loop, self._logs_created)
+
+    def _logs_created(self, made) -> None:
+        """New logs made off the loop are in place: the image may have moved on meanwhile (a
+        topic deleted again, its configs changed); then fetchers and leader states take them."""
+        image = self.state.image
+        wanted = hosted_partitions(image, self.cfg.node_id)
+        for plog in made:
+            if wanted.get((plog.topic, plog.partition)) != plog.topic_id:
+                self.logs.delete(plog.topic, plog.partition)
+        self.logs.reconfigure({plog.topic for plog in made})
+        self.replication.on_image(image)
+        self.handlers.produce.release_unled()
+        self.handlers.fetch.wake_all()
 
     def _apply_configs(self, previous: MetadataImage, image: MetadataImage) -> None:
         """A config change in ``image`` reaches what reads configs outside a request: each log's

@@ -101,6 +101,7 @@ class BrokerRole:
     async def start(self) -> None:
         cfg = self.cfg
         await self.node.start(serving=False)  # clients are let in once caught up
+        self.node.create_in_background = True  # this loop also runs the node's Raft quorum
         eps = [(e.name, e.host, e.port, e.security_protocol) for e in self.node.registration_record().end_points]
         rack = cfg.values.get("broker.rack") or None
         self.lifecycle = lc = BrokerLifecycle(

@@ -35,6 +35,9 @@ class FakeLocal:
     def __init__(self, end=0, epochs=((0, 0),), hw=0, start=0):
         self.end, self.epochs, self.hw, self.start = end, list(epochs), hw, start  # epochs: (epoch, start offset)
 
+    def has(self, tp) -> bool:
+        return True
+
     def end_offset(self, tp):
         return self.end
 

@@ -22,7 +22,7 @@ import pytest
 from kraft.cli.local_cluster import LocalCluster, _die_with_parent, wait_for
 from kraft.client.node_client import NodeClient
 from kraft.config import NodeConfig, load_properties
-from kraft.errors import ErrorCode
+from kraft.errors import ErrorCode, KraftError
 from kraft.log.formatting import format_storage
 from kraft.protocol import MetadataRequest, ProduceRequest
 from kraft.records import build_batch
@@ -311,7 +311,11 @@ def test_duplicate_node_id_is_refused_and_never_serves(tmp_path):
                     # It follows the metadata log (once its image holds d, it says broker 4
                     # leads d-0) but it is not the registered incarnation: no write accepted.
                     for _ in range(300):
-                        md = await client.request(MetadataRequest(topics=None), 9)
+                        try:
+                            md = await client.request(MetadataRequest(topics=None), 9)
+                        except KraftError:  # refused until it has caught up with the metadata
+                            await asyncio.sleep(0.1)
+                            continue
                         if any(t.name == "d" and t.error_code == 0 for t in md.topics):
                             break
                         await asyncio.sleep(0.1)
