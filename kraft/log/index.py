@@ -136,8 +136,8 @@ class SegmentIndex:
             except FileNotFoundError:
                 pass
 
-    def _write_entries(self, first_offset_entry: int, rel, pos, first_time_entry: int, ts, trel) -> None:
-        with self._files() as (fd_off, fd_time):
+    def _write_entries(self, first_offset_entry: int, rel, pos, first_time_entry: int, ts, trel, fds=None) -> None:
+        with (contextlib.nullcontext(fds) if fds is not None else self._files()) as (fd_off, fd_time):
             if len(rel):
                 rec = np.empty(len(rel), _OFFSET_DTYPE)
                 rec["rel"], rec["pos"] = rel, pos
@@ -147,8 +147,8 @@ class SegmentIndex:
                 rec["ts"], rec["rel"] = ts, trel
                 files.write_all(fd_time, rec.tobytes(), first_time_entry * TIME_ENTRY_SIZE, self.time_path)
 
-    def _truncate_files(self) -> None:
-        with self._files() as (fd_off, fd_time):
+    def _truncate_files(self, fds=None) -> None:
+        with (contextlib.nullcontext(fds) if fds is not None else self._files()) as (fd_off, fd_time):
             try:
                 os.ftruncate(fd_off, self.rel.n * OFFSET_ENTRY_SIZE)
                 os.ftruncate(fd_time, self.ts.n * TIME_ENTRY_SIZE)
@@ -213,9 +213,10 @@ class SegmentIndex:
         if old is not None and _same(old, (self.entries(), self.time_entries())):
             self._written = (self.rel.n, self.ts.n)
             return False
-        self._write_entries(0, rel, pos, 0, ts, trel)
-        self._written = (self.rel.n, self.ts.n)
-        self._truncate_files()
+        with self._files() as fds:  # one open for both steps: a new log makes thousands of these
+            self._write_entries(0, rel, pos, 0, ts, trel, fds)
+            self._written = (self.rel.n, self.ts.n)
+            self._truncate_files(fds)
         return True
 
     def truncate_before_position(self, position: int, cut_offset: int) -> int:

@@ -294,7 +294,8 @@ def load_log(directory: str, config, recovery_point, log_start_offset, now_ms: i
             if checkpoint is not None and _load_clean(segments):
                 return _finish(segments, cache, checkpoint, log_start_offset, report)
             cache = LeaderEpochCache(directory)
-        if not segments:
+        created = not segments
+        if created:
             segments = [LogSegment.create(directory, log_start_offset or 0, interval, now_ms)]
             files.fsync_dir(directory)
         checkpoint = load_epochs(directory, cache)
@@ -306,7 +307,7 @@ def load_log(directory: str, config, recovery_point, log_start_offset, now_ms: i
             segments[i].next_offset = segments[i + 1].base_offset
         cache.truncate_from_end(segments[scan_from].base_offset)
         recover_segments(directory, segments, scan_from, cache, report, config.strict_order)
-        if sync:
+        if sync and not created:
             files.fdatasync(segments[-1].fd, segments[-1].path)  # recovered bytes may be cache-only
         return _finish(segments, cache, checkpoint, log_start_offset, report)
     except BaseException:
@@ -320,7 +321,8 @@ def _finish(segments, cache, checkpoint, log_start_offset, report):
     start = max(segments[0].base_offset, log_start_offset or 0)
     cache.truncate_from_end(segments[-1].next_offset)
     cache.truncate_from_start(start)
-    if checkpoint is None or cache.entries() != checkpoint:
+    # No file and nothing to say (a new log): none is written; the first epoch makes one.
+    if (checkpoint is None and cache.entries()) or (checkpoint is not None and cache.entries() != checkpoint):
         cache.write()
         report.epoch_checkpoint_rewritten = True
     cache.written_version = cache.version
