@@ -90,13 +90,31 @@ class Bench:
 
         t0 = time.monotonic()
         admin = self.admin_of()
-        names = [f"t{i:05d}" for i in range(self.a.topics)]
-        for k in range(0, len(names), 250):
-            futures = admin.create_topics([NewTopic(n, self.a.partitions, 3) for n in names[k:k + 250]],
-                                          operation_timeout=120)
-            for fut in futures.values():
-                fut.result(300)
+        todo = [f"t{i:05d}" for i in range(self.a.topics)]
+        while todo:  # in steps, each led everywhere before the next: setting up, not measured
+            step, todo = todo[:self.a.create_step], todo[self.a.create_step:]
+            while step:
+                futures = admin.create_topics([NewTopic(n, self.a.partitions, 3) for n in step],
+                                              operation_timeout=120)
+                failed = []
+                for name, fut in futures.items():
+                    try:
+                        fut.result(300)
+                    except Exception as e:  # a retry of a request whose first attempt was applied
+                        if "TOPIC_ALREADY_EXISTS" not in str(e):
+                            failed.append(name)
+                step = failed
+                if failed:
+                    time.sleep(2)
+            assert wait_for(self.led, 300, 0.5), "new partitions were not all led"
         return time.monotonic() - t0
+
+    def led(self) -> bool:
+        try:
+            md = self.admin_of().list_topics(timeout=10)
+        except Exception:
+            return False
+        return len(md.brokers) == 3 and all(p.leader >= 0 for t in md.topics.values() for p in t.partitions.values())
 
     def fill(self) -> int:
         from confluent_kafka import Producer
@@ -210,6 +228,7 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--records", type=int, default=2, help="acknowledged records per partition")
     ap.add_argument("--rounds", type=int, default=2, help="rounds of (SIGTERM restart, SIGKILL restart)")
+    ap.add_argument("--create-step", type=int, default=50, help="topics per CreateTopics while setting up")
     ap.add_argument("--timeout", type=float, default=180.0)
     ap.add_argument("--dir")
     ap.add_argument("--json", default=None)

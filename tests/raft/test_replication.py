@@ -416,3 +416,22 @@ def test_new_data_within_the_notify_delay_carries_the_high_watermark():
     answers = r.take(Respond)
     assert len(answers) == 1 and flat(answers[0].response).records
     assert flat(answers[0].response).high_watermark == end
+
+
+def test_the_quorum_high_watermark_a_lagging_follower_learns_is_the_leaders_not_its_own():
+    """A restarted broker catches up to the quorum's high watermark as the leader reports it
+    (Kafka's RaftClient.highWatermark): a follower's own high watermark is capped by its log
+    and would call a prefix of the metadata 'caught up'. Unknown (-1) until a leader says."""
+    r = Replica(node_id=3)
+    assert r.core.leader_high_watermark == -1
+    r.request(1, rpcs.begin_quorum_epoch_request(1, 1))
+    assert r.core.leader_high_watermark == -1  # following, not yet heard a high watermark
+    f = r.sent(FetchRequest, 1)[0]
+    r.respond(f, rpcs.fetch_response(NONE, 1, 1, 500, 0))  # the leader is at 500, this log is empty
+    assert r.core.leader_high_watermark == 500 and r.core.high_watermark < 500
+
+
+def test_a_leaders_quorum_high_watermark_is_its_own_once_its_epoch_commits():
+    r = Replica()
+    r.elect()
+    assert r.core.leader_high_watermark == r.core.high_watermark
