@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -98,7 +99,15 @@ class BrokerNode:
 
         self.logs = PartitionLogs(cfg.log_dirs, log_cfg, retention_ms=log_retention_ms(v),
                                   retention_bytes=v["log.retention.bytes"], on_flushed=on_flushed)
-        opened = self.logs.open_all(threads=v["num.recovery.threads.per.data.dir"])
+        # Tens of thousands of long-lived objects per thousand logs: the cyclic collector ran
+        # over all of them again and again (40% of opening 10,000 logs). It is paused while
+        # they are made, and what was made is frozen out of later full collections.
+        gc.disable()
+        try:
+            opened = self.logs.open_all(threads=v["num.recovery.threads.per.data.dir"])
+        finally:
+            gc.freeze()
+            gc.enable()
         log.info("broker %d: %d partition logs recovered in %s", cfg.node_id, len(opened), ", ".join(cfg.log_dirs))
         limits = BrokerLimits(message_max_bytes=v["message.max.bytes"],
                               timestamp_type=v["log.message.timestamp.type"])
