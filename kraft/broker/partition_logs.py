@@ -143,15 +143,15 @@ class PartitionLogs:
     def _partition_dirs(self, log_dir: str) -> list:
         """(topic-partition, path, topic id) of each partition directory of ``log_dir``."""
         out = []
-        for entry in sorted(os.listdir(log_dir)):
-            path = os.path.join(log_dir, entry)
+        with os.scandir(log_dir) as it:  # the entry types come with the listing: no stat each
+            dirs = sorted((e.name, e.path) for e in it if e.is_dir())
+        for entry, path in dirs:
             if names.is_deleted_dir(entry):
-                if os.path.isdir(path):
-                    self._remove_later(path)
+                self._remove_later(path)
                 continue
             tp = names.parse_partition_dir(entry)
-            if tp is None or entry == METADATA_DIR or not os.path.isdir(path):
-                continue  # the node's metadata log, when it shares the dir; files
+            if tp is None or entry == METADATA_DIR:
+                continue  # the node's metadata log, when it shares the dir
             topic_id = names.read_partition_metadata(os.path.join(path, names.PARTITION_METADATA_FILE))
             if topic_id is None:
                 log.warning("%s has no %s; left alone until the metadata names it", path,

@@ -65,8 +65,11 @@ class LeaderEpochCheckpointFile:
     def __init__(self, path: str):
         self.path = path
 
-    def read(self) -> list[tuple[int, int]]:
-        rows = read_checkpoint_lines(self.path, self.VERSION) or []
+    def read(self, missing=()) -> list[tuple[int, int]]:
+        """The entries; ``missing`` (an empty list by default) when there is no file."""
+        rows = read_checkpoint_lines(self.path, self.VERSION)
+        if rows is None:
+            return missing if missing is None else list(missing)
         out = []
         for row in rows:
             line = " ".join(row)

@@ -51,7 +51,12 @@ def list_segment_offsets(directory: str, report: RecoveryReport) -> list[int]:
     """Base offsets of the ``.log`` files; index files without a ``.log`` and our own
     leftover temp files are removed (they are never the only copy of anything)."""
     logs, indexes = set(), []
-    for name in os.listdir(directory):
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:  # a new log (checked first: opening thousands, a stat each added up)
+        os.makedirs(directory, exist_ok=True)
+        names = []
+    for name in names:
         parsed = files.parse_segment_name(name)
         if parsed is None:
             if name == files.LEADER_EPOCH_CHECKPOINT + files.TEMP_SUFFIX:
@@ -216,9 +221,9 @@ def load_epochs(directory: str, epochs):
     the file does not exist (the caller then scans every segment). A malformed file raises
     StateFileError naming it."""
     checkpoint = LeaderEpochCheckpointFile(os.path.join(directory, files.LEADER_EPOCH_CHECKPOINT))
-    if not os.path.exists(checkpoint.path):
+    entries = checkpoint.read(missing=None)
+    if entries is None:
         return None
-    entries = checkpoint.read()
     for epoch, start in entries:
         epochs.assign(epoch, start)
     return entries
@@ -282,7 +287,6 @@ def load_log(directory: str, config, recovery_point, log_start_offset, now_ms: i
     closed by a clean shutdown (nothing to scan or flush, see ``_load_clean``). Returns
     ``(segments, epoch cache, start offset, report)``; see ``SegmentedLog.open`` for the
     arguments and errors."""
-    os.makedirs(directory, exist_ok=True)
     report = RecoveryReport()
     bases = list_segment_offsets(directory, report)
     interval = config.index_interval_bytes
