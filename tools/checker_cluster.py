@@ -140,6 +140,10 @@ class Run:
             self.create(fillers, timeout=600)
         if not self.wait(self.isr_full, 120):
             raise RuntimeError(f"the topic never had a full ISR: {self.partitions()}")
+        # Brokers make new logs off their event loop: wait until every replica is on disk.
+        want = ISR_SIZE * (self.a.partitions + len(fillers) * self.a.filler_partitions)
+        if not self.wait(lambda: len(self.replica_layout()[0]) >= want, 120):
+            raise RuntimeError(f"only {len(self.replica_layout()[0])} of {want} replica directories were made")
         self.log(f"cluster up: controllers {self.cluster.controller_ids}{' (combined)' if self.a.combined else ''}, "
                  f"brokers {self.cluster.broker_ids}, topic {TOPIC} x{self.a.partitions} RF {ISR_SIZE}, "
                  f"{len(fillers)} filler topics x{self.a.filler_partitions}")

@@ -267,8 +267,10 @@ def leader_of(admin, topic: str) -> int:
 
 
 def leader_dir(cluster, admin, topic: str) -> str:
-    assert wait_for(lambda: leader_of(admin, topic) >= 0, 20)
-    return os.path.join(cluster.partition_dir(leader_of(admin, topic)), f"{topic}-0")
+    # Asked once: librdkafka asks any broker, and one that has not applied the topic yet says -1.
+    leader = wait_for(lambda: max(leader_of(admin, topic), 0), 20)
+    assert leader, f"{topic} has no leader"
+    return os.path.join(cluster.partition_dir(leader), f"{topic}-0")
 
 
 def segments(path: str) -> list:
