@@ -50,6 +50,15 @@ log = logging.getLogger("kraft.controller")
 
 #: The Raft core's limit for one atomic append (Kafka's controller uses the same 10,000).
 MAX_RECORDS_PER_PROPOSAL = 10_000
+#: Kafka's QuorumController.MAX_RECORDS_PER_USER_OP: a request of ``BOUNDED_APIS`` that would
+#: write more records is refused whole (POLICY_VIOLATION), as Kafka's BoundedList refuses it.
+MAX_RECORDS_PER_USER_OP = 10_000
+#: The operations Kafka builds in a BoundedList: CreateTopics, DeleteTopics, CreatePartitions,
+#: ElectLeaders, AlterPartitionReassignments, UnregisterBroker, (Incremental)AlterConfigs,
+#: CreateAcls, UpdateFeatures. Internal work (a fence moving a broker's leaders) is not bounded.
+BOUNDED_APIS = frozenset({19, 20, 37, 43, 45, 64, 44, 33, 30, 57})
+#: Kafka's message (EventHandlerExceptionInfo, for a BoundedListTooLongException).
+TOO_LARGE_MESSAGE = "Unable to perform excessively large batch operation."
 #: Bytes per proposal, well under the 8 MiB Raft batch limit.
 MAX_BYTES_PER_PROPOSAL = 4 * 1024 * 1024
 #: First bytes a metadata record's value may start with: the frame version 1, or the first
@@ -270,6 +279,9 @@ class QuorumController:
             result = HANDLERS[api_key](self.context(version, now_ms), request)
         except KraftError as e:  # ApiError above all: a request-level Kafka error
             self.answer_error(token, api_key, request, version, e.code, getattr(e, "message", None) or str(e))
+            return
+        if len(result.records) > MAX_RECORDS_PER_USER_OP and api_key in BOUNDED_APIS:
+            self.answer_error(token, api_key, request, version, ErrorCode.POLICY_VIOLATION, TOO_LARGE_MESSAGE)
             return
         if result.records:
             try:
