@@ -293,7 +293,8 @@ class KraftNode:
         if not cfg.voters:  # a dynamic quorum: voters' endpoints come from the Voters record
             self.driver.on_voters_changed = lambda vs: handlers.set_endpoints(voter_endpoints(vs, self.driver))
         self.server = KafkaServer(handlers, ctl.host, ctl.port, listener_name=ctl.name,
-                                  max_frame_bytes=cfg.int("socket.request.max.bytes"), **connection_limits(cfg))
+                                  max_frame_bytes=cfg.int("socket.request.max.bytes"),
+                                  admission=self.controller_requests, **connection_limits(cfg))
         await _listen(f"the {ctl.name} listener", "listeners", ctl.host, ctl.port, self.server.start)
 
     def _clean_periodically(self) -> None:
