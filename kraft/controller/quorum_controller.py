@@ -37,10 +37,10 @@ from kraft.controller.elect_leaders import rebalance_records
 from kraft.controller.handlers import ERROR_RESPONSES, HANDLERS
 from kraft.controller.leases import BrokerLeases
 from kraft.controller.result import ControllerContext
-from kraft.errors import ErrorCode, KraftError, MetadataParseError, NotLeaderError
+from kraft.errors import ErrorCode, KraftError, NotLeaderError
 from kraft.controller.record_cache import RecordCodecCache
 from kraft.metadata import EMPTY_IMAGE, encode_record
-from kraft.metadata.replay import image_from_snapshot, replay_records  # noqa: F401 (replay_records: re-exported)
+from kraft.metadata.replay import image_from_snapshot, replay_records, replay_values
 from kraft.metadata.serde import FRAME_VERSION
 from kraft.metadata.records import (AbortTransactionRecord, BeginTransactionRecord, EndTransactionRecord,
                                     FeatureLevelRecord,
@@ -174,34 +174,39 @@ class QuorumController:
         self._release()
 
     def _apply_foreign(self, batches) -> None:
-        records = []
-        registered = {}
-        decode = self.codec.decode
+        """Replay records another node (or the Produce writer) appended, a batch at a time
+        through the batch codec (``replay_values``: no record object per PartitionRecord)."""
         observing = self.apply_observer is not None
+        registered = {}
+        applied = False
         for batch in batches:
             base = batch.base_offset
-            start = len(records)
+            self.last_applied_timestamp = batch.max_timestamp
             # Null or empty values, or a one-byte frame version other than 1, are not
             # metadata records (a demo writer's payload): counted in C, without an object
             # or a parse error per record (a busy log holds millions of them).
             candidates, others = batch.values_led_by(_METADATA_LEADS)
             self.metadata_errors += others
-            for i, value in candidates:
-                try:
-                    rec = decode(value)
-                except MetadataParseError:
-                    self.metadata_errors += 1
-                else:
-                    records.append(rec)
-                    if type(rec) is RegisterBrokerRecord:
-                        registered[rec.broker_id] = base + i
-            self.last_applied_timestamp = batch.max_timestamp
-            if observing and len(records) > start:  # a batch with no metadata record has nothing to time
-                self._foreign_counts.append((batch.max_timestamp, _count_types(records[start:])))
-        if not records:
+            if not candidates:
+                continue
+            index = [i for i, _ in candidates]
+            counts = collections.Counter() if observing else None
+
+            def on_record(k, rec, index=index, base=base, counts=counts):
+                if type(rec) is RegisterBrokerRecord:
+                    registered[rec.broker_id] = base + index[k]
+                if counts is not None:
+                    counts[type(rec).__name__] += 1
+            self.image, self._txn, errors, fast = replay_values(self.image, self._txn, [v for _, v in candidates],
+                                                                self.codec.decode, on_record)
+            self.metadata_errors += errors
+            applied = True
+            if observing:
+                if fast:
+                    counts["PartitionRecord"] += fast
+                self._foreign_counts.append((batch.max_timestamp, dict(counts)))
+        if not applied:
             return
-        self.image, self._txn, errors = replay_records(self.image, self._txn, records)
-        self.metadata_errors += errors
         self.leases.registered_at.update(registered)
         if self._pending:
             self._rebase()
@@ -316,14 +321,28 @@ class QuorumController:
         expired = self.leases.expired(live, now_ms)
         if not expired:
             return 0
-        log.info("node %d: fencing broker(s) %s: no heartbeat within %d ms", self.node_id, expired,
-                 self.leases.session_timeout_ms)
+        # One broker per tick, as Kafka's maybeFenceOneStaleBroker: each fence (every partition
+        # the broker leads moves) is proposed and visible before the next, and no tick proposes
+        # the leadership of the whole cluster at once.
+        victim = expired[:1]
+        log.info("node %d: fencing broker %d: no heartbeat within %d ms%s", self.node_id, victim[0],
+                 self.leases.session_timeout_ms, f" ({len(expired) - 1} more expired)" if len(expired) > 1 else "")
         try:
-            self._propose(fence_records(view, expired, self.settings), atomic=False)
+            self._propose(fence_records(view, victim, self.settings), atomic=False)
         except NotLeaderError:
             return 0
-        self.fenced_by_expiry += len(expired)
-        return len(expired)
+        self.fenced_by_expiry += 1
+        return 1
+
+    def heartbeat_arrived(self, broker_id: int, broker_epoch: int, now_ms: int) -> None:
+        """A BrokerHeartbeat was read (it may wait in the queue before it runs): the broker is
+        alive now, so its lease must not expire while its heartbeat waits (Kafka's
+        BrokerHeartbeatTracker.updateContactTime, done as the request arrives)."""
+        if not self.active:
+            return
+        b = self.view.cluster.brokers.get(broker_id)
+        if b is not None and b.epoch == broker_epoch:
+            self.leases.touch(broker_id, now_ms)
 
     def _maybe_bootstrap(self) -> None:
         """Kafka's first active controller writes the features of ``bootstrap.checkpoint``

@@ -108,18 +108,20 @@ def test_a_snapshot_that_drops_configs_is_caught(monkeypatch):
 def test_a_standby_that_replays_differently_is_caught(monkeypatch, seeds):
     """(a) all nodes' committed images agree: standbys (not the active controller, which
     adopts the images it computed) skip ConfigRecords when they replay the log."""
-    replay = quorum_controller.replay_records
+    from kraft.metadata import decode_record
+    replay = quorum_controller.replay_values
     apply_foreign = quorum_controller.QuorumController._apply_foreign
 
-    def skip_configs(image, open_txn, records):
-        return replay(image, open_txn, [r for r in records if type(r).__name__ != "ConfigRecord"])
+    def skip_configs(image, open_txn, values, *args):
+        kept = [v for v in values if type(decode_record(v).record).__name__ != "ConfigRecord"]
+        return replay(image, open_txn, kept, *args)
 
     def standby_apply(self, batches):
-        quorum_controller.replay_records = skip_configs
+        quorum_controller.replay_values = skip_configs
         try:
             apply_foreign(self, batches)
         finally:
-            quorum_controller.replay_records = replay
+            quorum_controller.replay_values = replay
 
     monkeypatch.setattr(quorum_controller.QuorumController, "_apply_foreign", standby_apply)
     failure = first_failure(seeds)
