@@ -87,6 +87,8 @@ class ControllerQueue:
             deadline = now_ms + max(0, int(getattr(request, "timeout_ms", 0) or 0))
         item = _Queued(api_key, request, version, token, deadline, now_ms)
         (self._broker if api_key in BROKER_APIS else self._admin).append(item)
+        if api_key == 63:
+            self.controller.heartbeat_arrived(request.broker_id, request.broker_epoch, now_ms)
 
     def admits(self) -> bool:
         """May an admin request start now? Always when this node cannot propose (it is then

@@ -146,3 +146,17 @@ def _alter_config(topic):
     R = IncrementalAlterConfigsRequest.Resource
     return IncrementalAlterConfigsRequest(resources=[R(resource_type=TOPIC, resource_name=topic, configs=[
         R.Config(name="retention.ms", config_operation=OP_SET, value="1000")])], validate_only=False)
+
+
+def test_a_heartbeat_waiting_in_the_queue_keeps_its_broker_alive():
+    """Kafka's BrokerHeartbeatTracker: contact counts when the heartbeat arrives, not when it runs."""
+    raft, ctl, answers, epochs, core = setup()
+    q = ControllerQueue(ctl, core)
+    session = ctl.leases.session_timeout_ms
+    q.add(63, heartbeat(2, epochs[2], raft.end), 1, session - 1, "hb")  # read, not run yet
+    ctl.tick(session + 10)
+    raft.commit(ctl)
+    brokers = ctl.image.cluster.brokers
+    assert not brokers[2].fenced and sum(b.fenced for b in brokers.values()) == 1  # 1 or 3, one per tick
+    q.add(63, heartbeat(3, epochs[3] + 99, raft.end), 1, session * 2, "stale")  # a stale epoch: no contact
+    assert ctl.leases.has_valid_session(3, session * 2) is False
