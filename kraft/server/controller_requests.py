@@ -297,8 +297,10 @@ def controller_gauges(metrics, controller: QuorumController) -> None:
             to_applied.labels(name).observe(applied, n)
     controller.clock = lambda: time.time() * 1000.0
     controller.apply_observer = observe
+    stats_of = ImageStats()
+
     def refresh():
-        stats = image_stats(controller.image)
+        stats = stats_of(controller.image)
         g["active"].set(1 if controller.active else 0)
         for k in ("topics", "partitions", "offline", "fenced_leaders", "imbalance", "active_brokers",
                   "fenced_brokers", "digest"):
@@ -312,29 +314,64 @@ def controller_gauges(metrics, controller: QuorumController) -> None:
     metrics.on_render(refresh)
 
 
-def image_stats(image) -> dict:
-    brokers = image.cluster.brokers
+class ImageStats:
+    """``image_stats`` for successive images of one node: each topic's share is computed once
+    per ``TopicImage`` (images share untouched topics, so a new image costs only what changed;
+    a million partitions walked per /metrics scrape stalled the loop for seconds)."""
+
+    def __init__(self):
+        self._topics: dict[int, tuple] = {}  # id(TopicImage) -> (TopicImage, its share)
+
+    def __call__(self, image) -> dict:
+        brokers = image.cluster.brokers
+        h = hashlib.blake2b(digest_size=6)
+        for b in sorted(brokers.values(), key=lambda b: b.id):
+            h.update(f"b{b.id}:{b.epoch}:{int(b.fenced)}:{int(b.in_controlled_shutdown)};".encode())
+        partitions = offline = imbalance = 0
+        leaders: dict[int, int] = {}
+        cache, seen = self._topics, {}
+        by_name = image.topics.by_name
+        for name in sorted(by_name):
+            t = by_name[name]
+            hit = cache.get(id(t))
+            share = hit[1] if hit is not None and hit[0] is t else _topic_share(t)
+            seen[id(t)] = (t, share)
+            digest, n, off, imb, led = share
+            h.update(digest)
+            partitions += n
+            offline += off
+            imbalance += imb
+            for b, k in led.items():
+                leaders[b] = leaders.get(b, 0) + k
+        self._topics = seen  # (topics no longer in the image are forgotten)
+        fenced_leaders = sum(k for b, k in leaders.items() if b not in brokers or brokers[b].fenced)
+        return {"topics": len(image.topics.by_id), "partitions": partitions, "offline": offline,
+                "fenced_leaders": fenced_leaders, "imbalance": imbalance,
+                "active_brokers": sum(1 for b in brokers.values() if not b.fenced),
+                "fenced_brokers": sum(1 for b in brokers.values() if b.fenced),
+                "digest": int.from_bytes(h.digest(), "big")}
+
+
+def _topic_share(t) -> tuple:
+    """(digest, partitions, offline, not led by their first replica, leader id -> partitions led)."""
     h = hashlib.blake2b(digest_size=6)
-    for b in sorted(brokers.values(), key=lambda b: b.id):
-        h.update(f"b{b.id}:{b.epoch}:{int(b.fenced)}:{int(b.in_controlled_shutdown)};".encode())
-    partitions = offline = fenced_leaders = imbalance = 0
-    for name in sorted(image.topics.by_name):
-        t = image.topics.by_name[name]
-        h.update(f"t{name}:{t.id};".encode())
-        for pid in sorted(t.partitions):
-            p = t.partitions[pid]
-            partitions += 1
-            h.update(f"{pid}:{p.replicas}:{p.isr}:{p.leader}:{p.leader_epoch}:{p.partition_epoch};".encode())
-            if p.leader == -1:
-                offline += 1
-            else:
-                b = brokers.get(p.leader)
-                if b is None or b.fenced:
-                    fenced_leaders += 1
-                if p.replicas and p.replicas[0] != p.leader:
-                    imbalance += 1
-    return {"topics": len(image.topics.by_id), "partitions": partitions, "offline": offline,
-            "fenced_leaders": fenced_leaders, "imbalance": imbalance,
-            "active_brokers": sum(1 for b in brokers.values() if not b.fenced),
-            "fenced_brokers": sum(1 for b in brokers.values() if b.fenced),
-            "digest": int.from_bytes(h.digest(), "big")}
+    h.update(f"t{t.name}:{t.id};".encode())
+    offline = imbalance = 0
+    led: dict[int, int] = {}
+    parts = t.partitions
+    for pid in sorted(parts):
+        p = parts[pid]
+        h.update(f"{pid}:{p.replicas}:{p.isr}:{p.leader}:{p.leader_epoch}:{p.partition_epoch};".encode())
+        if p.leader == -1:
+            offline += 1
+        else:
+            led[p.leader] = led.get(p.leader, 0) + 1
+            if p.replicas and p.replicas[0] != p.leader:
+                imbalance += 1
+    return h.digest(), len(parts), offline, imbalance, led
+
+
+def image_stats(image) -> dict:
+    """Counts and a digest of ``image``'s brokers, topics and partitions (equal images, equal
+    digests: compared across controllers at the same offset)."""
+    return ImageStats()(image)
