@@ -41,6 +41,7 @@ from kraft.server.controller_requests import (ControllerRequests, ListenerFanOut
                                               controller_settings, image_stats)
 from kraft.log.replicated_log import MetadataLog
 from kraft.server.metrics import MetricsServer, NodeMetrics, fetch_session_gauges
+from kraft.server.loop_watchdog import LoopWatchdog
 from kraft.server.network import KafkaServer, connection_limits
 from kraft.server.raft_driver import RaftDriver, election_from_file, wall_ms
 from kraft.metadata.snapshot_schedule import ScheduleConfig
@@ -265,6 +266,8 @@ class KraftNode:
         if self.controller is not None:
             self.controller_requests.start()
         self._cleaner = loop.call_later(CLEAN_INTERVAL_MS / 1000, self._clean_periodically)
+        self.watchdog = LoopWatchdog(cfg.node_id, self.metrics)
+        self.watchdog.start()
         if self.log.flushed_offset() < self.log.end_offset():
             self.log.request_flush()
         port = cfg.int("kraft.metrics.port")
@@ -311,6 +314,8 @@ class KraftNode:
         leadership so followers elect at once, then close everything."""
         if self._cleaner is not None:
             self._cleaner.cancel()
+        if getattr(self, "watchdog", None) is not None:
+            self.watchdog.close()
         if self.broker is not None:
             broker, self.broker = self.broker, None
             await broker.shutdown()
