@@ -70,7 +70,10 @@ async def until_all(cluster, pred, timeout=120.0, interval=0.25) -> float:
     return time.perf_counter() - start
 
 
-async def start_brokers(cluster, client, n=5):
+async def start_brokers(cluster, n=5):
+    """``n`` simulated brokers on a client of their own (a broker's heartbeats do not queue in
+    the admin tool's connection behind its CreateTopics)."""
+    client = ControllerClient([cluster.address(i) for i in cluster.ids], client_id="brokers")
     brokers = [SimulatedBroker(client, b, cluster.cluster_id, rack=f"r{b % 3}") for b in range(1, n + 1)]
     for b in brokers:
         await b.register()
@@ -80,6 +83,48 @@ async def start_brokers(cluster, client, n=5):
         await asyncio.sleep(0.1)
     assert not any(b.fenced for b in brokers), "brokers were not unfenced"
     return brokers
+
+
+async def stop_brokers(brokers) -> None:
+    for b in brokers:
+        await b.stop()
+    if brokers:
+        await brokers[0].client.close()
+
+
+def raft_gauges(cluster, node_id) -> dict:
+    """kraft_current_epoch, kraft_leader_changes_total, kraft_raft_uncommitted_records... of a node."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{cluster.metrics_ports[node_id]}/metrics", timeout=30) as r:
+            text = r.read().decode()
+    except OSError:
+        return {}
+    return {k: float(v) for k, v in re.findall(r"^(kraft_[a-z_]+)(?:\{[^}]*\})? (\S+)$", text, re.M)}
+
+
+class BacklogWatch:
+    """Polls every node while a workload runs: the largest uncommitted tail an active leader
+    held, and the epochs seen (a change is a leader change)."""
+
+    def __init__(self, cluster):
+        self.cluster, self.peak, self.epochs, self._task = cluster, 0, set(), None
+
+    async def _run(self):
+        while True:
+            for i in self.cluster.ids:
+                g = await asyncio.to_thread(raft_gauges, self.cluster, i)
+                if g.get("kraft_is_leader") == 1:
+                    self.peak = max(self.peak, int(g.get("kraft_raft_uncommitted_records", 0)))
+                    self.epochs.add(int(g.get("kraft_current_epoch", -1)))
+            await asyncio.sleep(0.2)
+
+    def start(self):
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self):
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
 
 
 async def create_all(client, topics, partitions, per_request, prefix="t") -> float:
@@ -109,8 +154,9 @@ async def workload_a(args, out):
         client = ControllerClient([cluster.address(i) for i in cluster.ids])
         brokers = []
         try:
-            brokers = await start_brokers(cluster, client)
+            brokers = await start_brokers(cluster, args.brokers)
             total = args.topics * args.partitions
+            watch = BacklogWatch(cluster)
             spies = []
             if args.py_spy:  # sample every node while it works (collapsed stacks, see --py-spy)
                 import subprocess
@@ -121,7 +167,12 @@ async def workload_a(args, out):
                                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
                 await asyncio.sleep(1.0)
             started = time.perf_counter()
+            epochs_before = {int(raft_gauges(cluster, i).get("kraft_current_epoch", -1)) for i in cluster.ids}
+            watch.start()
             committed = await create_all(client, args.topics, args.partitions, args.per_request)
+            await watch.stop()
+            epochs_after = {int(raft_gauges(cluster, i).get("kraft_current_epoch", -1)) for i in cluster.ids}
+            leader_changes = len(epochs_before | epochs_after | watch.epochs) - 1
             applied = committed + await until_all(
                 cluster, lambda g: g.get("global_partition_count") == total)
             anchor = create_anchor(args.topics, args.partitions, args.per_request)
@@ -131,7 +182,8 @@ async def workload_a(args, out):
                   f"in every controller's image {applied:.2f} s "
                   f"({total / committed:,.0f} partitions/s); anchor, in-process controller alone: leader "
                   f"{anchor['leader_cpu_s']:.2f} s CPU + one standby's replay {anchor['standby_cpu_s']:.2f} s CPU "
-                  f"(committed / anchor = {committed / floor:.1f}x)", flush=True)
+                  f"(committed / anchor = {committed / floor:.1f}x); {leader_changes} leader changes, "
+                  f"peak uncommitted records seen {watch.peak:,}", flush=True)
             for spy in spies:
                 spy.send_signal(2)
                 spy.wait(30)
@@ -141,10 +193,10 @@ async def workload_a(args, out):
             out["a"] = {"partitions": total, "topics": args.topics, "per_request": args.per_request,
                         "committed_s": committed, "applied_everywhere_s": applied,
                         "broker_heartbeat_errors": fenced, "elapsed_s": time.perf_counter() - started,
+                        "leader_changes": leader_changes, "peak_uncommitted_records": watch.peak,
                         "anchor": anchor}
         finally:
-            for b in brokers:
-                await b.stop()
+            await stop_brokers(brokers)
             await client.close()
             cluster.close()
 
@@ -202,7 +254,7 @@ async def workload_b(args, out):
         client = ControllerClient([cluster.address(i) for i in cluster.ids])
         brokers = []
         try:
-            brokers = await start_brokers(cluster, client)
+            brokers = await start_brokers(cluster, args.brokers)
             await create_all(client, topics, args.partitions, args.per_request)
             total = topics * args.partitions
             await until_all(cluster, lambda g: g.get("global_partition_count") == total)
@@ -225,8 +277,7 @@ async def workload_b(args, out):
             out["b"] = {"led_by_fenced": anchor["led"], "partitions": total, "fence_commit_s": fence_s,
                         "fence_applied_everywhere_s": everywhere, "anchor": anchor}
         finally:
-            for b in brokers:
-                await b.stop()
+            await stop_brokers(brokers)
             await client.close()
             cluster.close()
 
@@ -237,6 +288,7 @@ def main():
     ap.add_argument("--topics", type=int, default=1000)
     ap.add_argument("--partitions", type=int, default=100)
     ap.add_argument("--per-request", type=int, default=50)
+    ap.add_argument("--brokers", type=int, default=5)
     ap.add_argument("--fence-leaders", type=int, default=10_000)
     ap.add_argument("--json", default=None)
     ap.add_argument("--dir", default=None, help="keep the clusters' directories (logs) under DIR")
