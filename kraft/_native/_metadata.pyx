@@ -3,8 +3,9 @@
 C loop, each turned into the fields the image needs (kraft/metadata/batch_codec.py is the
 pure-Python twin and says what the items are).
 
-PartitionRecord becomes the eleven fields of a PartitionRegistration (replica lists interned,
-directories resolved as Kafka's ``defaultToMigrating``); TopicRecord, PartitionChangeRecord
+PartitionRecord becomes a PartitionRegistration (replica lists interned, directories resolved
+as Kafka's ``defaultToMigrating``, the registration itself shared with equal ones through the
+registrations table keyed as ``partition.intern_registration`` keys it); TopicRecord, PartitionChangeRecord
 and RegisterBrokerRecord become tuples of their fields. Anything else, and any value this
 decoder is not sure about (unknown tagged fields, a version it does not know, a malformed
 body, a registration replay would refuse), becomes None: the caller then uses the generic
@@ -17,6 +18,7 @@ Must not import kraft Python modules: what it needs is handed over by ``configur
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.long cimport PyLong_FromVoidPtr
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
@@ -34,6 +36,9 @@ cdef uint8_t _last_uuid_raw[16]
 cdef object _last_uuid = None
 cdef tuple _EMPTY = ()
 cdef bytes _MIGRATING_RAW = b"\x00" * 15 + b"\x02"
+cdef object _registration_type = None  # PartitionRegistration
+cdef dict _registrations = {}          # shared with kraft.metadata.partition._REGISTRATIONS
+cdef dict _migrating_by_count = {}     # shared with kraft.metadata.partition._MIGRATING_BY_COUNT
 
 # Item kinds (the record api keys).
 cdef enum:
@@ -43,10 +48,30 @@ cdef enum:
     K_PARTITION_CHANGE = 5
 
 
-def configure(uuid_factory, migrating_dir, Py_ssize_t cache_limit):
-    global _uuid_factory, _migrating, _cache_limit, _last_uuid
+def configure(uuid_factory, migrating_dir, Py_ssize_t cache_limit, registration_type, dict registrations,
+              dict migrating_by_count):
+    global _uuid_factory, _migrating, _cache_limit, _last_uuid, _registration_type, _registrations
+    global _migrating_by_count
     _uuid_factory, _migrating, _cache_limit, _last_uuid = uuid_factory, migrating_dir, cache_limit, None
+    _registration_type, _registrations, _migrating_by_count = registration_type, registrations, migrating_by_count
     _uuids.clear()
+
+
+cdef inline object _id(object o):
+    return PyLong_FromVoidPtr(<void *>o)
+
+
+cdef object registration_of(tuple f):
+    """The shared registration of the eleven fields ``f`` (see partition.intern_registration)."""
+    key = (_id(f[0]), _id(f[1]), _id(f[2]), _id(f[3]), _id(f[4]), f[5], f[6], f[7], f[8], _id(f[9]), _id(f[10]))
+    cdef PyObject *hit = PyDict_GetItem(_registrations, key)
+    if hit != NULL:
+        return <object>hit
+    if len(_registrations) >= _cache_limit:
+        _registrations.clear()
+    reg = tuple.__new__(_registration_type, f)
+    _registrations[key] = reg
+    return reg
 
 
 cdef struct Rd:
@@ -258,12 +283,17 @@ cdef inline bint rd_no_tags(Rd *r) noexcept:
 
 
 cdef object migrating_dirs(Py_ssize_t n, dict intern):
+    """(MIGRATING,) * n: one object per count, shared with partition._migrating."""
+    cdef PyObject *hit = PyDict_GetItem(_migrating_by_count, n)
+    if hit != NULL:
+        return <object>hit
     cdef tuple t = PyTuple_New(n)
     cdef Py_ssize_t i
     for i in range(n):
         Py_INCREF(_migrating)
         PyTuple_SET_ITEM(t, i, _migrating)
-    return intern_tuple(t, intern)
+    _migrating_by_count[n] = t
+    return t
 
 
 cdef object resolve_dirs(const uint8_t *raw, Py_ssize_t n_dirs, Py_ssize_t n_replicas, dict intern,
@@ -351,7 +381,7 @@ cdef object partition_item(Rd *r, int version, dict intern, dict dir_cache):
         return None  # replay refuses it: let the generic path raise its error
     dirs = resolve_dirs(dirs_raw, n_dirs, n_replicas, intern, dir_cache)
     fields = (replicas, dirs, isr, removing, adding, leader, lrs, leader_epoch, partition_epoch, elr, last_elr)
-    return (K_PARTITION, topic_id, pid, fields)
+    return (K_PARTITION, topic_id, pid, registration_of(fields))
 
 
 cdef object topic_item(Rd *r):

@@ -3,9 +3,10 @@ and encoding an image's PartitionRecords, each in one call.
 
 ``decode_values(values)`` returns one *item* per value:
 
-* ``(3, topic_id, partition_id, fields)`` for a PartitionRecord: ``fields`` are the eleven
-  fields of a :class:`PartitionRegistration`, replica lists interned and directories resolved
-  (Kafka's ``defaultToMigrating``), so replay only files the registration;
+* ``(3, topic_id, partition_id, registration)`` for a PartitionRecord: the
+  :class:`PartitionRegistration` (replica lists interned, directories resolved as Kafka's
+  ``defaultToMigrating``, shared with equal ones: ``partition.intern_registration``), so replay
+  only files it;
 * ``(api_key, version, fields)`` for TopicRecord (2), PartitionChangeRecord (5) and
   RegisterBrokerRecord (0): the record's fields in schema order (``record_from_item`` turns them
   into the record the generic decoder would give);
@@ -31,7 +32,8 @@ from typing import NamedTuple
 from kraft.errors import MetadataParseError
 from kraft.metadata import partition as _partition
 from kraft.metadata import records as R
-from kraft.metadata.partition import MIGRATING_DIR, RECOVERED, RECOVERING, _directories, intern_tuple
+from kraft.metadata.partition import (MIGRATING_DIR, RECOVERED, RECOVERING, PartitionRegistration, _directories,
+                                      intern_registration, intern_tuple)
 from kraft.metadata.image_records import partition_record
 from kraft.metadata.serde import decode_record, encode_record
 from kraft.protocol.primitives import uuid_from_wire
@@ -57,7 +59,7 @@ def _item_of(record, version: int):
                   intern(record.removing_replicas), intern(record.adding_replicas), record.leader, lrs,
                   record.leader_epoch, record.partition_epoch, intern(record.eligible_leader_replicas or ()),
                   intern(record.last_known_elr or ()))
-        return (PARTITION, record.topic_id, record.partition_id, fields)
+        return (PARTITION, record.topic_id, record.partition_id, intern_registration(fields))
     if kind is R.TopicRecord:
         return (TOPIC, version, (record.name, record.topic_id))
     if kind is R.PartitionChangeRecord:
@@ -108,7 +110,8 @@ def _load_native():
     from types import SimpleNamespace
 
     from kraft._native import _metadata, _metadata_encode
-    _metadata.configure(uuid_from_wire, MIGRATING_DIR, _partition._TUPLES_LIMIT)
+    _metadata.configure(uuid_from_wire, MIGRATING_DIR, _partition._TUPLES_LIMIT, PartitionRegistration,
+                        _partition._REGISTRATIONS, _partition._MIGRATING_BY_COUNT)
     return SimpleNamespace(decode_values=_metadata.decode_values,
                            encode_partitions=_metadata_encode.encode_partitions)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from kraft.errors import MetadataParseError, MetadataReplayError
 from kraft.metadata import batch_codec
 from kraft.metadata.delta import MetadataDelta
-from kraft.metadata.partition import PartitionRegistration
 from kraft.metadata.records import EndTransactionRecord
 from kraft.metadata.image import EMPTY_IMAGE
 from kraft.metadata.serde import decode_record
@@ -60,12 +59,11 @@ def replay_values(image, open_txn, values, decode=None, on_record=None) -> tuple
     delta = MetadataDelta(image, open_txn)
     errors = fast = 0
     items = batch_codec.decode_values(values)
-    new_registration = tuple.__new__
     record_from_item = batch_codec.record_from_item
     for i, item in enumerate(items):
         if item is not None and item[0] == _PARTITION and not delta.in_transaction:
             try:
-                delta.replay_registration(item[1], item[2], new_registration(PartitionRegistration, item[3]))
+                delta.replay_registration(item[1], item[2], item[3])
             except MetadataReplayError:
                 errors += 1
             fast += 1

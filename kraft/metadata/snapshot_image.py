@@ -29,7 +29,6 @@ from kraft.metadata import batch_codec
 from kraft.metadata.delta import MetadataDelta
 from kraft.metadata.image import EMPTY_IMAGE, MetadataImage
 from kraft.metadata import image_records as IR
-from kraft.metadata.partition import PartitionRegistration
 from kraft.metadata.serde import decode_record, encode_record
 
 #: Target size of the values of one snapshot batch.
@@ -111,7 +110,6 @@ def replay_values(delta: MetadataDelta, values: list, codec=None) -> None:
     items = (codec or batch_codec).decode_values(values)
     replay = delta.replay
     fast = delta.replay_registration
-    new_registration = tuple.__new__
     PARTITION = batch_codec.PARTITION
     record_from_item = batch_codec.record_from_item
     for value, item in zip(values, items):
@@ -121,7 +119,7 @@ def replay_values(delta: MetadataDelta, values: list, codec=None) -> None:
             if delta.in_transaction:  # held back with the transaction: it needs the record
                 replay(_generic(value))
             else:
-                fast(item[1], item[2], new_registration(PartitionRegistration, item[3]))
+                fast(item[1], item[2], item[3])
         else:
             replay(record_from_item(item))
 

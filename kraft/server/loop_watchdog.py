@@ -10,6 +10,7 @@ election it caused, says which it was. No work of its own beyond one timer every
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 
@@ -18,6 +19,8 @@ log = logging.getLogger("kraft.node")
 INTERVAL_S = 0.1
 #: A timer this much later than due is logged (well under the 2 s fetch timeout).
 REPORT_S = 0.5
+#: A cyclic garbage collection this long is logged (its pause is a stall of every thread).
+GC_REPORT_S = 0.2
 
 
 class LoopWatchdog:
@@ -35,6 +38,17 @@ class LoopWatchdog:
     def start(self) -> None:
         self._due = time.monotonic() + INTERVAL_S
         self._handle = asyncio.get_running_loop().call_later(INTERVAL_S, self._fire)
+        self._gc_started = 0.0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_started = time.monotonic()
+        elif self._gc_started:
+            took = time.monotonic() - self._gc_started
+            if took > GC_REPORT_S:
+                log.warning("node %d: a generation-%d garbage collection took %.0f ms (%d objects collected)",
+                            self.node_id, info.get("generation", -1), took * 1000, info.get("collected", 0))
 
     def _fire(self) -> None:
         now = time.monotonic()
@@ -48,3 +62,5 @@ class LoopWatchdog:
     def close(self) -> None:
         if self._handle is not None:
             self._handle.cancel()
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
