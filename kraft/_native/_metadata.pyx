@@ -39,6 +39,10 @@ cdef bytes _MIGRATING_RAW = b"\x00" * 15 + b"\x02"
 cdef object _registration_type = None  # PartitionRegistration
 cdef dict _registrations = {}          # shared with kraft.metadata.partition._REGISTRATIONS
 cdef dict _migrating_by_count = {}     # shared with kraft.metadata.partition._MIGRATING_BY_COUNT
+# A PartitionRecord's registration is a function of its bytes but for the partition id and topic
+# id: header (3 bytes) + body (after the topic id) -> registration. Partitions placed alike have
+# equal bodies, so most records cost a lookup instead of a parse.
+cdef dict _bodies = {}
 
 # Item kinds (the record api keys).
 cdef enum:
@@ -55,6 +59,18 @@ def configure(uuid_factory, migrating_dir, Py_ssize_t cache_limit, registration_
     _uuid_factory, _migrating, _cache_limit, _last_uuid = uuid_factory, migrating_dir, cache_limit, None
     _registration_type, _registrations, _migrating_by_count = registration_type, registrations, migrating_by_count
     _uuids.clear()
+    _bodies.clear()
+
+
+cdef object body_key(const uint8_t *v, Py_ssize_t size):
+    """Header + body of a PartitionRecord value (None if too short to have a topic id)."""
+    if size < 23:
+        return None
+    key = PyBytes_FromStringAndSize(NULL, size - 20)
+    cdef char *k = PyBytes_AS_STRING(key)
+    memcpy(k, v, 3)
+    memcpy(k + 3, v + 23, size - 23)
+    return key
 
 
 cdef inline object _id(object o):
@@ -507,6 +523,8 @@ def decode_values(list values, dict intern, dict dir_cache):
     cdef Rd r
     cdef const uint8_t *p
     cdef int api_key, version
+    cdef PyObject *hit
+    cdef int32_t pid
     for i in range(n):
         v = values[i]
         item = None
@@ -516,7 +534,17 @@ def decode_values(list values, dict intern, dict dir_cache):
             if p[0] == 1 and api_key < 0x80 and version < 0x80:
                 r.p, r.end, r.bad = p + 3, p + PyBytes_GET_SIZE(v), False
                 if api_key == K_PARTITION and version <= 2:
-                    item = partition_item(&r, version, intern, dir_cache)
+                    key = body_key(p, PyBytes_GET_SIZE(v))
+                    hit = NULL if key is None else PyDict_GetItem(_bodies, key)
+                    if hit != NULL:
+                        pid = rd_i32(&r)
+                        item = (K_PARTITION, rd_uuid(&r), pid, <object>hit)
+                    else:
+                        item = partition_item(&r, version, intern, dir_cache)
+                        if item is not None and key is not None and not r.bad:
+                            if len(_bodies) >= _cache_limit:
+                                _bodies.clear()
+                            _bodies[key] = (<tuple>item)[3]
                 elif api_key == K_TOPIC and version == 0:
                     item = topic_item(&r)
                 elif api_key == K_PARTITION_CHANGE and version <= 2:

@@ -411,7 +411,7 @@ class QuorumController:
             for chunk in chunks:
                 recs = records[at:at + len(chunk)]
                 at += len(chunk)
-                image, txn, errors = replay_records(image, txn, recs)
+                image, txn, errors, _ = replay_values(image, txn, chunk, self.codec.decode)
                 if errors:
                     self.metadata_errors += errors
                     log.error("node %d: %d of our own records did not replay (a handler bug)", self.node_id, errors)
