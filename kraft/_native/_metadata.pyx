@@ -16,7 +16,7 @@ Must not import kraft Python modules: what it needs is handed over by ``configur
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
+from cpython.dict cimport PyDict_GetItem, PyDict_Next, PyDict_SetItem
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_FromVoidPtr
 from cpython.object cimport PyObject
@@ -557,3 +557,20 @@ def decode_values(list values, dict intern, dict dir_cache):
         PyList_SET_ITEM(out, i, item)
     return out
 
+
+
+def partitions_touching(dict partitions, long broker, bint with_elr):
+    """The ids of the partitions in ``partitions`` (partition id -> registration tuple) that
+    ``broker`` leads or is in the ISR of (or, with ``with_elr``, the ELR of), in dict order: a
+    fence's scan of a million partitions in C (the registration's fields are read by position:
+    isr 2, leader 5, elr 9)."""
+    cdef list out = []
+    cdef Py_ssize_t pos = 0
+    cdef PyObject *k
+    cdef PyObject *v
+    cdef tuple reg
+    while PyDict_Next(partitions, &pos, &k, &v):
+        reg = <tuple>v
+        if <long>reg[5] == broker or broker in <tuple>reg[2] or (with_elr and broker in <tuple>reg[9]):
+            out.append(<object>k)
+    return out

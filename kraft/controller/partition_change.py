@@ -22,6 +22,7 @@ brokers are fenced or which requests are valid.
 
 from __future__ import annotations
 
+from kraft.metadata.batch_codec import partitions_touching
 from kraft.metadata.partition import MIGRATING_DIR, NO_LEADER, NO_LEADER_CHANGE, RECOVERING, UNASSIGNED_DIR
 from kraft.metadata.records import PartitionChangeRecord
 
@@ -220,27 +221,30 @@ def elect_away(image, brokers: set, acceptable, *, unclean=False, min_isr=None,
         tid = topic.id
         elr_min = min_isr(topic.name) if min_isr is not None else 0
         election = _election(unclean, topic.name)
-        for pid, part in topic.partitions.items():
+        parts = topic.partitions
+        # One broker (a fence, a shutdown): only the partitions it touches, found in C.
+        touched = (parts.items() if only is None else
+                   [(pid, parts[pid]) for pid in partitions_touching(parts, only, bool(lost))])
+        for pid, part in touched:
             isr = part.isr
-            if only is not None:
-                if part.leader != only and only not in isr and not (lost and only in part.elr):
-                    continue
-            elif (part.leader not in brokers and not any(b in isr for b in brokers)
-                  and not (lost and any(b in part.elr for b in brokers))):
+            if only is None and (part.leader not in brokers and not any(b in isr for b in brokers)
+                                 and not (lost and any(b in part.elr for b in brokers))):
                 continue
-            shape = (part.replicas, isr, part.leader, part.leader_recovery_state, part.elr, part.last_known_elr,
-                     part.removing_replicas, part.adding_replicas, part.directories, elr_min, election)
-            change = decided.get(shape, False)
-            if change is False:
+            # Registrations are shared (``partition.intern_registration``): equal shapes are
+            # mostly one object, so the shape is its identity (hashing its directories would run
+            # uuid's Python hash); an equal registration that is another object only misses.
+            shape = (id(part), elr_min, election)
+            hit = decided.get(shape)
+            if hit is None or hit[0] is not part:
                 target = tuple(r for r in isr if r not in brokers)
                 rec = build(tid, pid, part, acceptable, target_isr=target, election=election, elr_min_isr=elr_min,
                             unclean_shutdown=lost)
-                change = decided[shape] = None if rec is None else _changed_fields(rec)
+                decided[shape] = (part, None if rec is None else _changed_fields(rec))
                 if rec is not None:
                     append(rec)
                 continue
-            if change is not None:
-                append(PartitionChangeRecord(partition_id=pid, topic_id=tid, **change))
+            if hit[1] is not None:
+                append(PartitionChangeRecord(partition_id=pid, topic_id=tid, **hit[1]))
     return out
 
 

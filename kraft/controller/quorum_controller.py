@@ -197,13 +197,12 @@ class QuorumController:
                     registered[rec.broker_id] = base + index[k]
                 if counts is not None:
                     counts[type(rec).__name__] += 1
-            self.image, self._txn, errors, fast = replay_values(self.image, self._txn, [v for _, v in candidates],
-                                                                self.codec.decode, on_record)
+            self.image, self._txn, errors, direct = replay_values(self.image, self._txn, [v for _, v in candidates],
+                                                                  self.codec.decode, on_record)
             self.metadata_errors += errors
             applied = True
             if observing:
-                if fast:
-                    counts["PartitionRecord"] += fast
+                counts.update(direct)
                 self._foreign_counts.append((batch.max_timestamp, dict(counts)))
         if not applied:
             return

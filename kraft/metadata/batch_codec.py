@@ -16,6 +16,7 @@ and encoding an image's PartitionRecords, each in one call.
 
 ``encode_partitions(topic_id, partitions)`` gives the framed PartitionRecord value of each
 partition of a topic (sorted by id), byte for byte ``encode_record(*partition_record(...))``.
+``partitions_touching`` finds the partitions a broker leads or is in sync for (a fence's scan).
 
 Two implementations with the same results: ``kraft._native._metadata`` and
 ``_metadata_encode`` (default), and the pure-Python twin below (``KRAFT_NO_EXTENSIONS=1``, or
@@ -106,6 +107,11 @@ def _native_encode_partitions(topic_id, partitions: dict, raw_cache: dict | None
                                      {} if raw_cache is None else raw_cache)
 
 
+def _pure_partitions_touching(partitions: dict, broker: int, with_elr: bool) -> list:
+    return [pid for pid, p in partitions.items()
+            if p.leader == broker or broker in p.isr or (with_elr and broker in p.elr)]
+
+
 def _load_native():
     from types import SimpleNamespace
 
@@ -113,7 +119,8 @@ def _load_native():
     _metadata.configure(uuid_from_wire, MIGRATING_DIR, _partition._TUPLES_LIMIT, PartitionRegistration,
                         _partition._REGISTRATIONS, _partition._MIGRATING_BY_COUNT)
     return SimpleNamespace(decode_values=_metadata.decode_values,
-                           encode_partitions=_metadata_encode.encode_partitions)
+                           encode_partitions=_metadata_encode.encode_partitions,
+                           partitions_touching=_metadata.partitions_touching)
 
 
 NATIVE_IMPORT_ERROR: Exception | None = None
@@ -126,6 +133,9 @@ if not os.environ.get("KRAFT_NO_EXTENSIONS"):
 IMPLEMENTATION = "native" if _native is not None else "python"
 decode_values = _native_decode_values if _native is not None else _pure_decode_values
 encode_partitions = _native_encode_partitions if _native is not None else _pure_encode_partitions
+#: ``partitions_touching(partitions, broker, with_elr)``: the ids of the partitions (id ->
+#: registration) ``broker`` leads or is in the ISR (or ELR) of; a scan in C when built.
+partitions_touching = _native.partitions_touching if _native is not None else _pure_partitions_touching
 
 
 class Codec(NamedTuple):

@@ -18,6 +18,7 @@ from kraft.metadata.serde import decode_record
 from kraft.metadata.snapshot_image import load_image
 
 _PARTITION = batch_codec.PARTITION
+_CHANGE = batch_codec.PARTITION_CHANGE
 
 
 def _replay_one(delta: MetadataDelta, r):
@@ -50,14 +51,15 @@ def replay_records(image, open_txn, records) -> tuple:
 def replay_values(image, open_txn, values, decode=None, on_record=None) -> tuple:
     """``replay_records`` for framed record values, a batch's worth at a time: decoded in one
     call by the batch codec (native when built), PartitionRecords filed as registrations without
-    a record object (the hot path: a million partitions are a million of them), anything else
-    through ``decode`` (value -> record; default the generic decoder). A value that does not
-    decode is counted as an error and skipped, as one that does not fit. ``on_record(index,
-    record)`` sees every record made (not the registrations filed directly). Returns (image,
-    open transaction, errors, PartitionRecords filed directly)."""
+    a record object (the hot path: a million partitions are a million of them), PartitionChange
+    records merged once per distinct body and registration (a fence is hundreds of thousands
+    alike), anything else through ``decode`` (value -> record; default the generic decoder). A
+    value that does not decode is counted as an error and skipped, as one that does not fit.
+    ``on_record(index, record)`` sees every other record made. Returns (image, open transaction,
+    errors, {record type name: how many were filed that way, without ``on_record``})."""
     decode = decode or _record
     delta = MetadataDelta(image, open_txn)
-    errors = fast = 0
+    errors = fast = changes = 0
     items = batch_codec.decode_values(values)
     record_from_item = batch_codec.record_from_item
     for i, item in enumerate(items):
@@ -68,6 +70,15 @@ def replay_values(image, open_txn, values, decode=None, on_record=None) -> tuple
                 errors += 1
             fast += 1
             continue
+        if item is not None and item[0] == _CHANGE and not delta.in_transaction:
+            value = values[i]
+            f = item[2]  # (partition_id, topic_id, ...)
+            try:
+                delta.replay_change_body(f[1], f[0], value[:3] + value[23:], lambda item=item: record_from_item(item))
+            except MetadataReplayError:
+                errors += 1
+            changes += 1
+            continue
         try:
             r = decode(values[i]) if item is None or item[0] == _PARTITION else record_from_item(item)
         except MetadataParseError:
@@ -77,7 +88,12 @@ def replay_values(image, open_txn, values, decode=None, on_record=None) -> tuple
             on_record(i, r)
         delta, bad = _replay_one(delta, r)
         errors += bad
-    return delta.apply(), delta.open_transaction, errors, fast
+    direct = {}
+    if fast:
+        direct["PartitionRecord"] = fast
+    if changes:
+        direct["PartitionChangeRecord"] = changes
+    return delta.apply(), delta.open_transaction, errors, direct
 
 
 def _record(value):
