@@ -41,6 +41,39 @@ def _without(image, brokers: set):
     return lambda b: b not in brokers and ok(b)
 
 
+class MoveOff:
+    """``elect_away`` (plus FenceBrokerRecords when ``fence``) as ``ControllerResult.steps``: the
+    image's topics in order, a step ending once it holds ``step_records`` records, the fence
+    records last (after every partition moved, as ``fence_records`` orders them)."""
+
+    def __init__(self, broker_ids, settings, step_records: int, *, fence: bool):
+        self.gone = set(broker_ids)
+        self.settings = settings
+        self.step_records = max(1, step_records)
+        self.fence = fence
+        self._topics = None  # topic ids, in the image's order at the first step
+        self._at = 0
+        self._decided: dict = {}
+
+    def __call__(self, image) -> tuple[list, bool]:
+        if self._topics is None:
+            self._topics = list(image.topics.by_id)
+        gone, by_id, records = self.gone, image.topics.by_id, []
+        acceptable = _without(image, gone)
+        unclean, min_isr = unclean_enabled(image, self.settings), elr_min_isr(image, self.settings)
+        while self._at < len(self._topics) and len(records) < self.step_records:
+            topic = by_id.get(self._topics[self._at])
+            self._at += 1
+            if topic is not None:
+                records += elect_away(image, gone, acceptable, unclean=unclean, min_isr=min_isr, topics=(topic,),
+                                      decided=self._decided)
+        done = self._at >= len(self._topics)
+        if done and self.fence:
+            brokers = image.cluster.brokers
+            records += [FenceBrokerRecord(id=b, epoch=brokers[b].epoch) for b in sorted(gone)]
+        return records, done
+
+
 def fence_records(image, broker_ids, settings) -> list:
     """Fence ``broker_ids`` (registered, unfenced) and move every partition off them, in one
     pass over the partitions however many brokers go at once. The partition changes come first
@@ -142,18 +175,16 @@ def handle_broker_heartbeat(ctx, req: BrokerHeartbeatRequest) -> ControllerResul
             return ControllerResult(records, R(error_code=0, is_caught_up=caught_up, is_fenced=False))
         # Kafka's SHUTDOWN_NOW: the broker is fenced as it is told to go, so clients stop
         # seeing it at once rather than after its session expires.
-        return ControllerResult(fence_records(image, [broker.id], ctx.settings),
-                                R(error_code=0, is_caught_up=caught_up, is_fenced=True, should_shut_down=True))
+        return ControllerResult([], R(error_code=0, is_caught_up=caught_up, is_fenced=True, should_shut_down=True),
+                                steps=MoveOff([broker.id], ctx.settings, ctx.step_records, fence=True))
     if req.want_fence:
-        return ControllerResult(fence_records(image, [broker.id], ctx.settings),
-                                R(error_code=0, is_caught_up=caught_up, is_fenced=True))
+        return ControllerResult([], R(error_code=0, is_caught_up=caught_up, is_fenced=True),
+                                steps=MoveOff([broker.id], ctx.settings, ctx.step_records, fence=True))
     if req.want_shut_down:
-        gone = {broker.id}
         records = [BrokerRegistrationChangeRecord(broker_id=broker.id, broker_epoch=broker.epoch,
                                                   in_controlled_shutdown=1)]
-        records += elect_away(image, gone, _without(image, gone), unclean=unclean,
-                          min_isr=elr_min_isr(image, ctx.settings))
-        return ControllerResult(records, R(error_code=0, is_caught_up=caught_up, is_fenced=False))
+        return ControllerResult(records, R(error_code=0, is_caught_up=caught_up, is_fenced=False),
+                                steps=MoveOff([broker.id], ctx.settings, ctx.step_records, fence=False))
     return ControllerResult([], R(error_code=0, is_caught_up=caught_up, is_fenced=False))
 
 

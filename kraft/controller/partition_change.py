@@ -205,19 +205,22 @@ def _election(unclean, topic_name: str) -> str:
 
 
 def elect_away(image, brokers: set, acceptable, *, unclean=False, min_isr=None,
-               unclean_shutdown: bool = False) -> list:
+               unclean_shutdown: bool = False, topics=None, decided: dict | None = None) -> list:
     """Change records taking every broker in ``brokers`` out of the ISR of each partition and
     moving leadership off them. ``acceptable`` must already reject every broker in ``brokers``.
     ``unclean``: bool or ``topic_name -> bool``; ``min_isr(topic_name) -> int`` enables ELR (0: off for that topic); ``unclean_shutdown``:
     they restarted without a clean shutdown, so they leave every ELR too (Kafka's
     ``handleBrokerUncleanShutdown``). The outcome depends only on a partition's registration
-    shape, which repeats across thousands of partitions, so each shape is decided once."""
+    shape, which repeats across thousands of partitions, so each shape is decided once.
+    ``topics``: only these (TopicImages of ``image``; default all); ``decided``: the shapes
+    decided so far, shared by the calls of one unit made a step at a time."""
     out = []
     append = out.append
-    decided: dict = {}
+    if decided is None:
+        decided = {}
     only = next(iter(brokers)) if len(brokers) == 1 else None
     lost = frozenset(brokers) if unclean_shutdown else ()
-    for topic in image.topics.by_id.values():
+    for topic in image.topics.by_id.values() if topics is None else topics:
         tid = topic.id
         elr_min = min_isr(topic.name) if min_isr is not None else 0
         election = _election(unclean, topic.name)

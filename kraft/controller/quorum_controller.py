@@ -32,7 +32,7 @@ from __future__ import annotations
 import collections
 import logging
 
-from kraft.controller.broker_handlers import fence_records
+from kraft.controller.broker_handlers import MoveOff
 from kraft.controller.elect_leaders import rebalance_records
 from kraft.controller.handlers import ERROR_RESPONSES, HANDLERS
 from kraft.controller.leases import BrokerLeases
@@ -73,6 +73,17 @@ class _Proposal:
 
     def __init__(self, first, last, records, image, txn):
         self.first, self.last, self.records, self.image, self.txn = first, last, records, image, txn
+
+
+class _Stepwise:
+    """A unit being proposed a step at a time (``ControllerResult.steps``): what answers it once
+    its last step commits (no token: the controller's own work, a fence by lease expiry)."""
+
+    __slots__ = ("steps", "token", "response", "api_key", "request", "version")
+
+    def __init__(self, steps, token=None, response=None, api_key=-1, request=None, version=0):
+        self.steps, self.token, self.response = steps, token, response
+        self.api_key, self.request, self.version = api_key, request, version
 
 
 class _Waiter:
@@ -120,6 +131,7 @@ class QuorumController:
         #: records per proposal; None: ``MAX_RECORDS_PER_PROPOSAL`` (the simulator sets a few, so
         #: that ordinary requests span several batches and transactions)
         self.max_records_per_proposal: int | None = None
+        self._stepwise: _Stepwise | None = None  # a unit proposed a step at a time, not finished
 
     # --- views ----------------------------------------------------------------------------
     @property
@@ -252,6 +264,10 @@ class QuorumController:
 
     def _drop_uncommitted(self) -> None:
         """Back to the committed image exactly; every waiting request fails NOT_CONTROLLER."""
+        stepwise, self._stepwise = self._stepwise, None
+        if stepwise is not None and stepwise.token is not None:
+            self.answer_error(stepwise.token, stepwise.api_key, stepwise.request, stepwise.version,
+                              ErrorCode.NOT_CONTROLLER)
         self._pending.clear()
         self.leases.clear()
         self._leases_started = False
@@ -270,7 +286,10 @@ class QuorumController:
     def context(self, version: int, now_ms: int) -> ControllerContext:
         return ControllerContext(image=self.view, version=version, now_ms=now_ms, settings=self.settings,
                                  node_id=self.node_id, cluster_id=self.cluster_id, leases=self.leases,
-                                 next_offset=self._next_write_hint())
+                                 next_offset=self._next_write_hint(), step_records=self._step_records())
+
+    def _step_records(self) -> int:
+        return self.max_records_per_proposal or MAX_RECORDS_PER_PROPOSAL
 
     def submit(self, api_key: int, request, version: int, now_ms: int, token) -> None:
         """Run the handler of ``api_key``; ``respond(token, response)`` is called once its records
@@ -301,11 +320,41 @@ class QuorumController:
                 self.leases.touch(request.broker_id, now_ms, offset)
             elif api_key == 64:
                 self.leases.forget(request.broker_id)
+        if result.steps is not None:  # the rest a step at a time (run_step); answered after the last
+            self._stepwise = _Stepwise(result.steps, token, result.response, api_key, request, version)
+            self.run_step()  # the first now: a small unit is done in one
+            return
+        self._answer_at_commit(token, result.response, api_key, request, version)
+
+    def _answer_at_commit(self, token, response, api_key, request, version) -> None:
+        """Answer once everything proposed so far committed (at once if it has)."""
         wait = self._pending[-1].last if self._pending else -1
         if wait < self.next_offset:
-            self.respond(token, result.response)
+            self.respond(token, response)
         else:
-            self._waiters.append(_Waiter(wait, token, result.response, api_key, request, version))
+            self._waiters.append(_Waiter(wait, token, response, api_key, request, version))
+
+    @property
+    def stepping(self) -> bool:
+        """A unit is being proposed a step at a time: ``run_step`` goes on with it, and nothing
+        else may run in between (each step is computed on the view the previous one left)."""
+        return self._stepwise is not None
+
+    def run_step(self) -> None:
+        """Propose the next step of the unit in progress (see ``ControllerResult.steps``)."""
+        s = self._stepwise
+        if s is None:
+            return
+        records, done = s.steps(self.view)
+        if records:
+            try:
+                self._propose(records, atomic=False)
+            except NotLeaderError:
+                return  # leadership lost: _drop_uncommitted answered the unit's request
+        if done and self._stepwise is s:
+            self._stepwise = None
+            if s.token is not None:
+                self._answer_at_commit(s.token, s.response, s.api_key, s.request, s.version)
 
     def tick(self, now_ms: int) -> int:
         """Periodic work of the active controller: fence brokers whose lease expired, and the
@@ -314,6 +363,8 @@ class QuorumController:
             return 0
         self._maybe_bootstrap()
         self._start_leases(now_ms)
+        if self._stepwise is not None:
+            return 0  # a unit in progress: fences and rebalances wait for it
         self._maybe_rebalance(now_ms)
         view = self.view
         live = [b.id for b in view.cluster.brokers.values() if not b.fenced]
@@ -322,14 +373,12 @@ class QuorumController:
             return 0
         # One broker per tick, as Kafka's maybeFenceOneStaleBroker: each fence (every partition
         # the broker leads moves) is proposed and visible before the next, and no tick proposes
-        # the leadership of the whole cluster at once.
+        # the leadership of the whole cluster at once; the fence itself goes a step at a time.
         victim = expired[:1]
         log.info("node %d: fencing broker %d: no heartbeat within %d ms%s", self.node_id, victim[0],
                  self.leases.session_timeout_ms, f" ({len(expired) - 1} more expired)" if len(expired) > 1 else "")
-        try:
-            self._propose(fence_records(view, victim, self.settings), atomic=False)
-        except NotLeaderError:
-            return 0
+        self._stepwise = _Stepwise(MoveOff(victim, self.settings, self._step_records(), fence=True))
+        self.run_step()
         self.fenced_by_expiry += 1
         return 1
 

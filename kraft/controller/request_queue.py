@@ -99,27 +99,43 @@ class ControllerQueue:
         return core.accepting_proposals()
 
     def run(self, now_ms: int, keep_going: Callable[[], bool] = lambda: True) -> int:
-        """Start queued requests while ``keep_going()`` (asked after each): the broker lane
-        first, then the admin lane while the log admits. Returns how many started."""
+        """Start queued requests while ``keep_going()`` (asked after each): first the steps of a
+        unit in progress (``QuorumController.stepping``: nothing else until it is done), then the
+        broker lane, then the admin lane; steps and admin requests only while the log admits.
+        Returns how many steps and requests ran."""
         self.expire(now_ms)
         started = 0
-        for lane, gated in ((self._broker, False), (self._admin, True)):
-            while lane:
-                if gated and not self.admits():
+        ctl = self.controller
+        while True:
+            if ctl.stepping:
+                if not self.admits():
                     self.held_back += 1
-                    break
+                    return started
+                ctl.run_step()
+            else:
+                lane = self._broker if self._broker else self._admin
+                if not lane:
+                    return started
+                if lane is self._admin and not self.admits():
+                    self.held_back += 1
+                    return started
                 q = lane.popleft()
                 if self.gone is not None and self.gone(q.token):
                     continue
                 self._start(q, now_ms)
-                started += 1
-                if not keep_going():
-                    return started
-        return started
+            started += 1
+            if not keep_going():
+                return started
+
+    def has_work(self) -> bool:
+        """Requests wait, or a unit is in progress."""
+        return bool(self._broker or self._admin) or self.controller.stepping
 
     def blocked(self) -> bool:
-        """Admin requests wait for the log to drain (a commit, not time, unblocks them)."""
-        return bool(self._admin) and not self._broker and not self.admits()
+        """What is left waits for the log to drain (a commit, not time, unblocks it)."""
+        if self.controller.stepping or not self._broker:
+            return (self.controller.stepping or bool(self._admin)) and not self.admits()
+        return False
 
     def expire(self, now_ms: int) -> int:
         """Answer REQUEST_TIMED_OUT to every request whose deadline passed before it started."""

@@ -148,7 +148,7 @@ class ControllerRequests:
 
     def _on_commit(self, up_to: int) -> None:
         """The log drained a little: admin requests held back may start now."""
-        if len(self.queue):
+        if self.queue.has_work():
             self._schedule()
 
     def _work(self) -> None:
@@ -167,7 +167,7 @@ class ControllerRequests:
             self._slice_mark = now
             return now < end
         q.run(wall_ms(), keep_going)
-        if len(q) and not q.blocked():
+        if q.has_work() and not q.blocked():
             self._schedule()  # more to do: after the loop served what came meanwhile
         self._arm_expiry()
         self._open_gate()
@@ -218,8 +218,8 @@ class ControllerRequests:
             self.controller.tick(wall_ms())
         finally:
             self._timer = self.driver.loop.call_later(TICK_INTERVAL_S, self._tick)
-        if len(self.queue):
-            self._schedule()  # e.g. a new leader's first commit: no commit callback came yet
+        if self.queue.has_work():
+            self._schedule()  # a fence begun by the tick, or work no commit callback will wake
 
 
 def _gone(fut) -> bool:

@@ -170,7 +170,7 @@ class ControllerSimNode(SimNode):
         else:
             self.queue.run(now)
         self.drain(now)
-        if len(self.queue) and not self.queue.blocked():
+        if self.queue.has_work() and not self.queue.blocked():
             self._queue_later()
 
     def _queue_later(self) -> None:
@@ -244,7 +244,7 @@ class ControllerSimNode(SimNode):
 
     def _after_commit(self, eff) -> None:
         """A commit may let held-back admin requests start (the server's on_commit hook)."""
-        if type(eff) is Commit and self.queue is not None and len(self.queue) and not self._queue_due:
+        if type(eff) is Commit and self.queue is not None and self.queue.has_work() and not self._queue_due:
             self._queue_later()
 
     # --- snapshots of the committed image ---------------------------------------------------
