@@ -37,8 +37,8 @@ from kraft.raft import RaftConfig, RaftCore, ReplicaKey, VoterSet
 from kraft.controller.quorum_controller import QuorumController
 from kraft.server.broker_role import BrokerRole
 from kraft.server.controller_handlers import ControllerHandlers
-from kraft.server.controller_requests import (ControllerRequests, ListenerFanOut, controller_gauges,
-                                              controller_settings, image_stats)
+from kraft.server.controller_gauges import controller_gauges, image_stats
+from kraft.server.controller_requests import ControllerRequests, ListenerFanOut, controller_settings
 from kraft.log.replicated_log import MetadataLog
 from kraft.server.metrics import MetricsServer, NodeMetrics, fetch_session_gauges
 from kraft.server.loop_watchdog import LoopWatchdog

@@ -8,7 +8,7 @@ from kraft.controller import quorum_controller as qc
 from kraft.errors import ErrorCode as E
 from kraft.metadata import TopicRecord, encode_record
 from kraft.raft.election import LeaderAndEpoch
-from kraft.server.controller_requests import image_stats
+from kraft.server.controller_gauges import image_stats
 from controller_fakes import FakeRaft, active_controller, cluster_of, create_topics, standby
 
 
