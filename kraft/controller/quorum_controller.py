@@ -57,6 +57,9 @@ MAX_RECORDS_PER_USER_OP = 10_000
 #: ElectLeaders, AlterPartitionReassignments, UnregisterBroker, (Incremental)AlterConfigs,
 #: CreateAcls, UpdateFeatures. Internal work (a fence moving a broker's leaders) is not bounded.
 BOUNDED_APIS = frozenset({19, 20, 37, 43, 45, 64, 44, 33, 30, 57})
+#: Requests a controller that lost its leadership keeps waiting for their fate (see
+#: ``_drop_uncommitted``); past this many the oldest are answered NOT_CONTROLLER at once.
+MAX_ORPHANS = 10_000
 #: Kafka's message (EventHandlerExceptionInfo, for a BoundedListTooLongException).
 TOO_LARGE_MESSAGE = "Unable to perform excessively large batch operation."
 #: Bytes per proposal, well under the 8 MiB Raft batch limit.
@@ -87,11 +90,13 @@ class _Stepwise:
 
 
 class _Waiter:
-    __slots__ = ("offset", "token", "response", "api_key", "request", "version")
+    """A request answered once ``offset`` commits; ``epoch``: the controller's when it waited."""
 
-    def __init__(self, offset, token, response, api_key, request, version):
+    __slots__ = ("offset", "token", "response", "api_key", "request", "version", "epoch")
+
+    def __init__(self, offset, token, response, api_key, request, version, epoch):
         self.offset, self.token, self.response = offset, token, response
-        self.api_key, self.request, self.version = api_key, request, version
+        self.api_key, self.request, self.version, self.epoch = api_key, request, version, epoch
 
 
 class QuorumController:
@@ -113,6 +118,9 @@ class QuorumController:
         self.leader_id = -1
         self._pending: collections.deque[_Proposal] = collections.deque()
         self._waiters: collections.deque[_Waiter] = collections.deque()
+        # Waiters of an epoch this controller no longer leads, in offset order: answered when
+        # the offset they wait on commits, by whether the batch there is of their epoch.
+        self._orphans: collections.deque[_Waiter] = collections.deque()
         self.leases = BrokerLeases(int(self.settings.get("broker.session.timeout.ms", 9000)))
         self._leases_started = False
         self._last_appended = -1
@@ -158,8 +166,12 @@ class QuorumController:
         if observer is not None:
             commit_ms = self.clock()
             own_counts = []
+        orphans = self._orphans
+        spans = [] if orphans else None  # (base, next offset, epoch) of each batch, for them
         for batch in batches:
             base = batch.base_offset
+            if spans is not None:
+                spans.append((base, batch.next_offset, batch.partition_leader_epoch))
             if batch.is_control:
                 pass
             elif pending and pending[0].first <= base <= pending[0].last:
@@ -178,12 +190,27 @@ class QuorumController:
             self.next_offset = batch.next_offset
         if foreign:
             self._apply_foreign(foreign)
+        if spans:
+            for base, end, epoch in spans:
+                self._settle_orphans(base, end, epoch)
         if observer is not None:
             applied_ms = self.clock()
             for append_ms, counts in own_counts + self._foreign_counts:
                 observer(counts, append_ms, commit_ms, applied_ms)
             self._foreign_counts = []
         self._release()
+
+    def _settle_orphans(self, base: int, end: int, epoch: int) -> None:
+        """The fate of the orphaned waiters whose offset the committed batch ``base..end - 1`` of
+        ``epoch`` holds: applied if it is of their epoch (the records they waited on are the ones
+        their controller proposed), not applied otherwise (the next leader replaced them)."""
+        orphans = self._orphans
+        while orphans and orphans[0].offset < end:
+            w = orphans.popleft()
+            if w.offset >= base and epoch == w.epoch:
+                self.respond(w.token, w.response)
+            else:
+                self.answer_error(w.token, w.api_key, w.request, w.version, ErrorCode.NOT_CONTROLLER)
 
     def _apply_foreign(self, batches) -> None:
         """Replay records another node (or the Produce writer) appended, a batch at a time
@@ -231,6 +258,10 @@ class QuorumController:
 
     def handle_load_snapshot(self, reader) -> None:
         self._drop_uncommitted()
+        # Orphans the snapshot covers cannot be told apart any more (no batches to look at).
+        while self._orphans and self._orphans[0].offset < reader.snapshot_id.offset:
+            w = self._orphans.popleft()
+            self.answer_error(w.token, w.api_key, w.request, w.version, ErrorCode.NOT_CONTROLLER)
         self.image, self._txn, errors = image_from_snapshot(reader, self.codec.decode)
         self.metadata_errors += errors
         if errors:
@@ -263,7 +294,11 @@ class QuorumController:
             self.epoch = leader_and_epoch.epoch
 
     def _drop_uncommitted(self) -> None:
-        """Back to the committed image exactly; every waiting request fails NOT_CONTROLLER."""
+        """Back to the committed image exactly. A waiting request is not answered NOT_CONTROLLER
+        now: its records may still commit under the next leader (they reached a follower), and a
+        client told "not applied" retries and finds its own first attempt ("already exists").
+        It waits, orphaned, until its offset commits and says which (``_settle_orphans``). A
+        unit made a step at a time is answered NOT_CONTROLLER at once (it may be partly in)."""
         stepwise, self._stepwise = self._stepwise, None
         if stepwise is not None and stepwise.token is not None:
             self.answer_error(stepwise.token, stepwise.api_key, stepwise.request, stepwise.version,
@@ -272,7 +307,9 @@ class QuorumController:
         self.leases.clear()
         self._leases_started = False
         waiters, self._waiters = self._waiters, collections.deque()
-        for w in waiters:
+        self._orphans.extend(waiters)  # (both in offset order, the older epochs' first)
+        while len(self._orphans) > MAX_ORPHANS:
+            w = self._orphans.popleft()
             self.answer_error(w.token, w.api_key, w.request, w.version, ErrorCode.NOT_CONTROLLER)
 
     def _release(self) -> None:
@@ -332,7 +369,7 @@ class QuorumController:
         if wait < self.next_offset:
             self.respond(token, response)
         else:
-            self._waiters.append(_Waiter(wait, token, response, api_key, request, version))
+            self._waiters.append(_Waiter(wait, token, response, api_key, request, version, self.epoch))
 
     @property
     def stepping(self) -> bool:
