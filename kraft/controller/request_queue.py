@@ -72,6 +72,7 @@ class ControllerQueue:
         self._admin: collections.deque[_Queued] = collections.deque()
         self.timed_out = 0  # requests answered REQUEST_TIMED_OUT without running
         self.held_back = 0  # times the admin lane waited for the log to drain
+        self.peak_backlog = 0  # the most uncommitted records seen at an admission
 
     def __len__(self) -> int:
         return len(self._broker) + len(self._admin)
@@ -96,6 +97,9 @@ class ControllerQueue:
         ctl, core = self.controller, self.core
         if not ctl.active or not core_leads_epoch(core, ctl):
             return True
+        records = core.uncommitted()[0]
+        if records > self.peak_backlog:
+            self.peak_backlog = records
         return core.accepting_proposals()
 
     def run(self, now_ms: int, keep_going: Callable[[], bool] = lambda: True) -> int:

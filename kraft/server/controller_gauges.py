@@ -20,21 +20,25 @@ from kraft.server.metrics import MS_BUCKETS, Gauge, Histogram, HistogramFamily
 INLINE_PARTITIONS = 50_000
 
 
-def queue_gauges(metrics, queue: ControllerQueue, core) -> None:
+def queue_gauges(metrics, queue, core) -> None:
     """The controller queue's and the Raft leader's backlog gauges, refreshed at render."""
     size = Gauge("kraft_controller_request_queue_size", "Write requests waiting in the controller's queue")
     timed_out = Gauge("kraft_controller_requests_timed_out", "Write requests answered REQUEST_TIMED_OUT "
                       "without running (their timeout passed while the queue waited for the log)")
     records = Gauge("kraft_raft_uncommitted_records", "Leader: records appended or accumulated, not committed")
+    peak = Gauge("kraft_raft_uncommitted_records_max", "Leader: the most uncommitted records seen when admitting "
+                 "controller work (since the start)")
     nbytes = Gauge("kraft_raft_uncommitted_bytes", "Leader: bytes of this epoch appended or accumulated, "
                    "not committed")
     metrics.controller_request_queue_size = size
     metrics.controller_requests_timed_out = timed_out
     metrics.raft_uncommitted_records = records
     metrics.raft_uncommitted_bytes = nbytes
+    metrics.raft_uncommitted_records_max = peak
 
     def refresh():
         size.set(len(queue))
+        peak.set(queue.peak_backlog)
         timed_out.set(queue.timed_out)
         r, b = core.uncommitted()
         records.set(r)
@@ -177,22 +181,41 @@ class ImageStats:
 
 
 def _topic_share(t) -> tuple:
-    """(digest, partitions, offline, not led by their first replica, leader id -> partitions led)."""
+    """(digest, partitions, offline, not led by their first replica, leader id -> partitions led).
+    Partitions are grouped by registration (a topic's hundred partitions share a few dozen):
+    each distinct registration is formatted once, and the digest covers it with the ids of the
+    partitions that have it, in a canonical order (equal images, equal digests, whether or not
+    equal registrations are one object on this node)."""
+    groups: dict[int, tuple] = {}
+    for pid, p in t.partitions.items():
+        g = groups.get(id(p))
+        if g is None:
+            g = groups[id(p)] = (p, [])
+        g[1].append(pid)
+    by_text: dict[str, tuple] = {}
+    for p, pids in groups.values():
+        text = f"{p.replicas}:{p.isr}:{p.leader}:{p.leader_epoch}:{p.partition_epoch}"
+        hit = by_text.get(text)
+        if hit is None:
+            by_text[text] = (p, pids)
+        else:
+            hit[1].extend(pids)
     h = hashlib.blake2b(digest_size=6)
     h.update(f"t{t.name}:{t.id};".encode())
     offline = imbalance = 0
     led: dict[int, int] = {}
-    parts = t.partitions
-    for pid in sorted(parts):
-        p = parts[pid]
-        h.update(f"{pid}:{p.replicas}:{p.isr}:{p.leader}:{p.leader_epoch}:{p.partition_epoch};".encode())
+    for text in sorted(by_text):
+        p, pids = by_text[text]
+        pids.sort()
+        h.update(f"{text}={pids};".encode())
+        n = len(pids)
         if p.leader == -1:
-            offline += 1
+            offline += n
         else:
-            led[p.leader] = led.get(p.leader, 0) + 1
+            led[p.leader] = led.get(p.leader, 0) + n
             if p.replicas and p.replicas[0] != p.leader:
-                imbalance += 1
-    return h.digest(), len(parts), offline, imbalance, led
+                imbalance += n
+    return h.digest(), len(t.partitions), offline, imbalance, led
 
 
 def image_stats(image) -> dict:

@@ -19,6 +19,9 @@ class Core:
     def is_leader(self):
         return True
 
+    def uncommitted(self):
+        return 0, 0
+
     def accepting_proposals(self):
         return True
 
