@@ -86,6 +86,11 @@ class SimController:
         except ApiError as exc:
             return error(request, version, int(exc.code), str(exc))
         self.write(result.records)
+        if result.steps is not None:  # the rest of the unit, a step at a time (all at once here)
+            done = False
+            while not done:
+                records, done = result.steps(self.image)
+                self.write(records)
         if kind is BrokerRegistrationRequest and not result.records:
             pass  # a retry of the same incarnation
         elif kind is BrokerRegistrationRequest:
