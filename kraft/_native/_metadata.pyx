@@ -299,7 +299,7 @@ cdef inline bint rd_no_tags(Rd *r) noexcept:
 
 
 cdef object migrating_dirs(Py_ssize_t n, dict intern):
-    """(MIGRATING,) * n: one object per count, shared with partition._migrating."""
+    """(MIGRATING,) * n: one object per count, shared with partition.migrating_directories."""
     cdef PyObject *hit = PyDict_GetItem(_migrating_by_count, n)
     if hit != NULL:
         return <object>hit

@@ -38,13 +38,12 @@ from kraft.controller.handlers import ERROR_RESPONSES, HANDLERS
 from kraft.controller.leases import BrokerLeases
 from kraft.controller.result import ControllerContext
 from kraft.errors import ErrorCode, KraftError, NotLeaderError
-from kraft.controller.record_cache import RecordCodecCache
+from kraft.controller.record_cache import RecordCodecCache, record_count
 from kraft.metadata import EMPTY_IMAGE, encode_record
-from kraft.metadata.replay import image_from_snapshot, replay_records, replay_values
+from kraft.metadata.replay import image_from_snapshot, replay_values
 from kraft.metadata.serde import FRAME_VERSION
-from kraft.metadata.records import (AbortTransactionRecord, BeginTransactionRecord, EndTransactionRecord,
-                                    FeatureLevelRecord,
-                                    RegisterBrokerRecord)
+from kraft.metadata.records import (METADATA_RECORDS, AbortTransactionRecord, BeginTransactionRecord,
+                                    EndTransactionRecord, FeatureLevelRecord, RegisterBrokerRecord)
 
 log = logging.getLogger("kraft.controller")
 
@@ -70,12 +69,12 @@ _METADATA_LEADS = bytes(1 if b == FRAME_VERSION or b >= 0x80 else 0 for b in ran
 
 
 class _Proposal:
-    """One append of ours: offsets ``first..last`` and the view once it commits."""
+    """One append of ours: offsets ``first..last``, its record values, the view once it commits."""
 
-    __slots__ = ("first", "last", "records", "image", "txn")
+    __slots__ = ("first", "last", "values", "image", "txn")
 
-    def __init__(self, first, last, records, image, txn):
-        self.first, self.last, self.records, self.image, self.txn = first, last, records, image, txn
+    def __init__(self, first, last, values, image, txn):
+        self.first, self.last, self.values, self.image, self.txn = first, last, values, image, txn
 
 
 class _Stepwise:
@@ -183,7 +182,7 @@ class QuorumController:
                     p = pending.popleft()
                     self.image, self._txn = p.image, p.txn
                     if observer is not None:
-                        own_counts.append((batch.max_timestamp, _count_types(p.records)))
+                        own_counts.append((batch.max_timestamp, _count_types(p.values)))
                 self.last_applied_timestamp = batch.max_timestamp
             else:
                 foreign.append(batch)
@@ -253,7 +252,7 @@ class QuorumController:
         """Records of another writer committed while ours wait: our view moves onto them."""
         image, txn = self.image, self._txn
         for p in self._pending:
-            image, txn, _ = replay_records(image, txn, p.records)
+            image, txn, _, _ = replay_values(image, txn, p.values, self.codec.decode)
             p.image, p.txn = image, txn
 
     def handle_load_snapshot(self, reader) -> None:
@@ -340,7 +339,7 @@ class QuorumController:
         except KraftError as e:  # ApiError above all: a request-level Kafka error
             self.answer_error(token, api_key, request, version, e.code, getattr(e, "message", None) or str(e))
             return
-        if len(result.records) > MAX_RECORDS_PER_USER_OP and api_key in BOUNDED_APIS:
+        if record_count(result.records) > MAX_RECORDS_PER_USER_OP and api_key in BOUNDED_APIS:
             self.answer_error(token, api_key, request, version, ErrorCode.POLICY_VIOLATION, TOO_LARGE_MESSAGE)
             return
         if result.records:
@@ -486,16 +485,12 @@ class QuorumController:
         chunks = _chunks(values, limit)
         wrapped = atomic and len(chunks) > 1
         if wrapped:
-            records = [BeginTransactionRecord(), *records, EndTransactionRecord()]
-            values = [encode_record(records[0]), *values, encode_record(records[-1])]
+            values = [encode_record(BeginTransactionRecord()), *values, encode_record(EndTransactionRecord())]
             chunks = _chunks(values, limit)
         image, txn = self.view, self._view_txn
-        at = 0
         first_offset = None
         try:
             for chunk in chunks:
-                recs = records[at:at + len(chunk)]
-                at += len(chunk)
                 image, txn, errors, _ = replay_values(image, txn, chunk, self.codec.decode)
                 if errors:
                     self.metadata_errors += errors
@@ -506,7 +501,7 @@ class QuorumController:
                 if first_offset is None:
                     first_offset = first
                 if last >= self.next_offset:  # (an append that committed at once was replayed already)
-                    self._pending.append(_Proposal(first, last, recs, image, txn))
+                    self._pending.append(_Proposal(first, last, chunk, image, txn))
         except NotLeaderError:
             self.handle_leader_change(_NoLeader(self.epoch))
             raise
@@ -526,9 +521,18 @@ class _NoLeader:
         self.epoch = epoch
 
 
-def _count_types(records) -> dict:
-    """Record type name -> count (Counter over ``map`` runs in C: no per-record Python work)."""
-    return {t.__name__: n for t, n in collections.Counter(map(type, records)).items()}
+def _count_types(values) -> dict:
+    """Record type name -> count, from the api keys of framed values (Counter over ``map`` runs in
+    C: no per-record Python work)."""
+    names = _RECORD_NAMES
+    return {names.get(k, "?"): n for k, n in collections.Counter(map(_api_key, values)).items()}
+
+
+def _api_key(value) -> int:
+    return value[1] if len(value) > 1 else -1
+
+
+_RECORD_NAMES = {key: cls.__name__ for key, cls in METADATA_RECORDS.items()}
 
 
 def _chunks(values: list, max_records: int) -> list[list]:

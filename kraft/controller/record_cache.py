@@ -18,12 +18,44 @@ import operator
 import struct
 import uuid
 
-from kraft.metadata import decode_record, encode_record
+from kraft.metadata import batch_codec, decode_record, encode_record
+from kraft.metadata.image_records import partition_record
 from kraft.metadata.records import PartitionChangeRecord, PartitionRecord
 
 _I32 = struct.Struct(">i")
 _HOT = (PartitionRecord, PartitionChangeRecord)
 _LIMIT = 1 << 14  # entries per cache; cleared when full (only speed is lost)
+
+
+class PartitionRecordRun:
+    """The PartitionRecords of new partitions of one topic, given as their registrations
+    (partition id -> ``PartitionRegistration``, shared among partitions placed alike): a handler
+    creating a million partitions returns one of these per topic instead of a record object per
+    partition, and the encoder writes them all in one native call (``encode_partitions``: the
+    bytes ``encode_record`` gives each record). Counts as ``len()`` records; iterating makes the
+    records (for whoever wants objects)."""
+
+    __slots__ = ("topic_id", "partitions")
+
+    def __init__(self, topic_id, partitions: dict):
+        self.topic_id = topic_id
+        self.partitions = partitions
+
+    def __len__(self) -> int:
+        return len(self.partitions)
+
+    def __iter__(self):
+        parts = self.partitions
+        for pid in sorted(parts):
+            yield partition_record(self.topic_id, pid, parts[pid]).record
+
+    def values(self) -> list:
+        return batch_codec.encode_partitions(self.topic_id, self.partitions)
+
+
+def record_count(records) -> int:
+    """How many records ``records`` are (a ``PartitionRecordRun`` counts its partitions)."""
+    return sum(len(r) if type(r) is PartitionRecordRun else 1 for r in records)
 
 
 def _frozen(v):
@@ -64,7 +96,13 @@ class RecordCodecCache:
 
     def encode_all(self, records) -> list[bytes]:
         enc = self.encode
-        return [enc(r) for r in records]
+        out = []
+        for r in records:
+            if type(r) is PartitionRecordRun:
+                out.extend(r.values())
+            else:
+                out.append(enc(r))
+        return out
 
     # --- decode ---------------------------------------------------------------------------
     def decode(self, value):

@@ -47,7 +47,7 @@ def intern_tuple(values) -> tuple:
 _MIGRATING_BY_COUNT: dict[int, tuple] = {}
 
 
-def _migrating(n: int) -> tuple:
+def migrating_directories(n: int) -> tuple:
     """(MIGRATING,) * n, one object per count for good (hashing uuids runs Python code; the
     native decoder hands out the same objects)."""
     t = _MIGRATING_BY_COUNT.get(n)
@@ -83,7 +83,7 @@ _DIRECTORIES: dict[tuple, tuple] = {}
 def _directories(dirs, n_replicas: int) -> tuple:
     """Kafka's ``defaultToMigrating``: no directories, or all MIGRATING, means MIGRATING each."""
     if not dirs:
-        return _migrating(n_replicas)
+        return migrating_directories(n_replicas)
     key = tuple(map(id, dirs))
     entry = _DIRECTORIES.get(key)
     if entry is None:
@@ -93,7 +93,7 @@ def _directories(dirs, n_replicas: int) -> tuple:
         if len(_DIRECTORIES) >= _TUPLES_LIMIT:
             _DIRECTORIES.clear()
         entry = _DIRECTORIES[key] = (resolved, kept)
-    return _migrating(n_replicas) if entry[0] is None else entry[0]
+    return migrating_directories(n_replicas) if entry[0] is None else entry[0]
 
 
 class PartitionRegistration(NamedTuple):
