@@ -4,8 +4,8 @@ and the Raft leader's backlog, and ``ImageStats``: counts and a digest of a comm
 A /metrics scrape must not hold the loop: image stats are computed per ``TopicImage`` once
 (images share untouched topics) and, when many partitions changed since the last scrape (a
 fence touches every topic of a million partitions), on a worker thread over the immutable
-image while the gauges keep their previous values; ``kraft_controller_image_stats_offset`` says
-which committed offset the count and digest gauges describe.
+image while those gauges keep their previous values; ``kraft_controller_image_stats_offset``
+says which committed offset they describe (topic and partition counts are always current).
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def controller_gauges(metrics, controller: QuorumController) -> None:
                              "Now minus the append time of the last batch applied (ms)"),
         "digest": Gauge("kraft_controller_image_digest", "48-bit digest of the committed image's brokers, "
                         "topics and partitions (equal on every controller at the same offset)"),
-        "stats_offset": Gauge("kraft_controller_image_stats_offset", "The committed offset the topic, partition, "
+        "stats_offset": Gauge("kraft_controller_image_stats_offset", "The committed offset the offline, imbalance, "
                               "broker and digest gauges describe (they may trail a large change by a scrape)"),
     }
     for name, gauge in g.items():
@@ -117,10 +117,12 @@ def controller_gauges(metrics, controller: QuorumController) -> None:
                 state["busy"] = True
                 worker.submit(stats_of, image).add_done_callback(lambda f: computed(image, offset, f))
         g["active"].set(1 if controller.active else 0)
+        # Topic and partition counts are cheap (a sum over topics): always of the current image.
+        g["topics"].set(len(image.topics.by_id))
+        g["partitions"].set(sum(len(t.partitions) for t in image.topics.by_id.values()))
         stats = state["stats"]
         if stats is not None:
-            for k in ("topics", "partitions", "offline", "fenced_leaders", "imbalance", "active_brokers",
-                      "fenced_brokers", "digest"):
+            for k in ("offline", "fenced_leaders", "imbalance", "active_brokers", "fenced_brokers", "digest"):
                 g[k].set(stats[k])
             g["stats_offset"].set(state["offset"])
         g["errors"].set(controller.metadata_errors)
