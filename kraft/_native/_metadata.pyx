@@ -6,7 +6,8 @@ pure-Python twin and says what the items are).
 PartitionRecord becomes a PartitionRegistration (replica lists interned, directories resolved
 as Kafka's ``defaultToMigrating``, the registration itself shared with equal ones through the
 registrations table keyed as ``partition.intern_registration`` keys it); TopicRecord, PartitionChangeRecord
-and RegisterBrokerRecord become tuples of their fields. Anything else, and any value this
+and RegisterBrokerRecord become tuples of their fields (a PartitionChangeRecord's item also
+carries its header + body bytes, the key equal changes are merged once by). Anything else, and any value this
 decoder is not sure about (unknown tagged fields, a version it does not know, a malformed
 body, a registration replay would refuse), becomes None: the caller then uses the generic
 decoder, which keeps unknown tagged fields and raises the proper errors. So this module never
@@ -43,6 +44,9 @@ cdef dict _migrating_by_count = {}     # shared with kraft.metadata.partition._M
 # id: header (3 bytes) + body (after the topic id) -> registration. Partitions placed alike have
 # equal bodies, so most records cost a lookup instead of a parse.
 cdef dict _bodies = {}
+# The same for a PartitionChangeRecord: header + body -> its fields but for the ids (the lists in
+# them are then shared by the items: read-only, as every decoded record is to replay).
+cdef dict _change_bodies = {}
 
 # Item kinds (the record api keys).
 cdef enum:
@@ -60,6 +64,7 @@ def configure(uuid_factory, migrating_dir, Py_ssize_t cache_limit, registration_
     _registration_type, _registrations, _migrating_by_count = registration_type, registrations, migrating_by_count
     _uuids.clear()
     _bodies.clear()
+    _change_bodies.clear()
 
 
 cdef object body_key(const uint8_t *v, Py_ssize_t size):
@@ -548,7 +553,18 @@ def decode_values(list values, dict intern, dict dir_cache):
                 elif api_key == K_TOPIC and version == 0:
                     item = topic_item(&r)
                 elif api_key == K_PARTITION_CHANGE and version <= 2:
-                    item = partition_change_item(&r, version)
+                    key = body_key(p, PyBytes_GET_SIZE(v))
+                    hit = NULL if key is None else PyDict_GetItem(_change_bodies, key)
+                    if hit != NULL:
+                        pid = rd_i32(&r)
+                        item = (K_PARTITION_CHANGE, version, (pid, rd_uuid(&r)) + <tuple>hit, key)
+                    else:
+                        item = partition_change_item(&r, version)
+                        if item is not None and key is not None and not r.bad:
+                            if len(_change_bodies) >= _cache_limit:
+                                _change_bodies.clear()
+                            _change_bodies[key] = (<tuple>(<tuple>item)[2])[2:]
+                            item = (<tuple>item) + (key,)
                 elif api_key == K_REGISTER_BROKER and version <= 3:
                     item = register_broker_item(&r, version)
                 if r.bad:
@@ -559,18 +575,26 @@ def decode_values(list values, dict intern, dict dir_cache):
 
 
 
-def partitions_touching(dict partitions, long broker, bint with_elr):
+def partitions_touching(dict partitions, long broker, bint with_elr, int which=0):
     """The ids of the partitions in ``partitions`` (partition id -> registration tuple) that
-    ``broker`` leads or is in the ISR of (or, with ``with_elr``, the ELR of), in dict order: a
-    fence's scan of a million partitions in C (the registration's fields are read by position:
-    isr 2, leader 5, elr 9)."""
+    ``broker`` leads or is in the ISR of (or, with ``with_elr``, the ELR of), in dict order; with
+    ``which`` 1 only those it leads, 2 only those it does not: a fence's scan of a million
+    partitions in C (the registration's fields are read by position: isr 2, leader 5, elr 9)."""
     cdef list out = []
     cdef Py_ssize_t pos = 0
     cdef PyObject *k
     cdef PyObject *v
     cdef tuple reg
+    cdef bint leads
     while PyDict_Next(partitions, &pos, &k, &v):
         reg = <tuple>v
-        if <long>reg[5] == broker or broker in <tuple>reg[2] or (with_elr and broker in <tuple>reg[9]):
+        leads = <long>reg[5] == broker
+        if which == 1:
+            if leads:
+                out.append(<object>k)
+        elif leads:
+            if which == 0:
+                out.append(<object>k)
+        elif broker in <tuple>reg[2] or (with_elr and broker in <tuple>reg[9]):
             out.append(<object>k)
     return out

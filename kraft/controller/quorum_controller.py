@@ -139,6 +139,7 @@ class QuorumController:
         #: that ordinary requests span several batches and transactions)
         self.max_records_per_proposal: int | None = None
         self._stepwise: _Stepwise | None = None  # a unit proposed a step at a time, not finished
+        self._milestones: collections.deque = collections.deque()  # (offset, what) to log once committed
 
     # --- views ----------------------------------------------------------------------------
     @property
@@ -192,6 +193,9 @@ class QuorumController:
         if spans:
             for base, end, epoch in spans:
                 self._settle_orphans(base, end, epoch)
+        while self._milestones and self._milestones[0][0] < self.next_offset:
+            offset, what = self._milestones.popleft()
+            log.info("node %d: %s (committed up to offset %d)", self.node_id, what, offset)
         if observer is not None:
             applied_ms = self.clock()
             for append_ms, counts in own_counts + self._foreign_counts:
@@ -303,6 +307,7 @@ class QuorumController:
             self.answer_error(stepwise.token, stepwise.api_key, stepwise.request, stepwise.version,
                               ErrorCode.NOT_CONTROLLER)
         self._pending.clear()
+        self._milestones.clear()
         self.leases.clear()
         self._leases_started = False
         waiters, self._waiters = self._waiters, collections.deque()
@@ -381,12 +386,20 @@ class QuorumController:
         s = self._stepwise
         if s is None:
             return
+        before = self._next_write_hint()
         records, done = s.steps(self.view)
         if records:
             try:
-                self._propose(records, atomic=False)
+                first = self._propose(records, atomic=False)
             except NotLeaderError:
                 return  # leadership lost: _drop_uncommitted answered the unit's request
+        else:
+            first = before
+        milestone = getattr(s.steps, "milestone", None)
+        if milestone is not None:
+            s.steps.milestone = None
+            # Logged when it commits (an operator's "the new leaders are out"), see handle_commit.
+            self._milestones.append((first + milestone[1] - 1, milestone[0]))
         if done and self._stepwise is s:
             self._stepwise = None
             if s.token is not None:
@@ -536,13 +549,22 @@ _RECORD_NAMES = {key: cls.__name__ for key, cls in METADATA_RECORDS.items()}
 
 
 def _chunks(values: list, max_records: int) -> list[list]:
-    out, cur, size = [], [], 0
-    for v in values:
-        if cur and (len(cur) >= max_records or size + len(v) > MAX_BYTES_PER_PROPOSAL):
+    """``values`` cut into proposals of at most ``max_records`` records and about
+    ``MAX_BYTES_PER_PROPOSAL`` bytes (slices by count first: metadata records are small, so
+    the byte limit rarely cuts, and summing a slice's sizes runs in C)."""
+    out = []
+    for i in range(0, len(values), max_records):
+        part = values[i:i + max_records]
+        if sum(map(len, part)) <= MAX_BYTES_PER_PROPOSAL:
+            out.append(part)
+            continue
+        cur, size = [], 0
+        for v in part:
+            if cur and size + len(v) > MAX_BYTES_PER_PROPOSAL:
+                out.append(cur)
+                cur, size = [], 0
+            cur.append(v)
+            size += len(v)
+        if cur:
             out.append(cur)
-            cur, size = [], 0
-        cur.append(v)
-        size += len(v)
-    if cur:
-        out.append(cur)
     return out

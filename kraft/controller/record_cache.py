@@ -14,6 +14,7 @@ treat them as read-only (replay does). This module must not know what records me
 
 from __future__ import annotations
 
+import copy
 import operator
 import struct
 import uuid
@@ -53,9 +54,45 @@ class PartitionRecordRun:
         return batch_codec.encode_partitions(self.topic_id, self.partitions)
 
 
+class ChangeRecordRun:
+    """PartitionChangeRecords of one topic as (partition id, template) pairs, a template being
+    the record made for the first partition of its shape (a fence changes hundreds of thousands
+    of partitions in a few dozen ways): no record object per partition, and each encoded by
+    splicing its ids into its template's bytes. Counts as ``len()`` records; iterating makes the
+    records."""
+
+    __slots__ = ("topic_id", "entries")
+
+    def __init__(self, topic_id, entries: list):
+        self.topic_id = topic_id
+        self.entries = entries
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __iter__(self):
+        for pid, t in self.entries:
+            r = copy.copy(t)
+            r.partition_id = pid
+            r.topic_id = self.topic_id
+            yield r
+
+
+RUNS = (PartitionRecordRun, ChangeRecordRun)
+
+
 def record_count(records) -> int:
-    """How many records ``records`` are (a ``PartitionRecordRun`` counts its partitions)."""
-    return sum(len(r) if type(r) is PartitionRecordRun else 1 for r in records)
+    """How many records ``records`` are (a run counts its partitions)."""
+    return sum(len(r) if type(r) in RUNS else 1 for r in records)
+
+
+def expand_records(records):
+    """``records`` with every run replaced by its records."""
+    for r in records:
+        if type(r) in RUNS:
+            yield from r
+        else:
+            yield r
 
 
 def _frozen(v):
@@ -66,6 +103,7 @@ class RecordCodecCache:
     def __init__(self):
         self._enc: dict = {}
         self._dec: dict = {}
+        self._templates: dict = {}
         self._ids: dict[bytes, uuid.UUID] = {}
         self._names = {cls: tuple(f.name for f in cls.FIELDS if f.name not in ("partition_id", "topic_id"))
                        + ("unknown_tagged_fields",) for cls in _HOT}
@@ -98,11 +136,29 @@ class RecordCodecCache:
         enc = self.encode
         out = []
         for r in records:
-            if type(r) is PartitionRecordRun:
+            t = type(r)
+            if t is PartitionRecordRun:
                 out.extend(r.values())
+            elif t is ChangeRecordRun:
+                self._encode_changes(r, out)
             else:
                 out.append(enc(r))
         return out
+
+    def _encode_changes(self, run: ChangeRecordRun, out: list) -> None:
+        # id(template) -> (template, head, tail): templates are shared by the runs of one unit
+        # (each entry keeps its template alive, so its id is not reused meanwhile).
+        parts = self._templates
+        tid = run.topic_id.bytes
+        pack, join, append = _I32.pack, b"".join, out.append
+        for pid, t in run.entries:
+            ht = parts.get(id(t))
+            if ht is None or ht[0] is not t:
+                full = encode_record(t)
+                if len(parts) >= _LIMIT:
+                    parts.clear()
+                ht = parts[id(t)] = (t, full[:3], full[23:])
+            append(join((ht[1], pack(pid), tid, ht[2])))
 
     # --- decode ---------------------------------------------------------------------------
     def decode(self, value):

@@ -9,7 +9,8 @@ and encoding an image's PartitionRecords, each in one call.
   only files it;
 * ``(api_key, version, fields)`` for TopicRecord (2), PartitionChangeRecord (5) and
   RegisterBrokerRecord (0): the record's fields in schema order (``record_from_item`` turns them
-  into the record the generic decoder would give);
+  into the record the generic decoder would give); a PartitionChangeRecord's item has a fourth
+  element, its value but for its ids (header + body: equal ones change a partition equally);
 * ``None`` for anything else, and for any value with unknown tagged fields, a version or shape
   this decoder does not handle, or a registration replay would refuse: the caller decodes that
   value with the generic ``decode_record``, which keeps unknown tags and raises the right errors.
@@ -88,7 +89,11 @@ def _pure_decode_values(values) -> list:
         except (MetadataParseError, TypeError):
             out.append(None)  # the caller's generic decode reports it
             continue
-        out.append(_item_of(record, version))
+        item = _item_of(record, version)
+        if item is not None and item[0] == PARTITION_CHANGE:
+            value = bytes(value)
+            item = item + (value[:3] + value[23:],)
+        out.append(item)
     return out
 
 
@@ -107,9 +112,10 @@ def _native_encode_partitions(topic_id, partitions: dict, raw_cache: dict | None
                                      {} if raw_cache is None else raw_cache)
 
 
-def _pure_partitions_touching(partitions: dict, broker: int, with_elr: bool) -> list:
+def _pure_partitions_touching(partitions: dict, broker: int, with_elr: bool, which: int = 0) -> list:
     return [pid for pid, p in partitions.items()
-            if p.leader == broker or broker in p.isr or (with_elr and broker in p.elr)]
+            if (p.leader == broker and which != 2)
+            or (p.leader != broker and which != 1 and (broker in p.isr or (with_elr and broker in p.elr)))]
 
 
 def _load_native():
@@ -133,8 +139,9 @@ if not os.environ.get("KRAFT_NO_EXTENSIONS"):
 IMPLEMENTATION = "native" if _native is not None else "python"
 decode_values = _native_decode_values if _native is not None else _pure_decode_values
 encode_partitions = _native_encode_partitions if _native is not None else _pure_encode_partitions
-#: ``partitions_touching(partitions, broker, with_elr)``: the ids of the partitions (id ->
-#: registration) ``broker`` leads or is in the ISR (or ELR) of; a scan in C when built.
+#: ``partitions_touching(partitions, broker, with_elr, which=0)``: the ids of the partitions (id ->
+#: registration) ``broker`` leads or is in the ISR (or ELR) of (which 1: only those it leads, 2:
+#: only those it does not); a scan in C when built.
 partitions_touching = _native.partitions_touching if _native is not None else _pure_partitions_touching
 
 

@@ -71,10 +71,9 @@ def replay_values(image, open_txn, values, decode=None, on_record=None) -> tuple
             fast += 1
             continue
         if item is not None and item[0] == _CHANGE and not delta.in_transaction:
-            value = values[i]
-            f = item[2]  # (partition_id, topic_id, ...)
+            f = item[2]  # (partition_id, topic_id, ...); item[3]: header + body
             try:
-                delta.replay_change_body(f[1], f[0], value[:3] + value[23:], lambda item=item: record_from_item(item))
+                delta.replay_change_body(f[1], f[0], item[3], lambda item=item: record_from_item(item))
             except MetadataReplayError:
                 errors += 1
             changes += 1

@@ -16,6 +16,7 @@ import uuid
 
 from kraft.controller.alter_partition import alter_partition_error, handle_alter_partition
 from kraft.controller.api_error import ApiError
+from kraft.controller.record_cache import expand_records
 from kraft.controller.broker_handlers import (broker_heartbeat_error, broker_registration_error, fence_records,
                                               handle_broker_heartbeat, handle_broker_registration)
 from kraft.controller.leases import BrokerLeases
@@ -55,6 +56,7 @@ class SimController:
     def write(self, records) -> None:
         if not records:
             return
+        records = list(expand_records(records))
         delta = MetadataDelta(self.image)
         for r in records:
             if isinstance(r, RegisterBrokerRecord):
