@@ -12,9 +12,10 @@ processes and simulated brokers, one cluster, one run:
    (``kraft_raft_uncommitted_records_max``) and any error.
 2. memory: each controller's RSS (VmRSS, and its peak VmHWM) with that image.
 3. fence: broker 1 (with ``--brokers 10`` it leads a tenth of the partitions) stops heartbeating
-   and asks to be fenced (BrokerHeartbeat want_fence: the records a lease expiry writes). Figure:
-   the heartbeat's round trip = the fence decided, every partition it led given a new leader and
-   every ISR it was in shrunk, all committed; then in every controller's image.
+   and asks to be fenced (BrokerHeartbeat want_fence: the records a lease expiry writes). Figures:
+   the heartbeat sent -> the active controller's log line saying every partition it led has a
+   new leader, committed (those changes go first); the heartbeat's round trip = also every ISR
+   it was in shrunk and the broker fenced, all committed; then in every controller's image.
 4. failover: SIGKILL the active controller and send a CreateTopics (1 topic x 100) at once.
    Figure: kill -> that answer (election, a new active controller, the topic committed).
 5. snapshot: the snapshots the nodes wrote (from their logs: records, ms off the loop), and the
@@ -48,6 +49,8 @@ from kraft.client.controller_client import ControllerClient  # noqa: E402
 from kraft.protocol import BrokerHeartbeatRequest  # noqa: E402
 
 SETTINGS = {"controller.quorum.append.linger.ms": "5"}
+_LEADERS = re.compile(r"^\[([0-9-]+ [0-9:]+),(\d+)\] INFO \[node (\d+)\] kraft\.controller: node \d+: broker\(s\) "
+                      r"\[(\d+)\]: every partition led there has a new leader", re.M)
 _SNAPSHOT = re.compile(r"node (\d+)\] kraft\.snapshots: snapshot (\d+)-\d+ written \(([^)]*)\): (\d+) records in "
                        r"(\d+) batches, (\d+) ms off the loop")
 
@@ -64,6 +67,24 @@ def memory(pid: int) -> dict:
     except OSError:
         pass
     return out
+
+
+def leaders_moved_at(cluster, broker_id: int, after: float) -> float | None:
+    """When (wall clock) a node logged that every partition ``broker_id`` led had a new leader
+    committed (the first such line after ``after``)."""
+    for i in cluster.ids:
+        try:
+            with open(cluster.log_path(i), errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue
+        for m in _LEADERS.finditer(text):
+            if int(m[4]) != broker_id:
+                continue
+            ts = time.mktime(time.strptime(m[1], "%Y-%m-%d %H:%M:%S")) + int(m[2]) / 1000
+            if ts >= after:
+                return ts
+    return None
 
 
 def active_controller(cluster) -> int | None:
@@ -117,19 +138,22 @@ async def run(args, out) -> None:
         await victim.stop()
         req = BrokerHeartbeatRequest(broker_id=victim.broker_id, broker_epoch=victim.epoch,
                                      current_metadata_offset=1 << 40, want_fence=True, want_shut_down=False)
-        t0 = time.perf_counter()
+        t0, wall0 = time.perf_counter(), time.time()
         resp = await client.call(req, deadline_s=60)
         fence_s = time.perf_counter() - t0
         assert resp.error_code == 0 and resp.is_fenced, resp
+        moved = leaders_moved_at(cluster, victim.broker_id, wall0 - 1)
+        leaders_s = None if moved is None else moved - wall0
         everywhere = fence_s + await until_all(
             cluster, lambda g: g.get("fenced_broker_count") == 1 and g.get("partitions_led_by_fenced_brokers") == 0,
             timeout=120)
         led = total // args.brokers
-        out["fence"] = {"broker": victim.broker_id, "led_about": led, "commit_s": fence_s,
-                        "applied_everywhere_s": everywhere}
-        print(f"3. fence: broker {victim.broker_id} (leads ~{led:,} of {total:,}) fenced: decision -> new "
-              f"leaders and ISRs committed {fence_s:.2f} s (heartbeat round trip); in every controller's "
-              f"image {everywhere:.2f} s", flush=True)
+        out["fence"] = {"broker": victim.broker_id, "led_about": led, "new_leaders_committed_s": leaders_s,
+                        "commit_s": fence_s, "applied_everywhere_s": everywhere}
+        print(f"3. fence: broker {victim.broker_id} (leads ~{led:,} of {total:,}) fenced: decision -> every "
+              f"partition it led has a new leader, committed {leaders_s if leaders_s is None else round(leaders_s, 2)}"
+              f" s (the active controller's log line); with the ISRs it was in shrunk, all committed "
+              f"{fence_s:.2f} s (heartbeat round trip); in every controller's image {everywhere:.2f} s", flush=True)
         # 4. failover
         leader = await asyncio.to_thread(active_controller, cluster)
         t0 = time.perf_counter()
