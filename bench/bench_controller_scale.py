@@ -15,7 +15,9 @@ processes and simulated brokers, one cluster, one run:
    and asks to be fenced (BrokerHeartbeat want_fence: the records a lease expiry writes). Figures:
    the heartbeat sent -> the active controller's log line saying every partition it led has a
    new leader, committed (those changes go first); the heartbeat's round trip = also every ISR
-   it was in shrunk and the broker fenced, all committed; then in every controller's image.
+   it was in shrunk and the broker fenced, all committed; then applied by every controller (its
+   applied offset reached the active one's), and every controller's image statistics showing
+   no partition led by a fenced broker.
 4. failover: SIGKILL the active controller and send a CreateTopics (1 topic x 100) at once.
    Figure: kill -> that answer (election, a new active controller, the topic committed).
 5. snapshot: the snapshots the nodes wrote (from their logs: records, ms off the loop), and the
@@ -144,12 +146,18 @@ async def run(args, out) -> None:
         assert resp.error_code == 0 and resp.is_fenced, resp
         moved = leaders_moved_at(cluster, victim.broker_id, wall0 - 1)
         leaders_s = None if moved is None else moved - wall0
-        everywhere = fence_s + await until_all(
-            cluster, lambda g: g.get("fenced_broker_count") == 1 and g.get("partitions_led_by_fenced_brokers") == 0,
-            timeout=120)
+        # Every controller applied the fence: its applied offset reached the active one's (the
+        # offset gauges are current; image statistics may trail a change this large).
+        leader = await asyncio.to_thread(active_controller, cluster)
+        target = (await asyncio.to_thread(gauges, cluster, leader)).get("last_applied_offset", 0)
+        everywhere = fence_s + await until_all(cluster, lambda g: g.get("last_applied_offset", -1) >= target,
+                                               timeout=120)
+        stats_ok = await until_all(cluster, lambda g: g.get("fenced_broker_count") == 1
+                                   and g.get("partitions_led_by_fenced_brokers") == 0, timeout=300)
         led = total // args.brokers
         out["fence"] = {"broker": victim.broker_id, "led_about": led, "new_leaders_committed_s": leaders_s,
-                        "commit_s": fence_s, "applied_everywhere_s": everywhere}
+                        "commit_s": fence_s, "applied_everywhere_s": everywhere,
+                        "no_fenced_leader_in_every_image_stats_s": everywhere + stats_ok}
         print(f"3. fence: broker {victim.broker_id} (leads ~{led:,} of {total:,}) fenced: decision -> every "
               f"partition it led has a new leader, committed {leaders_s if leaders_s is None else round(leaders_s, 2)}"
               f" s (the active controller's log line); with the ISRs it was in shrunk, all committed "
