@@ -71,6 +71,15 @@ def memory(pid: int) -> dict:
     return out
 
 
+def sample(cluster, directory: str, what: str) -> list:
+    """py-spy on every node (collapsed stacks in DIRECTORY/WHAT-node-N.txt) until interrupted."""
+    import subprocess
+    os.makedirs(directory, exist_ok=True)
+    return [subprocess.Popen(["py-spy", "record", "--pid", str(cluster.procs[i].pid), "--rate", "200", "--format",
+                              "raw", "--nonblocking", "--output", os.path.join(directory, f"{what}-node-{i}.txt")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in cluster.running()]
+
+
 def leaders_moved_at(cluster, broker_id: int, after: float) -> float | None:
     """When (wall clock) a node logged that every partition ``broker_id`` led had a new leader
     committed (the first such line after ``after``)."""
@@ -138,12 +147,16 @@ async def run(args, out) -> None:
         # 3. fence broker 1
         victim = brokers[0]
         await victim.stop()
+        spies = sample(cluster, args.py_spy, "fence") if args.py_spy else []
         req = BrokerHeartbeatRequest(broker_id=victim.broker_id, broker_epoch=victim.epoch,
                                      current_metadata_offset=1 << 40, want_fence=True, want_shut_down=False)
         t0, wall0 = time.perf_counter(), time.time()
         resp = await client.call(req, deadline_s=60)
         fence_s = time.perf_counter() - t0
         assert resp.error_code == 0 and resp.is_fenced, resp
+        for spy in spies:
+            spy.send_signal(2)
+            spy.wait(30)
         moved = leaders_moved_at(cluster, victim.broker_id, wall0 - 1)
         leaders_s = None if moved is None else moved - wall0
         # Every controller applied the fence: its applied offset reached the active one's (the
@@ -212,6 +225,8 @@ def main():
     ap.add_argument("--brokers", type=int, default=10)
     ap.add_argument("--dir", default=None, help="keep the cluster's directory (its logs) here")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--py-spy", default=None, metavar="DIR",
+                    help="sample every node with py-spy during the fence (DIR/fence-node-N.txt, collapsed stacks)")
     args = ap.parse_args()
     out = {"args": vars(args), "machine": {"cpus": os.cpu_count(), "loadavg_start": os.getloadavg()}}
     asyncio.run(run(args, out))

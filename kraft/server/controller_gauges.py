@@ -4,8 +4,9 @@ and the Raft leader's backlog, and ``ImageStats``: counts and a digest of a comm
 A /metrics scrape must not hold the loop: image stats are computed per ``TopicImage`` once
 (images share untouched topics) and, when many partitions changed since the last scrape (a
 fence touches every topic of a million partitions), on a worker thread over the immutable
-image while those gauges keep their previous values; ``kraft_controller_image_stats_offset``
-says which committed offset they describe (topic and partition counts are always current).
+image, at most one computation per ``WORKER_INTERVAL_S``, while those gauges keep their previous
+values; ``kraft_controller_image_stats_offset`` says which committed offset they describe
+(topic, partition and broker counts are always current).
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from kraft.server.metrics import MS_BUCKETS, Gauge, Histogram, HistogramFamily
 
 #: Partitions of changed topics a scrape recomputes inline; past it, on the worker thread.
 INLINE_PARTITIONS = 50_000
+#: At most one worker computation starts per this many seconds: after a million partitions
+#: changed, each costs seconds of CPU that the node's replication needs too (scrapes every
+#: second during a fence took half of every node's CPU).
+WORKER_INTERVAL_S = 10.0
 
 
 def queue_gauges(metrics, queue, core) -> None:
@@ -101,7 +106,7 @@ def controller_gauges(metrics, controller: QuorumController) -> None:
     worker = ThreadPoolExecutor(1, thread_name_prefix="image-stats")
     # The image and offset the gauges describe, and whether the worker is computing (only one
     # thread uses stats_of at a time: while the worker runs, scrapes show the last results).
-    state = {"image": None, "offset": -1, "stats": None, "busy": False}
+    state = {"image": None, "offset": -1, "stats": None, "busy": False, "started": -WORKER_INTERVAL_S}
 
     def computed(image, offset, fut) -> None:
         if fut.exception() is None:
@@ -113,16 +118,20 @@ def controller_gauges(metrics, controller: QuorumController) -> None:
         if not state["busy"] and state["image"] is not image:
             if stats_of.pending_partitions(image) <= INLINE_PARTITIONS:
                 state.update(image=image, offset=offset, stats=stats_of(image))
-            else:
-                state["busy"] = True
+            elif time.monotonic() - state["started"] >= WORKER_INTERVAL_S:
+                state["busy"], state["started"] = True, time.monotonic()
                 worker.submit(stats_of, image).add_done_callback(lambda f: computed(image, offset, f))
         g["active"].set(1 if controller.active else 0)
-        # Topic and partition counts are cheap (a sum over topics): always of the current image.
+        # Counts of topics, partitions and brokers are cheap (sums over topics and brokers):
+        # always of the current image.
         g["topics"].set(len(image.topics.by_id))
         g["partitions"].set(sum(len(t.partitions) for t in image.topics.by_id.values()))
+        brokers = image.cluster.brokers.values()
+        g["fenced_brokers"].set(sum(1 for b in brokers if b.fenced))
+        g["active_brokers"].set(sum(1 for b in brokers if not b.fenced))
         stats = state["stats"]
         if stats is not None:
-            for k in ("offline", "fenced_leaders", "imbalance", "active_brokers", "fenced_brokers", "digest"):
+            for k in ("offline", "fenced_leaders", "imbalance", "digest"):
                 g[k].set(stats[k])
             g["stats_offset"].set(state["offset"])
         g["errors"].set(controller.metadata_errors)
