@@ -11,11 +11,14 @@ answered once everything proposed before it committed, so no answer ever reflect
 state. The active controller does not replay its own committed records again: it adopts the image
 it computed for them (Kafka does the same), and replays only records others appended (the
 Produce writer), re-basing its uncommitted view on top. Losing leadership drops the uncommitted
-view (back to ``image`` exactly) and answers every waiting request NOT_CONTROLLER. Records that
-are not metadata records (raw bytes from the Produce writer) or do not fit the image are counted
-in ``metadata_errors`` and skipped.
+view (back to ``image`` exactly); a waiting request is answered once its offset commits, with
+its response if its own epoch's records are there and NOT_CONTROLLER if another's are
+(``_settle_orphans``). A request of ``BOUNDED_APIS`` writing more than 10,000 records is refused
+(POLICY_VIOLATION, as Kafka); a unit with ``steps`` (a fence) is proposed a step at a time
+(``run_step``, driven by ``ControllerQueue``). Records that are not metadata records (raw bytes
+from the Produce writer) or do not fit the image are counted in ``metadata_errors`` and skipped.
 
-The active controller's ``tick`` fences brokers whose lease expired and, with
+The active controller's ``tick`` fences one broker whose lease expired (a step at a time) and, with
 ``auto.leader.rebalance.enable`` (Kafka's default: true), every
 ``leader.imbalance.check.interval.seconds`` proposes preferred-leader elections for imbalanced
 brokers (``elect_leaders.rebalance_records``).
