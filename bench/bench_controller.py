@@ -70,7 +70,10 @@ async def until_all(cluster, pred, timeout=120.0, interval=0.25) -> float:
     return time.perf_counter() - start
 
 
-async def start_brokers(cluster, client, n=5):
+async def start_brokers(cluster, n=5):
+    """``n`` simulated brokers on a client of their own (a broker's heartbeats do not queue in
+    the admin tool's connection behind its CreateTopics)."""
+    client = ControllerClient([cluster.address(i) for i in cluster.ids], client_id="brokers")
     brokers = [SimulatedBroker(client, b, cluster.cluster_id, rack=f"r{b % 3}") for b in range(1, n + 1)]
     for b in brokers:
         await b.register()
@@ -80,6 +83,35 @@ async def start_brokers(cluster, client, n=5):
         await asyncio.sleep(0.1)
     assert not any(b.fenced for b in brokers), "brokers were not unfenced"
     return brokers
+
+
+async def stop_brokers(brokers) -> None:
+    for b in brokers:
+        await b.stop()
+    if brokers:
+        await brokers[0].client.close()
+
+
+def raft_gauges(cluster, node_id) -> dict:
+    """kraft_current_epoch, kraft_leader_changes_total, kraft_raft_uncommitted_records... of a node."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{cluster.metrics_ports[node_id]}/metrics", timeout=30) as r:
+            text = r.read().decode()
+    except OSError:
+        return {}
+    return {k: float(v) for k, v in re.findall(r"^(kraft_[a-z_]+)(?:\{[^}]*\})? (\S+)$", text, re.M)}
+
+
+def max_epoch(cluster) -> int:
+    """The highest epoch any running node knows: every election raises it, so its growth over a
+    workload counts the leader changes (none: the same leader throughout)."""
+    return max(int(raft_gauges(cluster, i).get("kraft_current_epoch", -1)) for i in cluster.running())
+
+
+def peak_backlog(cluster) -> int:
+    """The most uncommitted records any leader saw when admitting work (it keeps the figure: the
+    bench does not poll during a workload, a scrape being work for the nodes too)."""
+    return max(int(raft_gauges(cluster, i).get("kraft_raft_uncommitted_records_max", 0)) for i in cluster.running())
 
 
 async def create_all(client, topics, partitions, per_request, prefix="t") -> float:
@@ -109,7 +141,7 @@ async def workload_a(args, out):
         client = ControllerClient([cluster.address(i) for i in cluster.ids])
         brokers = []
         try:
-            brokers = await start_brokers(cluster, client)
+            brokers = await start_brokers(cluster, args.brokers)
             total = args.topics * args.partitions
             spies = []
             if args.py_spy:  # sample every node while it works (collapsed stacks, see --py-spy)
@@ -121,17 +153,11 @@ async def workload_a(args, out):
                                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
                 await asyncio.sleep(1.0)
             started = time.perf_counter()
+            epoch_before = max_epoch(cluster)
             committed = await create_all(client, args.topics, args.partitions, args.per_request)
+            leader_changes = max_epoch(cluster) - epoch_before
             applied = committed + await until_all(
                 cluster, lambda g: g.get("global_partition_count") == total)
-            anchor = create_anchor(args.topics, args.partitions, args.per_request)
-            floor = anchor["leader_cpu_s"] + anchor["standby_cpu_s"]
-            print(f"(a) {total:,} partitions ({args.topics} topics x {args.partitions}, RF 3, "
-                  f"{args.per_request} topics/request): all committed {committed:.2f} s, "
-                  f"in every controller's image {applied:.2f} s "
-                  f"({total / committed:,.0f} partitions/s); anchor, in-process controller alone: leader "
-                  f"{anchor['leader_cpu_s']:.2f} s CPU + one standby's replay {anchor['standby_cpu_s']:.2f} s CPU "
-                  f"(committed / anchor = {committed / floor:.1f}x)", flush=True)
             for spy in spies:
                 spy.send_signal(2)
                 spy.wait(30)
@@ -141,12 +167,23 @@ async def workload_a(args, out):
             out["a"] = {"partitions": total, "topics": args.topics, "per_request": args.per_request,
                         "committed_s": committed, "applied_everywhere_s": applied,
                         "broker_heartbeat_errors": fenced, "elapsed_s": time.perf_counter() - started,
-                        "anchor": anchor}
+                        "leader_changes": leader_changes, "peak_uncommitted_records": peak_backlog(cluster)}
         finally:
-            for b in brokers:
-                await b.stop()
+            await stop_brokers(brokers)
             await client.close()
             cluster.close()
+    # The anchor runs once the cluster is gone: in this process it would stop the simulated
+    # brokers' heartbeats (one event loop) for as long as it computes, and their leases expire.
+    anchor = out["a"]["anchor"] = create_anchor(args.topics, args.partitions, args.per_request)
+    floor = anchor["leader_cpu_s"] + anchor["standby_cpu_s"]
+    a = out["a"]
+    print(f"(a) {a['partitions']:,} partitions ({args.topics} topics x {args.partitions}, RF 3, "
+          f"{args.per_request} topics/request): all committed {a['committed_s']:.2f} s, "
+          f"in every controller's image {a['applied_everywhere_s']:.2f} s "
+          f"({a['partitions'] / a['committed_s']:,.0f} partitions/s); anchor, in-process controller alone: leader "
+          f"{anchor['leader_cpu_s']:.2f} s CPU + one standby's replay {anchor['standby_cpu_s']:.2f} s CPU "
+          f"(committed / anchor = {a['committed_s'] / floor:.1f}x); {a['leader_changes']} leader changes, "
+          f"peak uncommitted records seen {a['peak_uncommitted_records']:,}", flush=True)
 
 
 def create_anchor(topics, partitions, per_request) -> dict:
@@ -202,7 +239,7 @@ async def workload_b(args, out):
         client = ControllerClient([cluster.address(i) for i in cluster.ids])
         brokers = []
         try:
-            brokers = await start_brokers(cluster, client)
+            brokers = await start_brokers(cluster, args.brokers)
             await create_all(client, topics, args.partitions, args.per_request)
             total = topics * args.partitions
             await until_all(cluster, lambda g: g.get("global_partition_count") == total)
@@ -225,8 +262,7 @@ async def workload_b(args, out):
             out["b"] = {"led_by_fenced": anchor["led"], "partitions": total, "fence_commit_s": fence_s,
                         "fence_applied_everywhere_s": everywhere, "anchor": anchor}
         finally:
-            for b in brokers:
-                await b.stop()
+            await stop_brokers(brokers)
             await client.close()
             cluster.close()
 
@@ -237,6 +273,7 @@ def main():
     ap.add_argument("--topics", type=int, default=1000)
     ap.add_argument("--partitions", type=int, default=100)
     ap.add_argument("--per-request", type=int, default=50)
+    ap.add_argument("--brokers", type=int, default=5)
     ap.add_argument("--fence-leaders", type=int, default=10_000)
     ap.add_argument("--json", default=None)
     ap.add_argument("--dir", default=None, help="keep the clusters' directories (logs) under DIR")

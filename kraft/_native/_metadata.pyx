@@ -3,9 +3,11 @@
 C loop, each turned into the fields the image needs (kraft/metadata/batch_codec.py is the
 pure-Python twin and says what the items are).
 
-PartitionRecord becomes the eleven fields of a PartitionRegistration (replica lists interned,
-directories resolved as Kafka's ``defaultToMigrating``); TopicRecord, PartitionChangeRecord
-and RegisterBrokerRecord become tuples of their fields. Anything else, and any value this
+PartitionRecord becomes a PartitionRegistration (replica lists interned, directories resolved
+as Kafka's ``defaultToMigrating``, the registration itself shared with equal ones through the
+registrations table keyed as ``partition.intern_registration`` keys it); TopicRecord, PartitionChangeRecord
+and RegisterBrokerRecord become tuples of their fields (a PartitionChangeRecord's item also
+carries its header + body bytes, the key equal changes are merged once by). Anything else, and any value this
 decoder is not sure about (unknown tagged fields, a version it does not know, a malformed
 body, a registration replay would refuse), becomes None: the caller then uses the generic
 decoder, which keeps unknown tagged fields and raises the proper errors. So this module never
@@ -15,8 +17,9 @@ Must not import kraft Python modules: what it needs is handed over by ``configur
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
+from cpython.dict cimport PyDict_GetItem, PyDict_Next, PyDict_SetItem
 from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.long cimport PyLong_FromVoidPtr
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
@@ -34,6 +37,16 @@ cdef uint8_t _last_uuid_raw[16]
 cdef object _last_uuid = None
 cdef tuple _EMPTY = ()
 cdef bytes _MIGRATING_RAW = b"\x00" * 15 + b"\x02"
+cdef object _registration_type = None  # PartitionRegistration
+cdef dict _registrations = {}          # shared with kraft.metadata.partition._REGISTRATIONS
+cdef dict _migrating_by_count = {}     # shared with kraft.metadata.partition._MIGRATING_BY_COUNT
+# A PartitionRecord's registration is a function of its bytes but for the partition id and topic
+# id: header (3 bytes) + body (after the topic id) -> registration. Partitions placed alike have
+# equal bodies, so most records cost a lookup instead of a parse.
+cdef dict _bodies = {}
+# The same for a PartitionChangeRecord: header + body -> its fields but for the ids (the lists in
+# them are then shared by the items: read-only, as every decoded record is to replay).
+cdef dict _change_bodies = {}
 
 # Item kinds (the record api keys).
 cdef enum:
@@ -43,10 +56,43 @@ cdef enum:
     K_PARTITION_CHANGE = 5
 
 
-def configure(uuid_factory, migrating_dir, Py_ssize_t cache_limit):
-    global _uuid_factory, _migrating, _cache_limit, _last_uuid
+def configure(uuid_factory, migrating_dir, Py_ssize_t cache_limit, registration_type, dict registrations,
+              dict migrating_by_count):
+    global _uuid_factory, _migrating, _cache_limit, _last_uuid, _registration_type, _registrations
+    global _migrating_by_count
     _uuid_factory, _migrating, _cache_limit, _last_uuid = uuid_factory, migrating_dir, cache_limit, None
+    _registration_type, _registrations, _migrating_by_count = registration_type, registrations, migrating_by_count
     _uuids.clear()
+    _bodies.clear()
+    _change_bodies.clear()
+
+
+cdef object body_key(const uint8_t *v, Py_ssize_t size):
+    """Header + body of a PartitionRecord value (None if too short to have a topic id)."""
+    if size < 23:
+        return None
+    key = PyBytes_FromStringAndSize(NULL, size - 20)
+    cdef char *k = PyBytes_AS_STRING(key)
+    memcpy(k, v, 3)
+    memcpy(k + 3, v + 23, size - 23)
+    return key
+
+
+cdef inline object _id(object o):
+    return PyLong_FromVoidPtr(<void *>o)
+
+
+cdef object registration_of(tuple f):
+    """The shared registration of the eleven fields ``f`` (see partition.intern_registration)."""
+    key = (_id(f[0]), _id(f[1]), _id(f[2]), _id(f[3]), _id(f[4]), f[5], f[6], f[7], f[8], _id(f[9]), _id(f[10]))
+    cdef PyObject *hit = PyDict_GetItem(_registrations, key)
+    if hit != NULL:
+        return <object>hit
+    if len(_registrations) >= _cache_limit:
+        _registrations.clear()
+    reg = tuple.__new__(_registration_type, f)
+    _registrations[key] = reg
+    return reg
 
 
 cdef struct Rd:
@@ -258,12 +304,17 @@ cdef inline bint rd_no_tags(Rd *r) noexcept:
 
 
 cdef object migrating_dirs(Py_ssize_t n, dict intern):
+    """(MIGRATING,) * n: one object per count, shared with partition.migrating_directories."""
+    cdef PyObject *hit = PyDict_GetItem(_migrating_by_count, n)
+    if hit != NULL:
+        return <object>hit
     cdef tuple t = PyTuple_New(n)
     cdef Py_ssize_t i
     for i in range(n):
         Py_INCREF(_migrating)
         PyTuple_SET_ITEM(t, i, _migrating)
-    return intern_tuple(t, intern)
+    _migrating_by_count[n] = t
+    return t
 
 
 cdef object resolve_dirs(const uint8_t *raw, Py_ssize_t n_dirs, Py_ssize_t n_replicas, dict intern,
@@ -351,7 +402,7 @@ cdef object partition_item(Rd *r, int version, dict intern, dict dir_cache):
         return None  # replay refuses it: let the generic path raise its error
     dirs = resolve_dirs(dirs_raw, n_dirs, n_replicas, intern, dir_cache)
     fields = (replicas, dirs, isr, removing, adding, leader, lrs, leader_epoch, partition_epoch, elr, last_elr)
-    return (K_PARTITION, topic_id, pid, fields)
+    return (K_PARTITION, topic_id, pid, registration_of(fields))
 
 
 cdef object topic_item(Rd *r):
@@ -477,6 +528,8 @@ def decode_values(list values, dict intern, dict dir_cache):
     cdef Rd r
     cdef const uint8_t *p
     cdef int api_key, version
+    cdef PyObject *hit
+    cdef int32_t pid
     for i in range(n):
         v = values[i]
         item = None
@@ -486,11 +539,32 @@ def decode_values(list values, dict intern, dict dir_cache):
             if p[0] == 1 and api_key < 0x80 and version < 0x80:
                 r.p, r.end, r.bad = p + 3, p + PyBytes_GET_SIZE(v), False
                 if api_key == K_PARTITION and version <= 2:
-                    item = partition_item(&r, version, intern, dir_cache)
+                    key = body_key(p, PyBytes_GET_SIZE(v))
+                    hit = NULL if key is None else PyDict_GetItem(_bodies, key)
+                    if hit != NULL:
+                        pid = rd_i32(&r)
+                        item = (K_PARTITION, rd_uuid(&r), pid, <object>hit)
+                    else:
+                        item = partition_item(&r, version, intern, dir_cache)
+                        if item is not None and key is not None and not r.bad:
+                            if len(_bodies) >= _cache_limit:
+                                _bodies.clear()
+                            _bodies[key] = (<tuple>item)[3]
                 elif api_key == K_TOPIC and version == 0:
                     item = topic_item(&r)
                 elif api_key == K_PARTITION_CHANGE and version <= 2:
-                    item = partition_change_item(&r, version)
+                    key = body_key(p, PyBytes_GET_SIZE(v))
+                    hit = NULL if key is None else PyDict_GetItem(_change_bodies, key)
+                    if hit != NULL:
+                        pid = rd_i32(&r)
+                        item = (K_PARTITION_CHANGE, version, (pid, rd_uuid(&r)) + <tuple>hit, key)
+                    else:
+                        item = partition_change_item(&r, version)
+                        if item is not None and key is not None and not r.bad:
+                            if len(_change_bodies) >= _cache_limit:
+                                _change_bodies.clear()
+                            _change_bodies[key] = (<tuple>(<tuple>item)[2])[2:]
+                            item = (<tuple>item) + (key,)
                 elif api_key == K_REGISTER_BROKER and version <= 3:
                     item = register_broker_item(&r, version)
                 if r.bad:
@@ -499,3 +573,28 @@ def decode_values(list values, dict intern, dict dir_cache):
         PyList_SET_ITEM(out, i, item)
     return out
 
+
+
+def partitions_touching(dict partitions, long broker, bint with_elr, int which=0):
+    """The ids of the partitions in ``partitions`` (partition id -> registration tuple) that
+    ``broker`` leads or is in the ISR of (or, with ``with_elr``, the ELR of), in dict order; with
+    ``which`` 1 only those it leads, 2 only those it does not: a fence's scan of a million
+    partitions in C (the registration's fields are read by position: isr 2, leader 5, elr 9)."""
+    cdef list out = []
+    cdef Py_ssize_t pos = 0
+    cdef PyObject *k
+    cdef PyObject *v
+    cdef tuple reg
+    cdef bint leads
+    while PyDict_Next(partitions, &pos, &k, &v):
+        reg = <tuple>v
+        leads = <long>reg[5] == broker
+        if which == 1:
+            if leads:
+                out.append(<object>k)
+        elif leads:
+            if which == 0:
+                out.append(<object>k)
+        elif broker in <tuple>reg[2] or (with_elr and broker in <tuple>reg[9]):
+            out.append(<object>k)
+    return out

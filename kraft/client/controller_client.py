@@ -4,8 +4,10 @@ NOT_CONTROLLER and dead nodes; ``SimulatedBroker`` is a broker's lifecycle as se
 controller (register, then heartbeat every ``broker.heartbeat.interval.ms``, reporting the
 metadata offset it has "read", here the quorum's high watermark), for tests, benchmarks and
 demos until real brokers exist. Retries are for answers that say "not me" or connections that
-failed; a request that timed out may have been applied (a retry of CreateTopics then answers
-TOPIC_ALREADY_EXISTS, which callers treat as success when they created it).
+failed. A request that carries its own timeout (CreateTopics: ``timeout_ms``) is given longer
+than that on the socket: the controller answers it first, REQUEST_TIMED_OUT if it never started
+it (then nothing was applied and a retry is safe); only a request the client itself gave up on
+may have been applied (a retry of CreateTopics then answers TOPIC_ALREADY_EXISTS).
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ NOT_CONTROLLER = int(ErrorCode.NOT_CONTROLLER)
 METADATA_VERSION_MAX = 0x7FFF
 #: the version each controller API is sent at
 VERSIONS = {19: 7, 20: 6, 37: 3, 62: 4, 63: 1, 64: 0, 55: 2}
+#: How much longer than a request's own timeout the socket waits for its answer (a request the
+#: controller started is answered at its commit, which may come a little after the timeout).
+ANSWER_MARGIN_MS = 15_000
 
 
 class NoControllerError(KraftError):
@@ -55,16 +60,23 @@ class ControllerClient:
     async def close(self) -> None:
         await asyncio.gather(*(c.close() for c in self._clients.values()), return_exceptions=True)
 
-    async def call(self, request, *, deadline_s: float = 30.0, version: int | None = None):
-        """The active controller's answer to ``request``; NoControllerError past the deadline."""
+    async def call(self, request, *, deadline_s: float = 30.0, version: int | None = None,
+                   attempt_timeout_ms: int | None = None):
+        """The active controller's answer to ``request``; NoControllerError past the deadline.
+        ``attempt_timeout_ms``: how long one node may take to answer before the next is tried
+        (default: the client's request timeout)."""
         if version is None:
             version = VERSIONS[request.API_KEY]
         end = time.monotonic() + deadline_s
+        # Past the request's own timeout, so that the controller's answer (or its
+        # REQUEST_TIMED_OUT) comes before the socket gives up on it.
+        own = getattr(request, "timeout_ms", None)
+        socket_ms = own + ANSWER_MARGIN_MS if isinstance(own, int) and own > 0 else attempt_timeout_ms
         last = None
         while time.monotonic() < end:
             addr = self.addresses[self._active % len(self.addresses)]
             try:
-                resp = await self._clients[addr].request(request, version)
+                resp = await self._clients[addr].request(request, version, socket_ms)
             except NetworkError as e:
                 last = e
             else:
@@ -129,7 +141,8 @@ class SimulatedBroker:
         offset = await self.client.high_watermark()
         resp = await self.client.call(BrokerHeartbeatRequest(
             broker_id=self.broker_id, broker_epoch=self.epoch, current_metadata_offset=offset, want_fence=False,
-            want_shut_down=want_shut_down), deadline_s=self.interval * 4)
+            want_shut_down=want_shut_down), deadline_s=self.interval * 4,
+            attempt_timeout_ms=int(self.interval * 1000))  # a dead controller: try the next soon
         if resp.error_code == 0:
             self.fenced = resp.is_fenced
         else:

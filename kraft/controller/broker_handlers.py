@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from kraft.controller.api_error import ApiError
 from kraft.controller.partition_change import elect_away, elect_leaderless
+from kraft.controller.record_cache import record_count
 from kraft.controller.result import ControllerResult
 from kraft.controller.topic_policy import elr_min_isr, unclean_allowed
 from kraft.controller.topic_handlers import acceptable_leader
@@ -39,6 +40,55 @@ def unclean_enabled(image, settings):
 def _without(image, brokers: set):
     ok = acceptable_leader(image)
     return lambda b: b not in brokers and ok(b)
+
+
+class MoveOff:
+    """``elect_away`` (plus FenceBrokerRecords when ``fence``) as ``ControllerResult.steps``: the
+    image's topics in order, a step ending once it holds ``step_records`` records, the fence
+    records last (after every partition moved, as ``fence_records`` orders them). For one broker
+    the partitions it leads go first (a pass over the topics), then those it is only in sync for:
+    new leaders are in the log, and commit, before the ISR bookkeeping (``milestone`` marks
+    where)."""
+
+    def __init__(self, broker_ids, settings, step_records: int, *, fence: bool):
+        self.gone = set(broker_ids)
+        self.settings = settings
+        self.step_records = max(1, step_records)
+        self.fence = fence
+        self._topics = None  # topic ids, in the image's order at the first step
+        self._at = 0
+        self._passes = [1, 2] if len(self.gone) == 1 else [0]  # elect_away's ``which``
+        self._decided: dict = {}
+        #: (what, index): set by the step in which the first pass ended, ``index`` = how many of
+        #: that step's records belong to it (the controller logs when they commit)
+        self.milestone = None
+
+    def __call__(self, image) -> tuple[list, bool]:
+        if self._topics is None:
+            self._topics = list(image.topics.by_id)
+        gone, by_id, records = self.gone, image.topics.by_id, []
+        acceptable = _without(image, gone)
+        unclean, min_isr = unclean_enabled(image, self.settings), elr_min_isr(image, self.settings)
+        n = 0  # records in ``records`` (a run counts its partitions)
+        while self._passes and n < self.step_records:
+            if self._at >= len(self._topics):
+                self._at = 0
+                if self._passes.pop(0) != 2:
+                    # (the records of this step before here are the last new leaders)
+                    self.milestone = (f"broker(s) {sorted(gone)}: every partition led there has a new leader", n)
+                continue
+            topic = by_id.get(self._topics[self._at])
+            self._at += 1
+            if topic is not None:
+                more = elect_away(image, gone, acceptable, unclean=unclean, min_isr=min_isr, topics=(topic,),
+                                  decided=self._decided, which=self._passes[0], runs=True)
+                records += more
+                n += record_count(more)
+        done = not self._passes
+        if done and self.fence:
+            brokers = image.cluster.brokers
+            records += [FenceBrokerRecord(id=b, epoch=brokers[b].epoch) for b in sorted(gone)]
+        return records, done
 
 
 def fence_records(image, broker_ids, settings) -> list:
@@ -145,18 +195,16 @@ def handle_broker_heartbeat(ctx, req: BrokerHeartbeatRequest) -> ControllerResul
             return ControllerResult(records, R(error_code=0, is_caught_up=caught_up, is_fenced=False))
         # Kafka's SHUTDOWN_NOW: the broker is fenced as it is told to go, so clients stop
         # seeing it at once rather than after its session expires.
-        return ControllerResult(fence_records(image, [broker.id], ctx.settings),
-                                R(error_code=0, is_caught_up=caught_up, is_fenced=True, should_shut_down=True))
+        return ControllerResult([], R(error_code=0, is_caught_up=caught_up, is_fenced=True, should_shut_down=True),
+                                steps=MoveOff([broker.id], ctx.settings, ctx.step_records, fence=True))
     if req.want_fence:
-        return ControllerResult(fence_records(image, [broker.id], ctx.settings),
-                                R(error_code=0, is_caught_up=caught_up, is_fenced=True))
+        return ControllerResult([], R(error_code=0, is_caught_up=caught_up, is_fenced=True),
+                                steps=MoveOff([broker.id], ctx.settings, ctx.step_records, fence=True))
     if req.want_shut_down:
-        gone = {broker.id}
         records = [BrokerRegistrationChangeRecord(broker_id=broker.id, broker_epoch=broker.epoch,
                                                   in_controlled_shutdown=1)]
-        records += elect_away(image, gone, _without(image, gone), unclean=unclean,
-                          min_isr=elr_min_isr(image, ctx.settings))
-        return ControllerResult(records, R(error_code=0, is_caught_up=caught_up, is_fenced=False))
+        return ControllerResult(records, R(error_code=0, is_caught_up=caught_up, is_fenced=False),
+                                steps=MoveOff([broker.id], ctx.settings, ctx.step_records, fence=False))
     return ControllerResult([], R(error_code=0, is_caught_up=caught_up, is_fenced=False))
 
 

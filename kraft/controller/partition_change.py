@@ -22,6 +22,8 @@ brokers are fenced or which requests are valid.
 
 from __future__ import annotations
 
+from kraft.controller.record_cache import ChangeRecordRun
+from kraft.metadata.batch_codec import partitions_touching
 from kraft.metadata.partition import MIGRATING_DIR, NO_LEADER, NO_LEADER_CHANGE, RECOVERING, UNASSIGNED_DIR
 from kraft.metadata.records import PartitionChangeRecord
 
@@ -204,43 +206,61 @@ def _election(unclean, topic_name: str) -> str:
 
 
 def elect_away(image, brokers: set, acceptable, *, unclean=False, min_isr=None,
-               unclean_shutdown: bool = False) -> list:
+               unclean_shutdown: bool = False, topics=None, decided: dict | None = None, which: int = 0,
+               runs: bool = False) -> list:
     """Change records taking every broker in ``brokers`` out of the ISR of each partition and
     moving leadership off them. ``acceptable`` must already reject every broker in ``brokers``.
     ``unclean``: bool or ``topic_name -> bool``; ``min_isr(topic_name) -> int`` enables ELR (0: off for that topic); ``unclean_shutdown``:
     they restarted without a clean shutdown, so they leave every ELR too (Kafka's
     ``handleBrokerUncleanShutdown``). The outcome depends only on a partition's registration
-    shape, which repeats across thousands of partitions, so each shape is decided once."""
+    shape, which repeats across thousands of partitions, so each shape is decided once.
+    ``topics``: only these (TopicImages of ``image``; default all); ``decided``: the shapes
+    decided so far, shared by the calls of one unit made a step at a time; ``which`` (one broker
+    only): 1 the partitions it leads, 2 the others it is in sync for, 0 both; ``runs``: a topic's
+    records as one ``ChangeRecordRun`` (no record object per partition)."""
     out = []
     append = out.append
-    decided: dict = {}
+    if decided is None:
+        decided = {}
     only = next(iter(brokers)) if len(brokers) == 1 else None
     lost = frozenset(brokers) if unclean_shutdown else ()
-    for topic in image.topics.by_id.values():
+    for topic in image.topics.by_id.values() if topics is None else topics:
         tid = topic.id
         elr_min = min_isr(topic.name) if min_isr is not None else 0
         election = _election(unclean, topic.name)
-        for pid, part in topic.partitions.items():
+        parts = topic.partitions
+        entries = [] if runs else None
+        # One broker (a fence, a shutdown): only the partitions it touches, found in C.
+        touched = (parts.items() if only is None else
+                   [(pid, parts[pid]) for pid in partitions_touching(parts, only, bool(lost), which)])
+        for pid, part in touched:
             isr = part.isr
-            if only is not None:
-                if part.leader != only and only not in isr and not (lost and only in part.elr):
-                    continue
-            elif (part.leader not in brokers and not any(b in isr for b in brokers)
-                  and not (lost and any(b in part.elr for b in brokers))):
+            if only is None and (part.leader not in brokers and not any(b in isr for b in brokers)
+                                 and not (lost and any(b in part.elr for b in brokers))):
                 continue
-            shape = (part.replicas, isr, part.leader, part.leader_recovery_state, part.elr, part.last_known_elr,
-                     part.removing_replicas, part.adding_replicas, part.directories, elr_min, election)
-            change = decided.get(shape, False)
-            if change is False:
+            # Registrations are shared (``partition.intern_registration``): equal shapes are
+            # mostly one object, so the shape is its identity (hashing its directories would run
+            # uuid's Python hash); an equal registration that is another object only misses.
+            shape = (id(part), elr_min, election)
+            hit = decided.get(shape)
+            if hit is None or hit[0] is not part:
                 target = tuple(r for r in isr if r not in brokers)
                 rec = build(tid, pid, part, acceptable, target_isr=target, election=election, elr_min_isr=elr_min,
                             unclean_shutdown=lost)
-                change = decided[shape] = None if rec is None else _changed_fields(rec)
+                hit = decided[shape] = (part, None if rec is None else _changed_fields(rec), rec)
                 if rec is not None:
-                    append(rec)
+                    if entries is not None:
+                        entries.append((pid, rec))
+                    else:
+                        append(rec)
                 continue
-            if change is not None:
-                append(PartitionChangeRecord(partition_id=pid, topic_id=tid, **change))
+            if hit[1] is not None:
+                if entries is not None:
+                    entries.append((pid, hit[2]))
+                else:
+                    append(PartitionChangeRecord(partition_id=pid, topic_id=tid, **hit[1]))
+        if entries:
+            append(ChangeRecordRun(tid, entries))
     return out
 
 

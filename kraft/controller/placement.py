@@ -47,20 +47,41 @@ def place(brokers, num_partitions: int, replication_factor: int, start: int = 0)
         raise PlacementError(f"unable to replicate the partition {replication_factor} time(s): the target "
                              f"replication factor of {replication_factor} cannot be reached because only "
                              f"{n} broker(s) are registered")
+    key = (tuple(order), replication_factor)
+    cycle = _CYCLES.get(key)
+    if cycle is None:
+        cycle = _cycle(order, replication_factor)
+        if len(_CYCLES) >= _CYCLES_LIMIT:
+            _CYCLES.clear()
+        _CYCLES[key] = cycle
+    length = len(cycle)
+    at = start % length
+    out = cycle[at:at + num_partitions]
+    while len(out) < num_partitions:  # (shared tuples: callers must not mutate)
+        out += cycle[:num_partitions - len(out)]
+    return out
+
+
+# The placement of partition k repeats with period n * (n - 1) over n brokers: each (usable
+# brokers, replication factor) is computed once, then a topic takes a slice of it (a million
+# partitions placed cost a slice per topic, not a search per partition).
+_CYCLES: dict = {}
+_CYCLES_LIMIT = 1 << 10
+
+
+def _cycle(order, replication_factor: int) -> list[tuple[int, ...]]:
     ids = [b for b, _ in order]
     racks_of = [r for _, r in order]
+    n = len(order)
     n_racks = len(set(racks_of))
+    made: dict[tuple[int, int], tuple] = {}
     out = []
-    cache: dict[tuple[int, int], list[int]] = {}
-    for p in range(num_partitions):
-        k = start + p
-        first = k % n
-        shift = (k // n) % max(n - 1, 1)
-        key = (first, shift)
-        replicas = cache.get(key)
+    for k in range(n * max(n - 1, 1)):
+        key = (k % n, (k // n) % max(n - 1, 1))
+        replicas = made.get(key)
         if replicas is None:
-            replicas = cache[key] = tuple(_replicas(ids, racks_of, n_racks, first, shift, replication_factor))
-        out.append(replicas)  # shared tuples: callers must not mutate
+            replicas = made[key] = tuple(_replicas(ids, racks_of, n_racks, key[0], key[1], replication_factor))
+        out.append(replicas)
     return out
 
 

@@ -14,16 +14,85 @@ treat them as read-only (replay does). This module must not know what records me
 
 from __future__ import annotations
 
+import copy
 import operator
 import struct
 import uuid
 
-from kraft.metadata import decode_record, encode_record
+from kraft.metadata import batch_codec, decode_record, encode_record
+from kraft.metadata.image_records import partition_record
 from kraft.metadata.records import PartitionChangeRecord, PartitionRecord
 
 _I32 = struct.Struct(">i")
 _HOT = (PartitionRecord, PartitionChangeRecord)
 _LIMIT = 1 << 14  # entries per cache; cleared when full (only speed is lost)
+
+
+class PartitionRecordRun:
+    """The PartitionRecords of new partitions of one topic, given as their registrations
+    (partition id -> ``PartitionRegistration``, shared among partitions placed alike): a handler
+    creating a million partitions returns one of these per topic instead of a record object per
+    partition, and the encoder writes them all in one native call (``encode_partitions``: the
+    bytes ``encode_record`` gives each record). Counts as ``len()`` records; iterating makes the
+    records (for whoever wants objects)."""
+
+    __slots__ = ("topic_id", "partitions")
+
+    def __init__(self, topic_id, partitions: dict):
+        self.topic_id = topic_id
+        self.partitions = partitions
+
+    def __len__(self) -> int:
+        return len(self.partitions)
+
+    def __iter__(self):
+        parts = self.partitions
+        for pid in sorted(parts):
+            yield partition_record(self.topic_id, pid, parts[pid]).record
+
+    def values(self) -> list:
+        return batch_codec.encode_partitions(self.topic_id, self.partitions)
+
+
+class ChangeRecordRun:
+    """PartitionChangeRecords of one topic as (partition id, template) pairs, a template being
+    the record made for the first partition of its shape (a fence changes hundreds of thousands
+    of partitions in a few dozen ways): no record object per partition, and each encoded by
+    splicing its ids into its template's bytes. Counts as ``len()`` records; iterating makes the
+    records."""
+
+    __slots__ = ("topic_id", "entries")
+
+    def __init__(self, topic_id, entries: list):
+        self.topic_id = topic_id
+        self.entries = entries
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __iter__(self):
+        for pid, t in self.entries:
+            r = copy.copy(t)
+            r.partition_id = pid
+            r.topic_id = self.topic_id
+            yield r
+
+
+RUNS = (PartitionRecordRun, ChangeRecordRun)
+
+
+def record_count(records) -> int:
+    """How many records ``records`` are (a run counts its partitions)."""
+    return sum(len(r) if type(r) in RUNS else 1 for r in records)
+
+
+def expand_records(records):
+    """``records`` with every run replaced by its records."""
+    for r in records:
+        if type(r) in RUNS:
+            yield from r
+        else:
+            yield r
 
 
 def _frozen(v):
@@ -34,6 +103,7 @@ class RecordCodecCache:
     def __init__(self):
         self._enc: dict = {}
         self._dec: dict = {}
+        self._templates: dict = {}
         self._ids: dict[bytes, uuid.UUID] = {}
         self._names = {cls: tuple(f.name for f in cls.FIELDS if f.name not in ("partition_id", "topic_id"))
                        + ("unknown_tagged_fields",) for cls in _HOT}
@@ -64,7 +134,31 @@ class RecordCodecCache:
 
     def encode_all(self, records) -> list[bytes]:
         enc = self.encode
-        return [enc(r) for r in records]
+        out = []
+        for r in records:
+            t = type(r)
+            if t is PartitionRecordRun:
+                out.extend(r.values())
+            elif t is ChangeRecordRun:
+                self._encode_changes(r, out)
+            else:
+                out.append(enc(r))
+        return out
+
+    def _encode_changes(self, run: ChangeRecordRun, out: list) -> None:
+        # id(template) -> (template, head, tail): templates are shared by the runs of one unit
+        # (each entry keeps its template alive, so its id is not reused meanwhile).
+        parts = self._templates
+        tid = run.topic_id.bytes
+        pack, join, append = _I32.pack, b"".join, out.append
+        for pid, t in run.entries:
+            ht = parts.get(id(t))
+            if ht is None or ht[0] is not t:
+                full = encode_record(t)
+                if len(parts) >= _LIMIT:
+                    parts.clear()
+                ht = parts[id(t)] = (t, full[:3], full[23:])
+            append(join((ht[1], pack(pid), tid, ht[2])))
 
     # --- decode ---------------------------------------------------------------------------
     def decode(self, value):

@@ -22,6 +22,12 @@ class ControllerResult:
     response: Any = None
     #: True: wrap ``records`` in Begin/EndTransaction so replay applies all or none (KIP-868)
     atomic: bool = False
+    #: The rest of a non-atomic unit, made a step at a time: ``steps(image) -> (records, done)``,
+    #: each step computed on the view after the previous ones (nothing else runs in between) and
+    #: proposed before the next, so a unit of hundreds of thousands of records (a fence at a
+    #: million partitions) never holds the loop for long; ``response`` is sent once the last
+    #: step's records commit. None: ``records`` is the whole unit.
+    steps: Any = None
 
 
 @dataclass(frozen=True)
@@ -44,3 +50,5 @@ class ControllerContext:
     #: an offset above every offset written so far: new broker epochs come from it (Kafka uses
     #: the next write offset), so they only ever grow
     next_offset: int = 0
+    #: about how many records one step of a stepwise unit (``ControllerResult.steps``) proposes
+    step_records: int = 10_000

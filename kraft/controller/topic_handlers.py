@@ -22,7 +22,9 @@ from kraft.controller.result import ControllerResult
 from kraft.errors import ConfigError, ErrorCode
 from kraft.metadata.config_defs import validate_topic_configs
 from kraft.metadata.configs import TOPIC
-from kraft.metadata.records import ConfigRecord, PartitionRecord, RemoveTopicRecord, TopicRecord
+from kraft.controller.record_cache import PartitionRecordRun
+from kraft.metadata.partition import intern_registration, intern_tuple, migrating_directories
+from kraft.metadata.records import ConfigRecord, RemoveTopicRecord, TopicRecord
 from kraft.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from kraft.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from kraft.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
@@ -76,16 +78,21 @@ def new_topic_id(ctx, name: str, taken) -> uuid.UUID:
 
 
 def _partition_records(topic_id, assignments, start_index: int, acceptable=None) -> list:
-    """PartitionRecords (tuples for lists: records are never mutated, and tuples let the
-    encoder cache by value). ``acceptable`` None: every replica is usable (placed ones are)."""
-    out = []
+    """The PartitionRecords of new partitions, as one ``PartitionRecordRun`` of registrations
+    (leader: the first acceptable replica, epochs 0, directories to be assigned). ``acceptable``
+    None: every replica is usable (placed ones are). Partitions placed alike share a
+    registration, made once per replica list here."""
+    made: dict = {}
+    parts = {}
     for i, replicas in enumerate(assignments):
-        replicas = tuple(replicas)
-        isr = replicas if acceptable is None else tuple(r for r in replicas if acceptable(r))
-        out.append(PartitionRecord(partition_id=start_index + i, topic_id=topic_id, replicas=replicas,
-                                   isr=isr, removing_replicas=(), adding_replicas=(), leader=isr[0],
-                                   leader_epoch=0, partition_epoch=0, directories=()))
-    return out
+        reg = made.get(id(replicas))
+        if reg is None or reg[0] is not replicas:
+            r = intern_tuple(replicas)
+            isr = r if acceptable is None else intern_tuple(x for x in r if acceptable(x))
+            reg = made[id(replicas)] = (replicas, intern_registration(
+                (r, migrating_directories(len(r)), isr, (), (), isr[0], 0, 0, 0, (), ())))
+        parts[start_index + i] = reg[1]
+    return [PartitionRecordRun(topic_id, parts)]
 
 
 def _manual(image, index_of, assignments, acceptable, expected_rf: int | None = None) -> list[list[int]]:

@@ -3,18 +3,21 @@ and encoding an image's PartitionRecords, each in one call.
 
 ``decode_values(values)`` returns one *item* per value:
 
-* ``(3, topic_id, partition_id, fields)`` for a PartitionRecord: ``fields`` are the eleven
-  fields of a :class:`PartitionRegistration`, replica lists interned and directories resolved
-  (Kafka's ``defaultToMigrating``), so replay only files the registration;
+* ``(3, topic_id, partition_id, registration)`` for a PartitionRecord: the
+  :class:`PartitionRegistration` (replica lists interned, directories resolved as Kafka's
+  ``defaultToMigrating``, shared with equal ones: ``partition.intern_registration``), so replay
+  only files it;
 * ``(api_key, version, fields)`` for TopicRecord (2), PartitionChangeRecord (5) and
   RegisterBrokerRecord (0): the record's fields in schema order (``record_from_item`` turns them
-  into the record the generic decoder would give);
+  into the record the generic decoder would give); a PartitionChangeRecord's item has a fourth
+  element, its value but for its ids (header + body: equal ones change a partition equally);
 * ``None`` for anything else, and for any value with unknown tagged fields, a version or shape
   this decoder does not handle, or a registration replay would refuse: the caller decodes that
   value with the generic ``decode_record``, which keeps unknown tags and raises the right errors.
 
 ``encode_partitions(topic_id, partitions)`` gives the framed PartitionRecord value of each
 partition of a topic (sorted by id), byte for byte ``encode_record(*partition_record(...))``.
+``partitions_touching`` finds the partitions a broker leads or is in sync for (a fence's scan).
 
 Two implementations with the same results: ``kraft._native._metadata`` and
 ``_metadata_encode`` (default), and the pure-Python twin below (``KRAFT_NO_EXTENSIONS=1``, or
@@ -31,7 +34,8 @@ from typing import NamedTuple
 from kraft.errors import MetadataParseError
 from kraft.metadata import partition as _partition
 from kraft.metadata import records as R
-from kraft.metadata.partition import MIGRATING_DIR, RECOVERED, RECOVERING, _directories, intern_tuple
+from kraft.metadata.partition import (MIGRATING_DIR, RECOVERED, RECOVERING, PartitionRegistration, _directories,
+                                      intern_registration, intern_tuple)
 from kraft.metadata.image_records import partition_record
 from kraft.metadata.serde import decode_record, encode_record
 from kraft.protocol.primitives import uuid_from_wire
@@ -57,7 +61,7 @@ def _item_of(record, version: int):
                   intern(record.removing_replicas), intern(record.adding_replicas), record.leader, lrs,
                   record.leader_epoch, record.partition_epoch, intern(record.eligible_leader_replicas or ()),
                   intern(record.last_known_elr or ()))
-        return (PARTITION, record.topic_id, record.partition_id, fields)
+        return (PARTITION, record.topic_id, record.partition_id, intern_registration(fields))
     if kind is R.TopicRecord:
         return (TOPIC, version, (record.name, record.topic_id))
     if kind is R.PartitionChangeRecord:
@@ -85,7 +89,11 @@ def _pure_decode_values(values) -> list:
         except (MetadataParseError, TypeError):
             out.append(None)  # the caller's generic decode reports it
             continue
-        out.append(_item_of(record, version))
+        item = _item_of(record, version)
+        if item is not None and item[0] == PARTITION_CHANGE:
+            value = bytes(value)
+            item = item + (value[:3] + value[23:],)
+        out.append(item)
     return out
 
 
@@ -104,13 +112,21 @@ def _native_encode_partitions(topic_id, partitions: dict, raw_cache: dict | None
                                      {} if raw_cache is None else raw_cache)
 
 
+def _pure_partitions_touching(partitions: dict, broker: int, with_elr: bool, which: int = 0) -> list:
+    return [pid for pid, p in partitions.items()
+            if (p.leader == broker and which != 2)
+            or (p.leader != broker and which != 1 and (broker in p.isr or (with_elr and broker in p.elr)))]
+
+
 def _load_native():
     from types import SimpleNamespace
 
     from kraft._native import _metadata, _metadata_encode
-    _metadata.configure(uuid_from_wire, MIGRATING_DIR, _partition._TUPLES_LIMIT)
+    _metadata.configure(uuid_from_wire, MIGRATING_DIR, _partition._TUPLES_LIMIT, PartitionRegistration,
+                        _partition._REGISTRATIONS, _partition._MIGRATING_BY_COUNT)
     return SimpleNamespace(decode_values=_metadata.decode_values,
-                           encode_partitions=_metadata_encode.encode_partitions)
+                           encode_partitions=_metadata_encode.encode_partitions,
+                           partitions_touching=_metadata.partitions_touching)
 
 
 NATIVE_IMPORT_ERROR: Exception | None = None
@@ -123,6 +139,10 @@ if not os.environ.get("KRAFT_NO_EXTENSIONS"):
 IMPLEMENTATION = "native" if _native is not None else "python"
 decode_values = _native_decode_values if _native is not None else _pure_decode_values
 encode_partitions = _native_encode_partitions if _native is not None else _pure_encode_partitions
+#: ``partitions_touching(partitions, broker, with_elr, which=0)``: the ids of the partitions (id ->
+#: registration) ``broker`` leads or is in the ISR (or ELR) of (which 1: only those it leads, 2:
+#: only those it does not); a scan in C when built.
+partitions_touching = _native.partitions_touching if _native is not None else _pure_partitions_touching
 
 
 class Codec(NamedTuple):

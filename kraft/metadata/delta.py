@@ -140,6 +140,17 @@ class MetadataDelta:
             topics = self._topics_d()
         topics.replay_registration(topic_id, partition_id, registration)
 
+    def replay_change_body(self, topic_id, partition_id: int, body: bytes, record_of) -> None:
+        """``replay(PartitionChangeRecord)`` known by its value's body (the bytes after its ids,
+        header included): equal bodies on equal registrations merge once (``record_of()`` makes
+        the record then). Outside a transaction only, like ``replay_registration``."""
+        if self._broken is not None or self._transaction is not None:
+            raise MetadataReplayError("replay_change_body needs a delta outside a transaction")
+        topics = self._topics
+        if topics is None:
+            topics = self._topics_d()
+        topics.replay_change_body(topic_id, partition_id, body, record_of)
+
     def replay_all(self, records) -> None:
         replay = self.replay
         for record in records:

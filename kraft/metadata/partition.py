@@ -4,8 +4,11 @@ A registration is an immutable named tuple of tuples and ints, built from a
 ``PartitionRecord`` and replaced (never mutated) by ``merge(PartitionChangeRecord)`` with
 Kafka's rules: null/-2/-1 fields mean "unchanged", a new leader bumps the leader epoch, every
 change bumps the partition epoch. Replica lists repeat across partitions (a handful of brokers,
-a handful of orders), so equal tuples are interned: a million partitions then share a few
-thousand tuples, which is most of the image's memory. This module must not know about topics.
+a handful of orders), so equal tuples are interned, and so are whole registrations (they hold
+no partition or topic id: new partitions placed alike are equal): a million partitions then
+share a few dozen registrations. That is most of the image's memory, and what the cyclic
+garbage collector no longer walks (a million tracked tuples cost every full collection about
+a second). This module must not know about topics.
 """
 
 from __future__ import annotations
@@ -41,8 +44,34 @@ def intern_tuple(values) -> tuple:
     return shared
 
 
-def _migrating(n: int) -> tuple:
-    return intern_tuple((MIGRATING_DIR,) * n)
+_MIGRATING_BY_COUNT: dict[int, tuple] = {}
+
+
+def migrating_directories(n: int) -> tuple:
+    """(MIGRATING,) * n, one object per count for good (hashing uuids runs Python code; the
+    native decoder hands out the same objects)."""
+    t = _MIGRATING_BY_COUNT.get(n)
+    if t is None:
+        t = _MIGRATING_BY_COUNT[n] = (MIGRATING_DIR,) * n
+    return t
+
+
+# Registrations by the identities of their interned parts and their ints (hashing the parts
+# themselves would hash uuids in Python). Each entry keeps its parts alive, so their ids cannot
+# be reused while it exists; parts that are equal but not the interned object only miss.
+_REGISTRATIONS: dict[tuple, tuple] = {}
+
+
+def intern_registration(fields: tuple) -> "PartitionRegistration":
+    """The shared ``PartitionRegistration`` of the eleven ``fields`` (parts interned)."""
+    r, d, i, rm, ad, leader, lrs, le, pe, elr, lelr = fields
+    key = (id(r), id(d), id(i), id(rm), id(ad), leader, lrs, le, pe, id(elr), id(lelr))
+    reg = _REGISTRATIONS.get(key)
+    if reg is None:
+        if len(_REGISTRATIONS) >= _TUPLES_LIMIT:
+            _REGISTRATIONS.clear()
+        reg = _REGISTRATIONS[key] = _new_tuple(PartitionRegistration, fields)
+    return reg
 
 
 # Directory lists, keyed by the identities of their uuids: the record decoder hands out one
@@ -54,7 +83,7 @@ _DIRECTORIES: dict[tuple, tuple] = {}
 def _directories(dirs, n_replicas: int) -> tuple:
     """Kafka's ``defaultToMigrating``: no directories, or all MIGRATING, means MIGRATING each."""
     if not dirs:
-        return _migrating(n_replicas)
+        return migrating_directories(n_replicas)
     key = tuple(map(id, dirs))
     entry = _DIRECTORIES.get(key)
     if entry is None:
@@ -64,7 +93,7 @@ def _directories(dirs, n_replicas: int) -> tuple:
         if len(_DIRECTORIES) >= _TUPLES_LIMIT:
             _DIRECTORIES.clear()
         entry = _DIRECTORIES[key] = (resolved, kept)
-    return _migrating(n_replicas) if entry[0] is None else entry[0]
+    return migrating_directories(n_replicas) if entry[0] is None else entry[0]
 
 
 class PartitionRegistration(NamedTuple):
@@ -97,10 +126,10 @@ class PartitionRegistration(NamedTuple):
             raise MetadataReplayError(f"partition {record.topic_id}:{record.partition_id}: "
                                       f"unknown leader recovery state {lrs}")
         intern = intern_tuple
-        return _new_tuple(cls, (intern(replicas), _directories(dirs, len(replicas)), intern(record.isr),
-                                intern(record.removing_replicas), intern(record.adding_replicas), record.leader,
-                                lrs, record.leader_epoch, record.partition_epoch,
-                                intern(record.eligible_leader_replicas or ()), intern(record.last_known_elr or ())))
+        return intern_registration((intern(replicas), _directories(dirs, len(replicas)), intern(record.isr),
+                                    intern(record.removing_replicas), intern(record.adding_replicas), record.leader,
+                                    lrs, record.leader_epoch, record.partition_epoch,
+                                    intern(record.eligible_leader_replicas or ()), intern(record.last_known_elr or ())))
 
     def merge(self, record) -> "PartitionRegistration":
         """The registration after a ``PartitionChangeRecord`` (Kafka's ``merge``)."""
@@ -126,11 +155,11 @@ class PartitionRegistration(NamedTuple):
         elif lrs != RECOVERED and lrs != RECOVERING:
             raise MetadataReplayError(f"partition change {record.topic_id}:{record.partition_id}: "
                                       f"unknown leader recovery state {lrs}")
-        return PartitionRegistration(
+        return intern_registration((
             replicas, dirs,
             self.isr if record.isr is None else intern_tuple(record.isr),
             self.removing_replicas if record.removing_replicas is None else intern_tuple(record.removing_replicas),
             self.adding_replicas if record.adding_replicas is None else intern_tuple(record.adding_replicas),
             leader, lrs, leader_epoch, self.partition_epoch + 1,
             self.elr if record.eligible_leader_replicas is None else intern_tuple(record.eligible_leader_replicas),
-            self.last_known_elr if record.last_known_elr is None else intern_tuple(record.last_known_elr))
+            self.last_known_elr if record.last_known_elr is None else intern_tuple(record.last_known_elr)))

@@ -29,7 +29,6 @@ from kraft.metadata import batch_codec
 from kraft.metadata.delta import MetadataDelta
 from kraft.metadata.image import EMPTY_IMAGE, MetadataImage
 from kraft.metadata import image_records as IR
-from kraft.metadata.partition import PartitionRegistration
 from kraft.metadata.serde import decode_record, encode_record
 
 #: Target size of the values of one snapshot batch.
@@ -54,35 +53,57 @@ class LoadedImage(NamedTuple):
     open_transaction: tuple | None  # records of a transaction still open at the end of the log
 
 
-def image_values(image: MetadataImage, codec=None):
-    """Framed values of ``image_records(image)``, in order; a topic's partitions are encoded
-    together by the batch codec (native when built), the rest record by record."""
+def image_value_chunks(image: MetadataImage, codec=None):
+    """Framed values of ``image_records(image)``, in order, as lists: a topic's record and its
+    partitions' together (encoded by the batch codec, native when built), anything else one by
+    one."""
     encode_partitions = (codec or batch_codec).encode_partitions
     for part in (IR.feature_records, IR.cluster_records):
         for record, version in part(image):
-            yield encode_record(record, version)
+            yield [encode_record(record, version)]
     raw_cache: dict = {}
     by_name = image.topics.by_name
     for name in sorted(by_name):
         topic = by_name[name]
-        yield encode_record(*next(IR.topic_records_of(topic)))
-        yield from encode_partitions(topic.id, topic.partitions, raw_cache)
+        chunk = [encode_record(*next(IR.topic_records_of(topic)))]
+        chunk += encode_partitions(topic.id, topic.partitions, raw_cache)
+        yield chunk
     for part in (IR.config_records, IR.client_quota_records, IR.producer_id_records, IR.acl_records):
         for record, version in part(image):
-            yield encode_record(record, version)
+            yield [encode_record(record, version)]
+
+
+def image_values(image: MetadataImage, codec=None):
+    """Framed values of ``image_records(image)``, in order."""
+    for chunk in image_value_chunks(image, codec):
+        yield from chunk
 
 
 def snapshot_value_batches(image: MetadataImage, *, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
                            max_batch_records: int = MAX_BATCH_RECORDS, codec=None):
-    """Lists of framed record values, one per batch, in ``image_records`` order."""
+    """Lists of framed record values, one per batch, in ``image_records`` order. Whole chunks (a
+    topic with its partitions) are sized in C and go into the current batch, or else start the
+    next, at once; only a chunk larger than a batch is split value by value (a million
+    partitions: a loop per topic, not per value)."""
     values: list[bytes] = []
     size = 0
-    for value in image_values(image, codec):
-        if values and (size + len(value) + _RECORD_OVERHEAD > max_batch_bytes or len(values) >= max_batch_records):
-            yield values
-            values, size = [], 0
-        values.append(value)
-        size += len(value) + _RECORD_OVERHEAD
+    for chunk in image_value_chunks(image, codec):
+        grow = sum(map(len, chunk)) + _RECORD_OVERHEAD * len(chunk)
+        if size + grow <= max_batch_bytes and len(values) + len(chunk) <= max_batch_records:
+            values += chunk
+            size += grow
+            continue
+        if grow <= max_batch_bytes and len(chunk) <= max_batch_records:  # a batch of its own
+            if values:
+                yield values
+            values, size = list(chunk), grow
+            continue
+        for value in chunk:
+            if values and (size + len(value) + _RECORD_OVERHEAD > max_batch_bytes or len(values) >= max_batch_records):
+                yield values
+                values, size = [], 0
+            values.append(value)
+            size += len(value) + _RECORD_OVERHEAD
     if values:
         yield values
 
@@ -111,7 +132,6 @@ def replay_values(delta: MetadataDelta, values: list, codec=None) -> None:
     items = (codec or batch_codec).decode_values(values)
     replay = delta.replay
     fast = delta.replay_registration
-    new_registration = tuple.__new__
     PARTITION = batch_codec.PARTITION
     record_from_item = batch_codec.record_from_item
     for value, item in zip(values, items):
@@ -121,7 +141,7 @@ def replay_values(delta: MetadataDelta, values: list, codec=None) -> None:
             if delta.in_transaction:  # held back with the transaction: it needs the record
                 replay(_generic(value))
             else:
-                fast(item[1], item[2], new_registration(PartitionRegistration, item[3]))
+                fast(item[1], item[2], item[3])
         else:
             replay(record_from_item(item))
 

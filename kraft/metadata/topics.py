@@ -45,6 +45,14 @@ class TopicsImage(NamedTuple):
 EMPTY_TOPICS = TopicsImage({}, {})
 
 
+# (id(registration), a PartitionChangeRecord's bytes but for its ids) -> (registration, merged):
+# a fence changes hundreds of thousands of partitions from a few dozen shared registrations in
+# a few dozen ways, so a merge is mostly a lookup. The entry keeps its registration alive (its
+# id is not reused meanwhile); cleared when full (only speed is lost).
+_MERGES: dict = {}
+_MERGES_LIMIT = 1 << 14
+
+
 class TopicDelta:
     """Changes to one topic: ``partition_changes`` holds the new registration of each
     partition created or changed in this delta."""
@@ -65,6 +73,24 @@ class TopicDelta:
             raise MetadataReplayError(f"partition change for unknown partition {self.image.name}-{pid} "
                                       f"(topic id {record.topic_id})")
         self.partition_changes[pid] = current.merge(record)
+
+    def replay_change_body(self, pid: int, body: bytes, record_of) -> None:
+        """``replay_change`` of a record known by ``body`` (its value but for its partition and
+        topic ids: equal bodies merge equally); ``record_of()`` makes the record on a miss."""
+        current = self.partition_changes.get(pid) or self.image.partitions.get(pid)
+        if current is None:
+            self.replay_change(record_of())  # raises the unknown-partition error
+            return
+        key = (id(current), body)
+        hit = _MERGES.get(key)
+        if hit is None or hit[0] is not current:
+            merged = current.merge(record_of())
+            if len(_MERGES) >= _MERGES_LIMIT:
+                _MERGES.clear()
+            _MERGES[key] = (current, merged)
+        else:
+            merged = hit[1]
+        self.partition_changes[pid] = merged
 
     def apply(self) -> TopicImage:
         if not self.partition_changes:
@@ -139,6 +165,11 @@ class TopicsDelta:
         else:
             delta = self._topic_delta(topic_id, f"partition {partition_id}")
         delta.partition_changes[partition_id] = registration
+
+    def replay_change_body(self, topic_id: uuid.UUID, partition_id: int, body: bytes, record_of) -> None:
+        """``replay_partition_change`` of a record known by its body (see TopicDelta's)."""
+        delta = self._topic_delta(topic_id, f"partition change of partition {partition_id}")
+        delta.replay_change_body(partition_id, body, record_of)
 
     def replay_partition_change(self, record) -> None:
         delta = self._topic_delta(record.topic_id, f"partition change of partition {record.partition_id}")

@@ -63,6 +63,8 @@ class BatchAccumulator:
         self._built_bytes = 0
         self._full = False  # a value batch filled up, or built batches reached a batch's size
         self._force_drain = False
+        #: bytes of everything accumulated and not drained yet (values with their framing)
+        self.pending_bytes = 0
 
     def append(self, values, now_ms: int) -> int:
         """Add one atomic proposal of record values; returns the offset of its last record."""
@@ -85,6 +87,7 @@ class BatchAccumulator:
         self._note_pending(now_ms)
         cur.values.extend(values)
         cur.size += size
+        self.pending_bytes += size
         self.next_offset += len(values)
         return self.next_offset - 1
 
@@ -99,6 +102,7 @@ class BatchAccumulator:
             self._current = None
         self._completed.append(BuiltBatches(self.next_offset, data, records))
         self._built_bytes += len(data)
+        self.pending_bytes += len(data)
         if self._built_bytes >= self.max_batch_bytes:
             self._full = True
         self._note_pending(now_ms)
@@ -133,5 +137,6 @@ class BatchAccumulator:
         self._completed, self._current, self._force_drain = [], None, False
         self._first_pending_ms = None
         self._built_bytes = 0
+        self.pending_bytes = 0
         self._full = False
         return out

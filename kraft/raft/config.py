@@ -35,6 +35,13 @@ class RaftConfig:
     # this much later, so the next data (which carries the new HW anyway) usually answers it
     # and a write costs one Fetch round trip per follower instead of two.
     hw_notify_delay_ms: int = 5
+    # Not in Kafka: the leader's uncommitted tail past which a driver admits no new work
+    # (``kraft.raft.backlog``). Bytes: one Fetch answer, so a follower that fetches once holds
+    # the whole tail and one round trip commits it. Records: five of the largest controller
+    # operations (10,000 records each), enough to keep replication busy while the controller
+    # computes the next ones, and what a failover may have to answer NOT_CONTROLLER for.
+    max_uncommitted_bytes: int = MAX_FETCH_SIZE_BYTES
+    max_uncommitted_records: int = 50_000
     cluster_id: str | None = None
     # The listener voters are reached on (controller.listener.names' first): an added voter
     # must have one (KIP-853).
@@ -51,7 +58,8 @@ class RaftConfig:
         return self.fetch_timeout_ms // 2
 
     def __post_init__(self) -> None:
-        for name in ("election_timeout_ms", "fetch_timeout_ms", "request_timeout_ms"):
+        for name in ("election_timeout_ms", "fetch_timeout_ms", "request_timeout_ms", "max_uncommitted_bytes",
+                     "max_uncommitted_records"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
         if self.election_backoff_max_ms < 0 or self.retry_backoff_ms < 0 or self.append_linger_ms < 0:

@@ -267,6 +267,29 @@ class RaftCore:
         s = self._proposing_leader(now_ms, epoch)
         return self._after_proposal(s, s.accumulator.append_batches(data, records, now_ms), now_ms)
 
+    def uncommitted(self) -> tuple[int, int]:
+        """(records, bytes) this leader accepted and a majority has not acknowledged yet:
+        appended above the high watermark or waiting in the accumulator; (0, 0) when not
+        leading. Bytes count this epoch's appends and proposals only."""
+        s = self.quorum.state
+        if type(s) is not LeaderState:
+            return 0, 0
+        acc = s.accumulator
+        return (s.backlog.records(acc.next_offset, self.local_log.high_watermark),
+                s.backlog.appended_bytes + acc.pending_bytes)
+
+    def accepting_proposals(self) -> bool:
+        """Is this node a leader whose uncommitted tail is below ``max_uncommitted_records``
+        and ``max_uncommitted_bytes``? Drivers start new work (a controller request) only
+        then and wait for commits otherwise; ``propose`` itself never refuses for it, so an
+        atomic unit is never cut (``kraft.raft.backlog``)."""
+        s = self.quorum.state
+        if type(s) is not LeaderState or s.resign_requested:
+            return False
+        records, nbytes = self.uncommitted()
+        c = self.config
+        return records < c.max_uncommitted_records and nbytes < c.max_uncommitted_bytes
+
     def _proposing_leader(self, now_ms: int, epoch: int | None) -> LeaderState:
         self._now = now_ms
         s = self.quorum.state

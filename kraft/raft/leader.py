@@ -10,6 +10,7 @@ and hands offsets in.
 from __future__ import annotations
 
 from kraft.raft.accumulator import BatchAccumulator
+from kraft.raft.backlog import UncommittedBacklog
 from kraft.raft.majority import majority_offset
 from kraft.raft.progress import ProgressTracker, ReplicaProgress
 from kraft.raft.roles import EpochState
@@ -58,6 +59,7 @@ class LeaderState(EpochState):
         self.check_quorum_deadline = None if voters.is_only_voter(local) else now_ms + check_quorum_timeout_ms
         self.begin_epoch_due = now_ms
         self.accumulator = accumulator
+        self.backlog = UncommittedBacklog()  # appends of this epoch not committed yet
         self.parked: list[ParkedFetch] = []
         self.hw_changed_ms = -1  # when the high watermark last moved (parked fetches learn it)
         # replica id -> the high watermark in the last Fetch answer it got: a parked fetch is

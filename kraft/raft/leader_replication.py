@@ -70,6 +70,7 @@ class LeaderReplication:
         # (a bytes join would be copied again to patch).
         data = parts[0] if len(parts) == 1 else bytearray().join(parts)
         first, last = self.local_log.append_as_leader(data, s.epoch)
+        s.backlog.appended(last + 1, len(data))
         if first != pending[0].base_offset or last != s.accumulator.next_offset - 1:
             raise AssertionError(f"accumulator offsets {pending[0].base_offset}..{s.accumulator.next_offset - 1}"
                                  f" != log {first}..{last}")
@@ -83,6 +84,7 @@ class LeaderReplication:
 
     def on_high_watermark(self, s: LeaderState, now: int) -> None:
         self.local_log.set_high_watermark(s.high_watermark)
+        s.backlog.committed(s.high_watermark)
         s.high_watermark_announced(now)
         if self.on_commit is not None:
             self.on_commit(s.high_watermark)

@@ -99,6 +99,14 @@ class ListenerCursor:
         self._started = True
 
     def on_commit(self, up_to: int) -> None:
+        self.apply_some(up_to)
+
+    def apply_some(self, up_to: int, max_bytes: int | None = None) -> bool:
+        """Deliver committed batches below ``up_to``; with ``max_bytes``, about that many bytes
+        of them (at least one batch) and no more, so a driver can serve its network between
+        steps (a follower applying a million records in one go stops fetching, and a leader
+        whose followers stop fetching resigns). True once everything below ``up_to`` is
+        delivered."""
         log = self.log
         latest = log.latest_snapshot_id()
         if latest is not None and latest.offset <= up_to and (
@@ -110,8 +118,14 @@ class ListenerCursor:
             raise RuntimeError(f"listener at {self.next_offset} but the log starts at "
                                f"{log.start_offset()} and no snapshot covers it")
         self._started = True
+        budget = max_bytes
         while self.next_offset < up_to:
-            data = log.read(self.next_offset, self._read_size(up_to))
+            size = self._read_size(up_to)
+            if budget is not None:
+                if budget <= 0:
+                    break
+                size = min(size, max(budget, MIN_READ_BYTES))
+            data = log.read(self.next_offset, size)
             batches = []
             for batch in iter_batches(data):
                 if batch.next_offset > up_to:
@@ -123,11 +137,14 @@ class ListenerCursor:
             if not batches:
                 break  # the batch at next_offset ends past the high watermark
             last = batches[-1]
-            self._bytes_per_offset = (last.position + last.size - batches[0].position) / (
-                last.next_offset - batches[0].base_offset)
+            read = last.position + last.size - batches[0].position
+            self._bytes_per_offset = read / (last.next_offset - batches[0].base_offset)
             self.next_offset = last.next_offset
             self.listener.handle_commit(batches)
+            if budget is not None:
+                budget -= read
         self._maybe_announce()
+        return self.next_offset >= up_to
 
     def _read_size(self, up_to: int) -> int:
         """Bytes to read for the commits up to ``up_to``. Past the high watermark the log

@@ -1,22 +1,23 @@
-"""The controller listener's door to the ``QuorumController``: runs its request handlers,
-proposes their records through the ``RaftDriver`` and answers once they commit; ticks the
+"""The controller listener's door to the ``QuorumController``: queues its write requests
+(``ControllerQueue``: back-pressure from the Raft log), runs their handlers, proposes their
+records through the ``RaftDriver`` and answers once they commit; ticks the
 controller so expired broker leases are fenced. A node that is not the active controller
 answers NOT_CONTROLLER (the controller itself decides). Also the listener fan-out that feeds
 one Raft log to both the ``CommittedRecordsListener`` (digest checks, snapshots) and the
-controller, and the controller's gauges.
+controller. The controller's gauges are in ``controller_gauges.py``.
 """
 
 from __future__ import annotations
 
-import collections
-import hashlib
 import logging
 import time
 
-from kraft.controller.handlers import HANDLERS, READ_ONLY
+from kraft.controller.handlers import HANDLERS, READ_ONLY, WRITE_APIS
 from kraft.controller.quorum_controller import QuorumController
-from kraft.controller.request_runner import read_only_response, submit_write
-from kraft.server.metrics import MS_BUCKETS, Gauge, Histogram, HistogramFamily
+from kraft.controller.request_queue import ControllerQueue
+from kraft.controller.request_runner import read_only_response
+from kraft.server.controller_gauges import queue_gauges
+from kraft.server.metrics import MS_BUCKETS, Histogram
 from kraft.server.raft_driver import wall_ms
 
 log = logging.getLogger("kraft.controller")
@@ -67,7 +68,13 @@ def _retrieve(fut) -> None:
 
 
 class ControllerRequests:
-    """``apis``: the API keys this serves. Answers are futures completed at commit."""
+    """``apis``: the API keys this serves. Answers are futures completed at commit.
+
+    Write requests wait in a ``ControllerQueue`` (``kraft.controller.request_queue``): the
+    broker lane runs as it comes, the admin lane only while the Raft leader's uncommitted tail
+    is below its bound, and resumes as commits drain it. Also the listener's admission gate
+    (``KafkaServer(admission=...)``): while the queue is full, connections stop reading write
+    requests until it drains."""
 
     def __init__(self, driver, controller: QuorumController, endpoints=()):
         self.driver = driver
@@ -76,19 +83,26 @@ class ControllerRequests:
         controller.respond = self._respond
         controller.settings.setdefault("controller.endpoints", tuple(endpoints))
         self.apis = frozenset(HANDLERS)
+        self.writes = WRITE_APIS
         # Kafka's ControllerEventManager histograms: time queued, time handling (ms).
         self.queue_time = Histogram("kraft_controller_event_queue_time_ms",
                                     "Controller requests: time waiting in the queue (ms)", MS_BUCKETS)
         self.processing_time = Histogram("kraft_controller_event_queue_processing_time_ms",
                                          "Controller requests: time running the handler and proposing (ms)",
                                          MS_BUCKETS)
+        self.queue = ControllerQueue(controller, driver.core, on_started=self._started, gone=_gone,
+                                     on_error=self._failed)
         metrics = getattr(driver, "metrics", None)
         if metrics is not None:
             metrics.controller_event_queue_time = self.queue_time
             metrics.controller_event_queue_processing_time = self.processing_time
+            queue_gauges(metrics, self.queue, driver.core)
         self._timer = None
-        self._queue: collections.deque = collections.deque()
+        self._expiry = None  # (timer, when) of the next deadline in the queue
         self._scheduled = False
+        self._gated: list = []  # connections waiting for the queue to have room (admission gate)
+        self._slice_mark = 0.0
+        driver.on_commit.append(self._on_commit)
         self.closed = False
 
     def start(self) -> None:
@@ -98,6 +112,8 @@ class ControllerRequests:
         self.closed = True
         if self._timer is not None:
             self._timer.cancel()
+        if self._expiry is not None:
+            self._expiry[0].cancel()
 
     def handle(self, request, version: int):
         api_key = request.API_KEY
@@ -105,37 +121,84 @@ class ControllerRequests:
         if api_key in READ_ONLY:  # from the committed image, on any controller
             return read_only_response(ctl, api_key, request, version, wall_ms(), self.driver.core.leader_id)
         fut = self.driver.loop.create_future()
-        self._queue.append((api_key, request, version, fut, time.perf_counter()))
-        if not self._scheduled:
-            self._scheduled = True
-            self.driver.loop.call_soon(self._work)
+        self.queue.add(api_key, request, version, wall_ms(), fut)
+        self._schedule()
         return fut
 
-    def _work(self) -> None:
-        """Run queued requests for at most ``WORK_SLICE_S``, then let the loop serve others
-        (Raft fetches above all: a burst of big CreateTopics must not starve replication)."""
-        self._scheduled = False
-        ctl, core, q = self.controller, self.driver.core, self._queue
-        end = time.perf_counter() + WORK_SLICE_S
-        while q:
-            api_key, request, version, fut, queued = q.popleft()
-            if fut.done():  # the connection went away
-                continue
-            started = time.perf_counter()
-            self.queue_time.observe((started - queued) * 1000.0)
-            try:
-                submit_write(ctl, core, api_key, request, version, wall_ms(), fut)
-            except Exception as e:  # a handler bug: that request fails, the queue goes on
-                log.exception("controller request %s failed", type(request).__name__)
-                if not fut.done():
-                    fut.set_exception(e)
-            now = time.perf_counter()
-            self.processing_time.observe((now - started) * 1000.0)
-            if now >= end:
-                break
-        if q and not self._scheduled:
+    # --- the admission gate (network.KafkaServer) --------------------------------------
+    def holds(self, api_key: int) -> bool:
+        """Must a request of ``api_key`` stay unread for now? (Writes, while the queue is full.)"""
+        return api_key in self.writes and self.queue.full
+
+    def wait(self, resume) -> None:
+        """``resume()`` is called once the queue has room again."""
+        self._gated.append(resume)
+
+    def _open_gate(self) -> None:
+        if self._gated and not self.queue.full:
+            waiting, self._gated = self._gated, []
+            for resume in waiting:
+                resume()
+
+    # --- running the queue ----------------------------------------------------------------
+    def _schedule(self) -> None:
+        if not self._scheduled and not self.closed:
             self._scheduled = True
             self.driver.loop.call_soon(self._work)
+
+    def _on_commit(self, up_to: int) -> None:
+        """The log drained a little: admin requests held back may start now."""
+        if self.queue.has_work():
+            self._schedule()
+
+    def _work(self) -> None:
+        """Start queued requests for at most ``WORK_SLICE_S``, then let the loop serve others
+        (Raft fetches above all: a burst of big CreateTopics must not starve replication)."""
+        self._scheduled = False
+        if self.closed:
+            return
+        q = self.queue
+        end = time.perf_counter() + WORK_SLICE_S
+        self._slice_mark = time.perf_counter()
+
+        def keep_going() -> bool:
+            now = time.perf_counter()
+            self.processing_time.observe((now - self._slice_mark) * 1000.0)
+            self._slice_mark = now
+            return now < end
+        q.run(wall_ms(), keep_going)
+        if q.has_work() and not q.blocked():
+            self._schedule()  # more to do: after the loop served what came meanwhile
+        self._arm_expiry()
+        self._open_gate()
+
+    def _arm_expiry(self) -> None:
+        """A timer for the next deadline in the queue (a blocked lane must still time out)."""
+        due = self.queue.next_deadline_ms()
+        if self._expiry is not None:
+            if due is not None and self._expiry[1] == due:
+                return
+            self._expiry[0].cancel()
+            self._expiry = None
+        if due is not None:
+            delay = max(0.0, (due + 1 - wall_ms()) / 1000)
+            self._expiry = (self.driver.loop.call_later(delay, self._expire), due)
+
+    def _expire(self) -> None:
+        self._expiry = None
+        if not self.closed:
+            self.queue.expire(wall_ms())
+            self._arm_expiry()
+            self._open_gate()
+
+    def _started(self, fut, api_key: int, waited_ms: int) -> None:
+        self.queue_time.observe(float(waited_ms))
+
+    @staticmethod
+    def _failed(fut, exc) -> None:
+        log.error("controller request failed: %r", exc, exc_info=exc)
+        if not fut.done():
+            fut.set_exception(exc)
 
     def _append(self, values) -> int:
         last, fut = self.driver.propose(values)
@@ -155,95 +218,9 @@ class ControllerRequests:
             self.controller.tick(wall_ms())
         finally:
             self._timer = self.driver.loop.call_later(TICK_INTERVAL_S, self._tick)
+        if self.queue.has_work():
+            self._schedule()  # a fence begun by the tick, or work no commit callback will wake
 
 
-def controller_gauges(metrics, controller: QuorumController) -> None:
-    """Kafka's controller gauges (a subset) on the node's metrics, refreshed at render."""
-    g = {
-        "active": Gauge("kraft_controller_active_controller_count", "1 on the active controller"),
-        "topics": Gauge("kraft_controller_global_topic_count", "Topics in the committed image"),
-        "partitions": Gauge("kraft_controller_global_partition_count", "Partitions in the committed image"),
-        "offline": Gauge("kraft_controller_offline_partitions_count", "Partitions without a leader"),
-        "fenced_leaders": Gauge("kraft_controller_partitions_led_by_fenced_brokers",
-                                "Partitions whose leader is fenced or unregistered (must be 0)"),
-        "imbalance": Gauge("kraft_controller_preferred_replica_imbalance_count",
-                           "Partitions not led by their first replica"),
-        "active_brokers": Gauge("kraft_controller_active_broker_count", "Registered unfenced brokers"),
-        "fenced_brokers": Gauge("kraft_controller_fenced_broker_count", "Registered fenced brokers"),
-        "errors": Gauge("kraft_controller_metadata_error_count", "Committed records that are not metadata "
-                        "records or did not fit the image"),
-        "applied": Gauge("kraft_controller_last_applied_offset", "Next offset the image will apply"),
-        "applied_record": Gauge("kraft_controller_last_applied_record_offset",
-                                "Offset of the last record applied to the committed image"),
-        "applied_ts": Gauge("kraft_controller_last_applied_record_timestamp",
-                            "Append time (ms since the epoch) of the last batch applied"),
-        "applied_lag": Gauge("kraft_controller_last_applied_record_lag_ms",
-                             "Now minus the append time of the last batch applied (ms)"),
-        "digest": Gauge("kraft_controller_image_digest", "48-bit digest of the committed image's brokers, "
-                        "topics and partitions (equal on every controller at the same offset)"),
-    }
-    for name, gauge in g.items():
-        setattr(metrics, f"controller_{name}", gauge)
-    commit_latency = Histogram("kraft_controller_metadata_commit_latency_ms",
-                               "Active controller: append of its batch to commit (ms)", MS_BUCKETS)
-    to_commit = HistogramFamily("kraft_controller_apply_append_to_commit_ms", "Per record type: batch append "
-                                "(leader's timestamp) to this node seeing it committed (ms), weighted by records",
-                                "record_type")
-    to_applied = HistogramFamily("kraft_controller_apply_commit_to_applied_ms", "Per record type: this node seeing "
-                                 "a batch committed to its image holding it (ms), weighted by records", "record_type")
-    metrics.controller_metadata_commit_latency = commit_latency
-    metrics.controller_apply_append_to_commit = to_commit
-    metrics.controller_apply_commit_to_applied = to_applied
-
-    def observe(counts, append_ms, commit_ms, applied_ms) -> None:
-        # Weighted by records: each record of a batch waited as long as its batch.
-        commit = max(0.0, commit_ms - append_ms)
-        applied = max(0.0, applied_ms - commit_ms)
-        if controller.active:
-            commit_latency.observe(commit)
-        for name, n in counts.items():
-            to_commit.labels(name).observe(commit, n)
-            to_applied.labels(name).observe(applied, n)
-    controller.clock = lambda: time.time() * 1000.0
-    controller.apply_observer = observe
-    def refresh():
-        stats = image_stats(controller.image)
-        g["active"].set(1 if controller.active else 0)
-        for k in ("topics", "partitions", "offline", "fenced_leaders", "imbalance", "active_brokers",
-                  "fenced_brokers", "digest"):
-            g[k].set(stats[k])
-        g["errors"].set(controller.metadata_errors)
-        g["applied"].set(controller.next_offset)
-        g["applied_record"].set(controller.next_offset - 1)
-        ts = controller.last_applied_timestamp
-        g["applied_ts"].set(ts)
-        g["applied_lag"].set(max(0, int(time.time() * 1000) - ts) if ts >= 0 else 0)
-    metrics.on_render(refresh)
-
-
-def image_stats(image) -> dict:
-    brokers = image.cluster.brokers
-    h = hashlib.blake2b(digest_size=6)
-    for b in sorted(brokers.values(), key=lambda b: b.id):
-        h.update(f"b{b.id}:{b.epoch}:{int(b.fenced)}:{int(b.in_controlled_shutdown)};".encode())
-    partitions = offline = fenced_leaders = imbalance = 0
-    for name in sorted(image.topics.by_name):
-        t = image.topics.by_name[name]
-        h.update(f"t{name}:{t.id};".encode())
-        for pid in sorted(t.partitions):
-            p = t.partitions[pid]
-            partitions += 1
-            h.update(f"{pid}:{p.replicas}:{p.isr}:{p.leader}:{p.leader_epoch}:{p.partition_epoch};".encode())
-            if p.leader == -1:
-                offline += 1
-            else:
-                b = brokers.get(p.leader)
-                if b is None or b.fenced:
-                    fenced_leaders += 1
-                if p.replicas and p.replicas[0] != p.leader:
-                    imbalance += 1
-    return {"topics": len(image.topics.by_id), "partitions": partitions, "offline": offline,
-            "fenced_leaders": fenced_leaders, "imbalance": imbalance,
-            "active_brokers": sum(1 for b in brokers.values() if not b.fenced),
-            "fenced_brokers": sum(1 for b in brokers.values() if b.fenced),
-            "digest": int.from_bytes(h.digest(), "big")}
+def _gone(fut) -> bool:
+    return fut.done()  # the connection went away (its answer was cancelled)

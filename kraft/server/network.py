@@ -6,7 +6,9 @@ task).
 Requests on a connection may be handled concurrently (a long-poll Fetch does not block a
 Vote), but responses are written in request order, as Kafka guarantees. At most
 ``max_in_flight`` requests per connection are pending; beyond that the connection is not
-read (back-pressure). Bad input never escapes a connection: a negative or oversize frame,
+read (back-pressure). An ``AdmissionGate`` may also hold requests of some APIs (the
+controller's writes while its queue is full): a connection whose next request is held stops
+there, and is not read, until the gate reopens. Bad input never escapes a connection: a negative or oversize frame,
 an unknown API key or version, or an undecodable body closes that connection with one log
 line; a handler exception is answered with an error response when the response type has
 an error code, otherwise the connection is closed. The node keeps serving either way.
@@ -71,6 +73,16 @@ class RequestHandler(Protocol):
         """Return the response, an awaitable of it, or None to send nothing."""
 
 
+class AdmissionGate(Protocol):
+    """What the handler behind a listener may hold back (the controller's queue when full)."""
+
+    def holds(self, api_key: int) -> bool:
+        """True: a request of ``api_key`` must not be read now."""
+
+    def wait(self, resume) -> None:
+        """Call ``resume()`` once requests may be read again."""
+
+
 def error_response(api_key: int, version: int, code: int) -> Response | None:
     """A response carrying ``code`` at top level, if that response type has one in ``version``."""
     cls = response_class(api_key)
@@ -100,6 +112,7 @@ class _Connection(asyncio.Protocol):
         self.held: collections.deque = collections.deque()  # frames read while no slot was free
         self._pumping = False
         self._paused = False  # reading paused for back-pressure
+        self._gate_waiting = False  # waiting for the server's admission gate to reopen
         self._eof = False  # the client half-closed: answer what it asked, then close
         self.pending: collections.deque = collections.deque()  # (header, answer or future), in order
         self.closed = False
@@ -169,8 +182,10 @@ class _Connection(asyncio.Protocol):
             return  # an answer left during a dispatch: the running pump goes on
         self._pumping = True
         try:
-            held, limit = self.held, self.server.max_in_flight
+            held, limit, gate = self.held, self.server.max_in_flight, self.server.admission
             while held and not self.closed and self.unanswered < limit:
+                if gate is not None and self._gated_by(gate, held[0]):
+                    break
                 if not self._dispatch(held.popleft()):
                     return
         finally:
@@ -184,6 +199,22 @@ class _Connection(asyncio.Protocol):
             self._paused = False
             self.transport.resume_reading()
         self._close_if_done()
+
+    def _gated_by(self, gate, frame) -> bool:
+        """Does the admission gate hold the next request (read from its header's API key)?
+        Then this connection stops dispatching, in order, until the gate reopens; connections
+        that never carry such requests (Raft peers) are never held."""
+        if len(frame) < 2 or not gate.holds((frame[0] << 8) | frame[1]):
+            return False
+        if not self._gate_waiting:
+            self._gate_waiting = True
+            gate.wait(self._gate_opened)
+        return True
+
+    def _gate_opened(self) -> None:
+        self._gate_waiting = False
+        if not self.closed:
+            self._pump()
 
     def _close_if_done(self) -> None:
         if self._eof and not self.held and not self.pending and not self.closed:
@@ -364,8 +395,10 @@ class KafkaServer:
     def __init__(self, handler: RequestHandler, host: str, port: int, *, listener_name: str,
                  max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, max_in_flight: int = 64,
                  connections_max_idle_ms: int = 600_000, max_connections_per_ip: int = 2**31 - 1,
-                 max_connections_per_ip_overrides: dict[str, int] | None = None):
+                 max_connections_per_ip_overrides: dict[str, int] | None = None,
+                 admission: AdmissionGate | None = None):
         self.handler = handler
+        self.admission = admission
         self.host = host
         self.port = port
         self.listener_name = listener_name

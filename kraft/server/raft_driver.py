@@ -36,6 +36,9 @@ from kraft.server.turn import turn_queue
 
 log = logging.getLogger("kraft.raft")
 
+#: Committed bytes handed to the listener per loop turn (about 4,000 metadata records).
+APPLY_STEP_BYTES = 256 * 1024
+
 
 def wall_ms() -> int:
     # Kafka's raft client uses wall-clock milliseconds for timeouts and record timestamps alike.
@@ -97,6 +100,9 @@ class RaftDriver:
         self._thread = LoopThread(self.loop)
         self._tasks: set = set()
         self.commits = CommitWaiters(self.loop)
+        #: called with the new high watermark after each Commit effect (what waits for the log to
+        #: drain: the controller's queue)
+        self.on_commit: list = []
         self._propose_times: collections.deque = collections.deque()
         self._last_leader = None
         self.snapshot_policy = None  # set by the node: called after each Commit
@@ -105,6 +111,9 @@ class RaftDriver:
         # Sends waiting for a flush (Send.after_flushed), as (offset, client, held request or
         # None, effect, [sent at]); released by the flusher's report before the core hears it.
         self._gated: list = []
+        # Effects for the listener, in order (``_apply_next`` hands them over step by step).
+        self._to_apply: collections.deque = collections.deque()
+        self._applying = False  # a step is scheduled
         self.closed = False
         if metrics is not None:
             metrics.on_render(self._refresh_gauges)
@@ -252,16 +261,39 @@ class RaftDriver:
             return
         if isinstance(e, Commit):
             self.commits.committed(e.up_to)
+            for fn in self.on_commit:
+                fn(e.up_to)
         self._turn.soon(self._apply, e)
 
     def _apply(self, e) -> None:
         if self.closed:
             return
-        self.cursor.execute(e)
-        if isinstance(e, Commit):
-            self._observe_commit(e.up_to)
-            if self.snapshot_policy is not None:
-                self.snapshot_policy.after_commit(wall_ms())
+        self._to_apply.append(e)
+        if not self._applying:
+            self._apply_next()
+
+    def _apply_next(self) -> None:
+        """Hand the listener its effects in order, a committed step of at most
+        ``APPLY_STEP_BYTES`` per loop turn: between steps the loop answers Fetches and Votes
+        and sends this node's next Fetch, so a node applying a large commit (a million
+        partitions' records) keeps replicating and is never taken for dead."""
+        self._applying = False
+        q = self._to_apply
+        while q and not self.closed:
+            e = q[0]
+            if isinstance(e, Commit):
+                before = self.cursor.next_offset
+                done = self.cursor.apply_some(e.up_to, APPLY_STEP_BYTES)
+                self._observe_commit(self.cursor.next_offset)
+                if self.snapshot_policy is not None:
+                    self.snapshot_policy.after_commit(wall_ms())
+                if not done and self.cursor.next_offset > before:
+                    self._applying = True
+                    self.loop.call_soon(self._apply_next)
+                    return
+            else:
+                self.cursor.execute(e)
+            q.popleft()
 
     def address_of(self, node_id: int):
         """(host, port) of a node: its Voters-record endpoint first (addresses may change

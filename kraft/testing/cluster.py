@@ -98,6 +98,14 @@ class SimCluster:
         self.events += 1
         kind = event[0]
         now = self.queue.now
+        if kind in ("deliver", "gone", "tick", "flush"):
+            node = self.nodes.get(event[2] if kind in ("deliver", "gone") else event[1])
+            if node is not None and node.alive and node.busy_until > now:
+                # A node busy computing (``SimNode.charge``) reads its inputs once it is done,
+                # in the order they came: its single loop thread was not listening meanwhile.
+                self.queue.at(node.busy_until, event)
+                self.check()
+                return True
         if kind == "deliver":
             _, src, dst, payload = event
             node = self.nodes.get(dst) or self.endpoints[dst]

@@ -82,6 +82,8 @@ class ControllerCluster(SimCluster):
         self.checks = ControllerChecks()
         self.controller_settings = settings
         self.max_records_per_proposal = max_records_per_proposal
+        #: simulated CPU per record proposed or replayed (0: computing takes no time)
+        self.cpu_ms_per_record = 0.0
         #: called with the node id when an active controller committed part of a transaction
         self.on_open_transaction = None
         super().__init__(seed, voters, 0, node_class=ControllerSimNode, **kw)

@@ -13,23 +13,33 @@ Every commit, snapshot and answer is reported to ``ControllerChecks``. No real I
 
 from __future__ import annotations
 
+import collections
+
 from kraft.controller.quorum_controller import QuorumController
-from kraft.controller.request_runner import READ_ONLY, read_only_response, submit_write
+from kraft.controller.request_queue import ControllerQueue
+from kraft.controller.request_runner import READ_ONLY, read_only_response
 from kraft.metadata.snapshot_image import write_image_snapshot
-from kraft.raft import OffsetAndEpoch
+from kraft.raft import Commit, OffsetAndEpoch
 from kraft.testing.node import SimNode
 
 TICK_INTERVAL_MS = 100
 CLUSTER_ID = "sim"
+#: Simulated CPU a queue run may use before the node looks at its inputs again (the server's
+#: ControllerRequests.WORK_SLICE_S).
+WORK_SLICE_MS = 20
+#: Committed bytes the listener gets per step when CPU is simulated (RaftDriver.APPLY_STEP_BYTES,
+#: scaled to the simulator's small logs).
+APPLY_STEP_BYTES = 4096
 
 
 class ControllerListener:
     """The node's RaftListener: feeds the controller and reports what it committed."""
 
-    def __init__(self, node_id: int, controller: QuorumController, sim):
+    def __init__(self, node_id: int, controller: QuorumController, sim, node=None):
         self.node_id = node_id
         self.controller = controller
         self.sim = sim
+        self.node = node
         self.checks = sim.checks
         self.last_epoch = 0
 
@@ -42,6 +52,9 @@ class ControllerListener:
         # batch boundary is seen and checked; the batch first, so that answers released inside
         # handle_commit are checked against it.
         ctl = self.controller
+        cost = self.sim.cpu_ms_per_record
+        if cost and not ctl.active:  # a standby replays what it applies (the active one adopts its views)
+            self.node.charge(cost * sum(b.records_count for b in batches if not b.is_control), self.sim.now)
         for b in batches:
             self.checks.committed_batch(self.node_id, b)
             self.last_epoch = b.partition_leader_epoch
@@ -71,16 +84,20 @@ class ControllerListener:
 
 
 class _Token:
-    __slots__ = ("src", "incarnation", "cid", "wait", "epoch", "answered")
+    __slots__ = ("src", "incarnation", "cid", "wait", "epoch", "answered", "fenced_before")
 
     def __init__(self, src, incarnation, cid):
         self.src, self.incarnation, self.cid = src, incarnation, cid
-        self.wait = self.epoch = None
+        self.wait = self.epoch = self.fenced_before = None
         self.answered = False
 
 
 class ControllerSimNode(SimNode):
-    """``sim`` is a ``ControllerCluster``: it has ``checks``, ``links`` and ``controller_settings``."""
+    """``sim`` is a ``ControllerCluster``: it has ``checks``, ``links``, ``controller_settings``
+    and ``cpu_ms_per_record``. Write requests go through a ``ControllerQueue`` as in the server.
+    With ``cpu_ms_per_record`` set, the node spends simulated CPU on every record it proposes or
+    replays (and reads no input meanwhile), runs its queue in slices of ``WORK_SLICE_MS`` and
+    hands its listener committed records a step at a time, as the server's loop does."""
 
     @property
     def controller(self) -> QuorumController | None:
@@ -90,21 +107,31 @@ class ControllerSimNode(SimNode):
         ctl = QuorumController(self.id, cluster_id=CLUSTER_ID, settings=self.sim.controller_settings,
                                append=self._append, respond=self._respond)
         ctl.max_records_per_proposal = self.sim.max_records_per_proposal
-        return ControllerListener(self.id, ctl, self.sim)
+        return ControllerListener(self.id, ctl, self.sim, self)
 
     def start(self, now: int) -> None:
+        self._to_apply: collections.deque = collections.deque()
+        self._apply_due = False
+        self._queue_due = False
+        self.queue = None  # (commits delivered while the core starts find no queue yet)
         super().start(now)
+        self.queue = ControllerQueue(self.controller, self.core, on_started=self._started)
         self.sim.schedule(now + TICK_INTERVAL_MS, self._controller_tick, self.incarnation)
 
     def _controller_tick(self, incarnation: int) -> None:
         if not self.alive or self.incarnation != incarnation:
             return
         now = self.sim.now
+        if self.busy_until > now:
+            self.sim.schedule(self.busy_until, self._controller_tick, incarnation)
+            return
         fenced = self.controller.tick(now)
         if fenced:
             self.sim.checks.fenced_by_expiry += fenced
             self.sim.checks.check_view(self.id, self.controller)
+        self.queue.expire(now)
         self.drain(now)
+        self._run_queue(incarnation)
         self.sim.schedule(now + TICK_INTERVAL_MS, self._controller_tick, incarnation)
 
     # --- client requests ------------------------------------------------------------------
@@ -120,18 +147,49 @@ class ControllerSimNode(SimNode):
                                                                  self.core.leader_id))
             return
         token = _Token(src, incarnation, cid)
-        before = ctl.view.cluster.brokers.get(request.broker_id) if api_key == 63 else None
-        submit_write(ctl, self.core, api_key, request, version, now, token)
-        if before is not None and before.fenced:
-            after = ctl.view.cluster.brokers.get(request.broker_id)
+        if api_key == 63:
+            before = ctl.view.cluster.brokers.get(request.broker_id)
+            if before is not None and before.fenced:
+                token.fenced_before = (before, request.current_metadata_offset)
+        self.queue.add(api_key, request, version, now, token)
+        self._run_queue(self.incarnation)
+
+    def _run_queue(self, incarnation: int) -> None:
+        """Start queued requests, for one slice of simulated CPU when CPU is simulated; the
+        rest after the inputs that came meanwhile, or after a commit when the log is full."""
+        self._queue_due = False
+        if not self.alive or self.incarnation != incarnation:
+            return
+        now = self.sim.now
+        if self.busy_until > now:
+            self._queue_later()
+            return
+        if self.sim.cpu_ms_per_record:
+            end = max(float(now), self._cpu_ms) + WORK_SLICE_MS
+            self.queue.run(now, lambda: self._cpu_ms < end)
+        else:
+            self.queue.run(now)
+        self.drain(now)
+        if self.queue.has_work() and not self.queue.blocked():
+            self._queue_later()
+
+    def _queue_later(self) -> None:
+        if not self._queue_due:
+            self._queue_due = True
+            self.sim.schedule(max(self.sim.now + 1, self.busy_until), self._run_queue, self.incarnation)
+
+    def _started(self, token: _Token, api_key: int, waited_ms: int) -> None:
+        ctl = self.controller
+        if token.fenced_before is not None:
+            b, reported = token.fenced_before
+            after = ctl.view.cluster.brokers.get(b.id)
             if after is not None and not after.fenced:
-                self.sim.checks.check_unfence(self.id, before.id, before.epoch, request.current_metadata_offset)
+                self.sim.checks.check_unfence(self.id, b.id, b.epoch, reported)
         if not token.answered:
             token.wait = ctl.next_offset + ctl.uncommitted_offsets - 1
             token.epoch = ctl.epoch
         if ctl.active:
             self.sim.checks.check_view(self.id, ctl)
-        self.drain(now)
 
     def _respond(self, token: _Token, response) -> None:
         token.answered = True
@@ -146,9 +204,48 @@ class ControllerSimNode(SimNode):
         # As the server's RaftDriver.propose: the effects run right after each proposal (with no
         # linger, each proposal is then its own batch).
         now = self.sim.now
+        cost = self.sim.cpu_ms_per_record
+        if cost:
+            self.charge(cost * len(values), now)
         last = self.core.propose(values, now)
         self.drain(now)
         return last
+
+    # --- the listener, a step at a time -----------------------------------------------------
+    def to_listener(self, eff, now: int) -> None:
+        if not self.sim.cpu_ms_per_record:
+            super().to_listener(eff, now)
+            self._after_commit(eff)
+            return
+        self._to_apply.append(eff)
+        if not self._apply_due:
+            self._apply_next(self.incarnation)
+
+    def _apply_next(self, incarnation: int) -> None:
+        """As RaftDriver._apply_next: effects in order, a Commit in steps of
+        ``APPLY_STEP_BYTES``, the node's inputs read between steps."""
+        self._apply_due = False
+        if not self.alive or self.incarnation != incarnation:
+            return
+        q = self._to_apply
+        while q:
+            e = q[0]
+            if type(e) is Commit:
+                before = self.cursor.next_offset
+                done = self.cursor.apply_some(e.up_to, APPLY_STEP_BYTES)
+                if not done and self.cursor.next_offset > before:
+                    self._apply_due = True
+                    self.sim.schedule(max(self.sim.now + 1, self.busy_until), self._apply_next, incarnation)
+                    return
+            else:
+                self.cursor.execute(e)
+            q.popleft()
+            self._after_commit(e)
+
+    def _after_commit(self, eff) -> None:
+        """A commit may let held-back admin requests start (the server's on_commit hook)."""
+        if type(eff) is Commit and self.queue is not None and self.queue.has_work() and not self._queue_due:
+            self._queue_later()
 
     # --- snapshots of the committed image ---------------------------------------------------
     def maybe_snapshot(self, now: int) -> None:

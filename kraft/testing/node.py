@@ -65,14 +65,25 @@ class SimNode:
         self.held_sends: list[Send] = []  # Sends waiting for a flush (Send.after_flushed)
         self.last_snapshot_offset = 0
         self.appended = 0
+        # Simulated CPU: until this time the node computes and reads no input (``charge``).
+        # Nodes that never charge (the Raft seeds) are never busy.
+        self.busy_until = 0
+        self._cpu_ms = 0.0
 
     @property
     def alive(self) -> bool:
         return self.core is not None
 
     # --- lifecycle --------------------------------------------------------------------
+    def charge(self, ms: float, now: int) -> None:
+        """Spend ``ms`` of simulated CPU from ``now`` (or from when the node is next free)."""
+        start = max(float(now), self._cpu_ms)
+        self._cpu_ms = start + ms
+        self.busy_until = int(self._cpu_ms + 0.999999)
+
     def start(self, now: int) -> None:
         self.incarnation += 1
+        self.busy_until, self._cpu_ms = 0, 0.0
         rng = random.Random(self.sim.seed * 7919 + self.id * 104729 + self.incarnation)
         self.state_machine = self.new_listener()
         self.cursor = ListenerCursor(self.state_machine, self.log, self.id)
@@ -194,11 +205,11 @@ class SimNode:
                     self.flush_done_at = max(self.flush_done_at, now) + sim.rng.randint(0, sim.max_flush_ms)
                     sim.queue.at(self.flush_done_at, ("flush", self.id, self.incarnation, eff.up_to))
                 elif t is Commit or t is LeaderChange:
-                    self.cursor.execute(eff)
+                    self.to_listener(eff, now)
                 elif t is LoadSnapshot:
                     if core.is_leader():
                         raise InvariantViolation(f"leader {self.id} asked to load snapshot {eff.snapshot_id}")
-                    self.cursor.execute(eff)
+                    self.to_listener(eff, now)
                 elif t is Append:
                     self.appended += eff.last_offset - eff.base_offset + 1
             self.maybe_snapshot(now)
@@ -206,6 +217,10 @@ class SimNode:
         if self.tick_at is None or deadline < self.tick_at:
             self.tick_at = deadline
             sim.queue.at(deadline, ("tick", self.id, self.incarnation, deadline))
+
+    def to_listener(self, eff, now: int) -> None:
+        """Hand a Commit, LeaderChange or LoadSnapshot to the listener (at once, here)."""
+        self.cursor.execute(eff)
 
     def _send_request(self, eff: Send) -> None:
         request = eff.request

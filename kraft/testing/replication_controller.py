@@ -16,6 +16,7 @@ import uuid
 
 from kraft.controller.alter_partition import alter_partition_error, handle_alter_partition
 from kraft.controller.api_error import ApiError
+from kraft.controller.record_cache import expand_records
 from kraft.controller.broker_handlers import (broker_heartbeat_error, broker_registration_error, fence_records,
                                               handle_broker_heartbeat, handle_broker_registration)
 from kraft.controller.leases import BrokerLeases
@@ -55,6 +56,7 @@ class SimController:
     def write(self, records) -> None:
         if not records:
             return
+        records = list(expand_records(records))
         delta = MetadataDelta(self.image)
         for r in records:
             if isinstance(r, RegisterBrokerRecord):
@@ -86,6 +88,11 @@ class SimController:
         except ApiError as exc:
             return error(request, version, int(exc.code), str(exc))
         self.write(result.records)
+        if result.steps is not None:  # the rest of the unit, a step at a time (all at once here)
+            done = False
+            while not done:
+                records, done = result.steps(self.image)
+                self.write(records)
         if kind is BrokerRegistrationRequest and not result.records:
             pass  # a retry of the same incarnation
         elif kind is BrokerRegistrationRequest:

@@ -17,21 +17,26 @@ CLUSTER = "test-cluster"
 
 
 class FakeRaft:
-    def __init__(self):
+    """``epoch``: the leader epoch stamped on the batches appended from now on."""
+
+    def __init__(self, epoch: int = 1):
         self.batches: list[bytes] = []  # every appended batch, in offset order
         self.end = 0
         self.committed_batches = 0
         self.leader = True
+        self.epoch = epoch
 
     def append(self, values) -> int:
         if not self.leader:
             raise NotLeaderError("not the leader", -1, -1)
-        self.batches.append(build_batch(list(values), base_offset=self.end, timestamp=0))
+        self.batches.append(build_batch(list(values), base_offset=self.end, timestamp=0,
+                                        partition_leader_epoch=self.epoch))
         self.end += len(values)
         return self.end - 1
 
     def append_foreign(self, values) -> None:
-        self.batches.append(build_batch(list(values), base_offset=self.end, timestamp=0))
+        self.batches.append(build_batch(list(values), base_offset=self.end, timestamp=0,
+                                        partition_leader_epoch=self.epoch))
         self.end += len(values)
 
     def commit(self, *listeners, batches: int | None = None) -> None:

@@ -8,8 +8,9 @@ from kraft.controller import quorum_controller as qc
 from kraft.errors import ErrorCode as E
 from kraft.metadata import TopicRecord, encode_record
 from kraft.raft.election import LeaderAndEpoch
-from kraft.server.controller_requests import image_stats
-from controller_fakes import FakeRaft, active_controller, cluster_of, create_topics, standby
+from kraft.metadata.records import NoOpRecord
+from kraft.server.controller_gauges import image_stats
+from controller_fakes import FakeRaft, active_controller, cluster_of, create_topics, encode, standby
 
 
 def test_an_answer_is_released_only_when_its_records_commit():
@@ -41,7 +42,7 @@ def test_a_request_that_writes_nothing_waits_for_what_was_proposed_before_it():
     assert answers.got["now"].topics[0].error_code == 0  # nothing uncommitted: at once
 
 
-def test_losing_leadership_reverts_to_the_committed_image_exactly_and_fails_waiters():
+def test_losing_leadership_reverts_to_the_committed_image_exactly_and_fails_waiters_once_replaced():
     raft = FakeRaft()
     ctl, answers = active_controller(raft)
     cluster_of(raft, ctl, 3)
@@ -53,21 +54,28 @@ def test_losing_leadership_reverts_to_the_committed_image_exactly_and_fails_wait
     ctl.handle_leader_change(LeaderAndEpoch(2, 2))
     raft.truncate_uncommitted()
     assert ctl.view is committed and ctl.image is committed
-    assert answers.got["lost"].topics[0].error_code == E.NOT_CONTROLLER
+    assert "lost" not in answers.got  # its fate is not known yet
     # a standby meanwhile: requests are answered NOT_CONTROLLER at once
     ctl.submit(19, create_topics(("x", 1, 1)), 7, 0, "x")
     assert answers.got["x"].topics[0].error_code == E.NOT_CONTROLLER
+    raft.epoch = 2  # the next leader writes other records where "lost" was
+    raft.append_foreign(encode([NoOpRecord()] * 5))
+    raft.commit(ctl)
+    assert answers.got["lost"].topics[0].error_code == E.NOT_CONTROLLER  # not applied: a retry is safe
 
 
-def test_records_of_a_deposed_leader_that_commit_later_are_replayed_as_a_standby():
+def test_records_of_a_deposed_leader_that_commit_later_are_replayed_and_acknowledged():
+    """Its records reached a follower and commit under the next leader: the request is answered
+    as applied (issue 38: answered NOT_CONTROLLER, its client retried and found "already exists")."""
     raft = FakeRaft()
     ctl, answers = active_controller(raft)
     cluster_of(raft, ctl, 3)
     ctl.submit(19, create_topics(("late", 2, 3)), 7, 0, "late")
     ctl.handle_leader_change(LeaderAndEpoch(2, 2))  # the new leader had replicated it
+    assert "late" not in answers.got
     raft.commit(ctl)
     assert "late" in ctl.image.topics.by_name
-    assert answers.got["late"].topics[0].error_code == E.NOT_CONTROLLER  # its fate was unknown then
+    assert answers.got["late"].topics[0].error_code == 0
 
 
 def test_a_standby_replaying_the_log_builds_the_leaders_image():
@@ -77,7 +85,8 @@ def test_a_standby_replaying_the_log_builds_the_leaders_image():
     epochs = cluster_of(raft, ctl, 4, others=[other])
     ctl.submit(19, create_topics(("a", 50, 3), ("b", 7, 2)), 7, 0, 1)
     raft.commit(ctl, other)
-    assert ctl.tick(9000) == 4  # nobody heartbeated since
+    # Nobody heartbeated since: one broker fenced per tick (Kafka's maybeFenceOneStaleBroker).
+    assert [ctl.tick(9000 + i) for i in range(5)] == [1, 1, 1, 1, 0]
     raft.commit(ctl, other)
     assert image_stats(ctl.image) == image_stats(other.image)
     assert image_stats(ctl.image)["offline"] == 57
@@ -128,15 +137,16 @@ def test_an_atomic_unit_larger_than_a_batch_is_a_transaction_that_partial_commit
     # the leader dies before the last batch commits; the standby takes over and aborts
     ctl.handle_leader_change(LeaderAndEpoch(2, 2))
     raft.truncate_uncommitted()
-    assert answers.got["big"].topics[0].error_code == E.NOT_CONTROLLER
-    assert "big" not in ctl.view.topics.by_name
+    assert "big" not in answers.got and "big" not in ctl.view.topics.by_name
+    raft.epoch = 2
     other.append = raft.append
     other.handle_leader_change(LeaderAndEpoch(2, 2))
     other.tick(0)  # first act: end the open transaction
     raft.commit(ctl, other)
     assert ctl._txn is None and other._txn is None
-    other.submit(19, create_topics(("small", 1, 1)), 7, 0, "small")
+    other.submit(19, create_topics(("small", 4, 1)), 7, 0, "small")
     raft.commit(ctl, other)
+    assert answers.got["big"].topics[0].error_code == E.NOT_CONTROLLER  # its last offset now holds others
     assert "small" in ctl.image.topics.by_name and "big" not in ctl.image.topics.by_name
     assert image_stats(ctl.image) == image_stats(other.image)
 

@@ -154,3 +154,17 @@ def test_encode_partitions_is_byte_for_byte_the_generic_encoding(image):
             expected = [encode_record(*partition_record(topic.id, pid, topic.partitions[pid]))
                         for pid in sorted(topic.partitions)]
             assert encode(topic.id, topic.partitions, {}) == expected
+
+
+def test_partitions_placed_alike_share_one_registration(codec):
+    """A million partitions are a few dozen distinct registrations: decoded (either codec) or
+    replayed from records, equal ones are one object (memory, and the cyclic collector's walk)."""
+    tid = uuid.uuid4()
+    records = [PartitionRecord(partition_id=p, topic_id=tid, replicas=[1, 2, 3], isr=[1, 2, 3], leader=1,
+                               directories=[]) for p in range(50)]
+    items = codec.decode_values([encode_record(r) for r in records])
+    regs = {id(item[3]) for item in items}
+    assert len(regs) == 1 and type(items[0][3]) is PartitionRegistration
+    assert PartitionRegistration.from_record(records[7]) is items[0][3]
+    other = PartitionRecord(partition_id=0, topic_id=tid, replicas=[1, 2, 3], isr=[1, 2], leader=1)
+    assert PartitionRegistration.from_record(other) is not items[0][3]

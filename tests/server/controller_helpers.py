@@ -75,10 +75,10 @@ class Controller:
     binds this node's, so nodes can learn each other's ports before their drivers exist)."""
 
     def __init__(self, voters, *, node_id=1, cluster_id="c", election_timeout_ms=20, directory_id=None,
-                 log=None):
+                 log=None, config=None):
         self.node_id, self.voters, self.cluster_id = node_id, voters, cluster_id
         self.log = log if log is not None else FlushingLog()
-        self.core = RaftCore(node_id, self.log, raft_config(cluster_id, election_timeout_ms), voters,
+        self.core = RaftCore(node_id, self.log, config or raft_config(cluster_id, election_timeout_ms), voters,
                              random.Random(node_id), directory_id=directory_id, now_ms=wall_ms())
         self.server = KafkaServer(None, "127.0.0.1", 0, listener_name="CONTROLLER")
         self.metrics = NodeMetrics(node_id)
@@ -105,6 +105,7 @@ class Controller:
         self.handlers = ControllerHandlers(self.driver, endpoints, metrics=self.metrics,
                                            controller_requests=self.requests)
         self.server.handler = self.handlers
+        self.server.admission = self.requests  # as the node wires it
         self.driver.start()
 
     async def close(self):

@@ -10,7 +10,7 @@ from controller_helpers import Controller
 from server_helpers import run, settle
 from test_metrics import _http, parse_exposition
 from kraft.protocol import BrokerHeartbeatRequest, CreateTopicsRequest
-from kraft.server.controller_requests import controller_gauges
+from kraft.server.controller_gauges import controller_gauges
 from kraft.server.metrics import MetricsServer
 from test_every_advertised_version import _registration
 

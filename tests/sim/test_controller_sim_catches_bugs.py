@@ -56,14 +56,9 @@ def test_releasing_answers_one_commit_early_is_caught(monkeypatch):
 
 
 def test_fencing_without_moving_leadership_is_caught(monkeypatch):
-    """(c) a fenced broker never leads: fence records without the leader elections."""
-    def fence_only(image, broker_ids, settings):
-        from kraft.metadata.records import FenceBrokerRecord
-        brokers = image.cluster.brokers
-        return [FenceBrokerRecord(id=b, epoch=brokers[b].epoch) for b in sorted(broker_ids)]
-
-    monkeypatch.setattr(quorum_controller, "fence_records", fence_only)
-    monkeypatch.setattr(broker_handlers, "fence_records", fence_only)
+    """(c) a fenced broker never leads: fence records without the leader elections (a fence is
+    made a step at a time by ``broker_handlers.MoveOff``, which elects away then fences)."""
+    monkeypatch.setattr(broker_handlers, "elect_away", lambda *args, **kwargs: [])
     failure = first_failure(range(40))
     assert failure is not None and "led by fenced broker" in failure
 
@@ -108,18 +103,20 @@ def test_a_snapshot_that_drops_configs_is_caught(monkeypatch):
 def test_a_standby_that_replays_differently_is_caught(monkeypatch, seeds):
     """(a) all nodes' committed images agree: standbys (not the active controller, which
     adopts the images it computed) skip ConfigRecords when they replay the log."""
-    replay = quorum_controller.replay_records
+    from kraft.metadata import decode_record
+    replay = quorum_controller.replay_values
     apply_foreign = quorum_controller.QuorumController._apply_foreign
 
-    def skip_configs(image, open_txn, records):
-        return replay(image, open_txn, [r for r in records if type(r).__name__ != "ConfigRecord"])
+    def skip_configs(image, open_txn, values, *args):
+        kept = [v for v in values if type(decode_record(v).record).__name__ != "ConfigRecord"]
+        return replay(image, open_txn, kept, *args)
 
     def standby_apply(self, batches):
-        quorum_controller.replay_records = skip_configs
+        quorum_controller.replay_values = skip_configs
         try:
             apply_foreign(self, batches)
         finally:
-            quorum_controller.replay_records = replay
+            quorum_controller.replay_values = replay
 
     monkeypatch.setattr(quorum_controller.QuorumController, "_apply_foreign", standby_apply)
     failure = first_failure(seeds)
