@@ -88,6 +88,8 @@ class RaftDriver:
         # the log (``listener_name``'s endpoint) or the NodeEndpoints of answers.
         self.listener_name = listener_name
         self._learned: dict[int, tuple] = {}
+        #: (leader id, epoch, (host, port)) the leader gave in its BeginQuorumEpoch
+        self._leader_said: tuple | None = None
         self.on_voters_changed = on_voters_changed
         self._known_voters = getattr(core, "voters", None)
         self._handles = itertools.count(1)
@@ -296,8 +298,15 @@ class RaftDriver:
             q.popleft()
 
     def address_of(self, node_id: int):
-        """(host, port) of a node: its Voters-record endpoint first (addresses may change
-        across restarts; the log has the latest), then the configuration, then answers."""
+        """(host, port) of a node: the current leader where it said itself in this epoch
+        (BeginQuorumEpoch: Kafka's leaderEndpoints); else its Voters-record endpoint (addresses
+        may change across restarts; the log has the latest), then the configuration, then
+        answers. A leader restarted on a new port is in the Voters record at the old one until
+        it commits UpdateRaftVoter, which needs its followers to fetch from the new one."""
+        said = self._leader_said
+        if said is not None and said[0] == node_id and said[1] == self.core.epoch and \
+                self.core.leader_id == node_id:
+            return said[2]
         voters = getattr(self.core, "voters", None)
         if voters is not None:
             for ep in voters.endpoints(node_id):
@@ -326,11 +335,13 @@ class RaftDriver:
         Voters record has no address for it yet (KIP-853)."""
         try:
             leader = req.topics[0].partitions[0].leader_id
+            epoch = req.topics[0].partitions[0].leader_epoch
         except (AttributeError, IndexError):
             return
         for ep in req.leader_endpoints:
             if ep.name == self.listener_name and leader >= 0 and leader != self.core.node_id:
                 self._learned[leader] = (ep.host, ep.port)
+                self._leader_said = (leader, epoch, (ep.host, ep.port))
 
     def _learn_endpoints(self, resp) -> None:
         for ep in getattr(resp, "node_endpoints", None) or ():
