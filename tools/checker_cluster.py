@@ -223,19 +223,7 @@ class Run:
                 if not self.wait(self.isr_full, self.a.settle):
                     self.log(f"rolling restart: ISR not full {self.a.settle} s after node {node}")
             return time.time() - started
-        procs = [cluster.procs[i] for i in cluster.ids]
-        cluster._expected_exit.update(cluster.ids)
-        sig = signal.SIGTERM if kind == "term-all" else signal.SIGKILL
-        for p in procs:
-            if p.poll() is None:
-                os.kill(p.pid, signal.SIGCONT)
-                p.send_signal(sig)
-        for p in procs:
-            try:
-                p.wait(60)
-            except Exception:
-                p.kill()
-                p.wait()
+        cluster.signal_all(signal.SIGTERM if kind == "term-all" else signal.SIGKILL)
         down = time.time() - started
         time.sleep(self.rng.uniform(0.5, 2))
         cluster.start()

@@ -262,17 +262,7 @@ class Soak:
     async def _all_at_once(self, sig) -> None:
         c = self.cluster
         self.note(f"{signal.Signals(sig).name} every node at once")
-        procs = [c.procs[i] for i in c.ids if c.procs.get(i) is not None]
-        c._expected_exit.update(c.ids)
-        for p in procs:
-            if p.poll() is None:
-                os.kill(p.pid, signal.SIGCONT)
-                p.send_signal(sig)
-        for p in procs:
-            try:
-                await asyncio.to_thread(p.wait, 30)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        await asyncio.to_thread(c.signal_all, sig, 30)
         await asyncio.sleep(self.rng.uniform(0.5, 2))
         c.start()
 

@@ -218,6 +218,22 @@ class LocalCluster:
             p.send_signal(signal.SIGKILL)
             p.wait()
 
+    def signal_all(self, sig: int, timeout: float = 60.0) -> None:
+        """``sig`` to every running node at once, then wait for them all: SIGTERM is an
+        operator stopping a whole cluster, SIGKILL a power loss (the page cache survives). A
+        paused node is continued first so that it sees the signal."""
+        procs = [p for p in self.procs.values() if p.poll() is None]
+        self._expected_exit.update(self.procs)
+        for p in procs:
+            os.kill(p.pid, signal.SIGCONT)
+            p.send_signal(sig)
+        for p in procs:
+            try:
+                p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
     def stop(self, node_id: int | None = None, timeout: float = 10.0) -> dict[int, int]:
         """SIGTERM and wait: a clean shutdown. Returns exit codes. Stopping everything stops
         broker-only nodes first, so their controlled shutdown still finds a controller."""

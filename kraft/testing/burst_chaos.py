@@ -22,13 +22,12 @@ No real time or I/O; deterministic per (seed, profile).
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import random
 import sys
 import traceback
 from dataclasses import dataclass
 
+from kraft.testing.seed_cli import seed_main
 from kraft.errors import ErrorCode
 from kraft.protocol.messages.create_topics import CreateTopicsRequest
 from kraft.raft import RaftConfig
@@ -308,22 +307,8 @@ def run_burst(seed: int, profile: str = "calm") -> BurstResult:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kraft.testing.burst_chaos", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--count", type=int, default=1, help="run seeds seed..seed+count-1")
-    ap.add_argument("--profile", choices=sorted(PROFILES), default="calm")
-    args = ap.parse_args(argv)
-    failures = 0
-    for seed in range(args.seed, args.seed + args.count):
-        try:
-            r = run_burst(seed, args.profile)
-            print("seed %d: ok %s" % (seed, " ".join(f"{k}={v}" for k, v in dataclasses.asdict(r).items()
-                                                      if k != "seed")))
-        except ChaosFailure as exc:
-            failures += 1
-            print(exc, file=sys.stderr)
-            traceback.print_exception(exc.__cause__, file=sys.stderr)
-    return 1 if failures else 0
+    return seed_main(argv, prog="python -m kraft.testing.burst_chaos", doc=__doc__, profiles=PROFILES, default="calm",
+                     run=run_burst, failure=ChaosFailure)
 
 
 if __name__ == "__main__":

@@ -14,12 +14,12 @@ No real time or I/O; deterministic per (seed, profile).
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 import traceback
 from dataclasses import dataclass
 
+from kraft.testing.seed_cli import seed_main
 from kraft.raft import RaftConfig, ReplicaKey
 from kraft.testing.cluster import SimCluster
 from kraft.testing.network import NetworkFaults
@@ -252,22 +252,8 @@ def run_chaos(seed: int, profile: str = "ci") -> ChaosResult:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kraft.testing.chaos", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--count", type=int, default=1, help="run seeds seed..seed+count-1")
-    ap.add_argument("--profile", choices=sorted(PROFILES), default="ci")
-    args = ap.parse_args(argv)
-    failures = 0
-    for seed in range(args.seed, args.seed + args.count):
-        try:
-            r = run_chaos(seed, args.profile)
-            print(f"seed {seed}: ok voters={r.voters} observers={r.observers} events={r.events} "
-                  f"committed={r.committed} faults={r.faults} simulated={r.simulated_ms}ms")
-        except ChaosFailure as exc:
-            failures += 1
-            print(exc, file=sys.stderr)
-            traceback.print_exception(exc.__cause__, file=sys.stderr)
-    return 1 if failures else 0
+    return seed_main(argv, prog="python -m kraft.testing.chaos", doc=__doc__, profiles=PROFILES, default="ci",
+                     run=run_chaos, failure=ChaosFailure)
 
 
 if __name__ == "__main__":

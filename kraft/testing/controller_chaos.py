@@ -15,13 +15,13 @@ No real time or I/O; deterministic per (seed, profile).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import random
 import sys
 import traceback
 from dataclasses import dataclass
 
+from kraft.testing.seed_cli import seed_main
 from kraft.raft import RaftConfig
 from kraft.testing.chaos import ChaosFailure
 from kraft.testing.cluster import SimCluster
@@ -343,27 +343,8 @@ def run_controller_chaos(seed: int, profile: str = "ci") -> ControllerChaosResul
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kraft.testing.controller_chaos", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--count", type=int, default=1, help="run seeds seed..seed+count-1")
-    ap.add_argument("--profile", choices=sorted(PROFILES), default="ci")
-    args = ap.parse_args(argv)
-    failures = 0
-    for seed in range(args.seed, args.seed + args.count):
-        try:
-            r = run_controller_chaos(seed, args.profile)
-            print(f"seed {seed}: ok voters={r.voters} brokers={r.brokers} admins={r.admins} events={r.events} "
-                  f"committed={r.committed} faults={r.faults} acked_creates={r.acknowledged_creates} "
-                  f"answers_checked={r.answers_checked} snapshots={r.snapshots_checked} topics={r.topics} "
-                  f"partitions={r.partitions} activations={r.activations} snapshot_loads={r.snapshots_loaded} "
-                  f"lease_fences={r.fenced_by_expiry} registrations={r.registrations} "
-                  f"dropped_uncommitted={r.dropped_uncommitted} mid_txn_crashes={r.mid_transaction_crashes} "
-                  f"inherited_txns={r.inherited_transactions} simulated={r.simulated_ms}ms")
-        except ChaosFailure as exc:
-            failures += 1
-            print(exc, file=sys.stderr)
-            traceback.print_exception(exc.__cause__, file=sys.stderr)
-    return 1 if failures else 0
+    return seed_main(argv, prog="python -m kraft.testing.controller_chaos", doc=__doc__, profiles=PROFILES, default="ci",
+                     run=run_controller_chaos, failure=ChaosFailure)
 
 
 if __name__ == "__main__":

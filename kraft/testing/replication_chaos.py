@@ -22,12 +22,12 @@ Deterministic per (seed, profile); no real time or I/O.
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 import traceback
 from dataclasses import dataclass
 
+from kraft.testing.seed_cli import seed_main
 from kraft.errors import ErrorCode
 from kraft.testing.chaos import ChaosFailure
 from kraft.testing.network import NetworkFaults, SimulatedNetwork
@@ -392,24 +392,8 @@ def run_replication_chaos(seed: int, profile: str = "ci") -> ReplicationResult:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kraft.testing.replication_chaos",
-                                 description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--count", type=int, default=1, help="run seeds seed..seed+count-1")
-    ap.add_argument("--profile", choices=sorted(PROFILES), default="ci")
-    args = ap.parse_args(argv)
-    failures = 0
-    for seed in range(args.seed, args.seed + args.count):
-        try:
-            r = run_replication_chaos(seed, args.profile)
-            print(f"seed {seed}: ok brokers={r.brokers} partitions={r.partitions} power_loss={r.power_loss} "
-                  f"elr={r.elr} events={r.events} faults={r.faults} acked={r.acked} "
-                  f"leader_changes={r.leader_changes} isr_changes={r.isr_changes} controlled_shutdowns={r.controlled_shutdowns} offline={r.offline} simulated={r.simulated_ms}ms")
-        except ReplicationChaosFailure as exc:
-            failures += 1
-            print(exc, file=sys.stderr)
-            traceback.print_exception(exc.__cause__, file=sys.stderr)
-    return 1 if failures else 0
+    return seed_main(argv, prog="python -m kraft.testing.replication_chaos", doc=__doc__, profiles=PROFILES, default="ci",
+                     run=run_replication_chaos, failure=ReplicationChaosFailure)
 
 
 if __name__ == "__main__":

@@ -180,20 +180,6 @@ def restarts(request, tmp_path_factory):
         cluster.close()
 
 
-def _stop_all(cluster, sig) -> None:
-    """Every process at once (a power loss, or an operator stopping a whole cluster)."""
-    procs = [cluster.procs[i] for i in cluster.ids]
-    cluster._expected_exit.update(cluster.ids)
-    for p in procs:
-        p.send_signal(sig)
-    for p in procs:
-        try:
-            p.wait(60)
-        except Exception:
-            p.kill()
-            p.wait()
-
-
 def test_whole_cluster_sigterm_restart_keeps_every_acknowledged_record(restarts):
     r = restarts
     replicas = r.in_sync()
@@ -210,7 +196,7 @@ def test_whole_cluster_sigkill_at_once_keeps_every_acknowledged_record(restarts)
     r = restarts
     r.produce(1000, "before-kill")
     replicas = r.in_sync()
-    _stop_all(r.cluster, signal.SIGKILL)
+    r.cluster.signal_all(signal.SIGKILL)
     r.check_disks(replicas)
     r.cluster.start()
     r.wait_healthy()
