@@ -168,3 +168,22 @@ def test_partitions_placed_alike_share_one_registration(codec):
     assert PartitionRegistration.from_record(records[7]) is items[0][3]
     other = PartitionRecord(partition_id=0, topic_id=tid, replicas=[1, 2, 3], isr=[1, 2], leader=1)
     assert PartitionRegistration.from_record(other) is not items[0][3]
+
+
+@native_only
+@given(st.lists(st.tuples(st.integers(-1, 4), st.sets(st.integers(0, 4)), st.sets(st.integers(0, 4))),
+                max_size=30), st.integers(0, 4), st.booleans(), st.sampled_from([0, 1, 2]))
+@settings(max_examples=200, deadline=None)
+def test_native_and_pure_fence_scans_find_the_same_partitions(regs, broker, with_elr, which):
+    """A fence's scan (partitions the broker leads / is in the ISR or ELR of) is the same in C and
+    Python, in dict order; a wrong field position in the C one (isr 2, leader 5, elr 9) fails."""
+    parts = {pid: PartitionRegistration((0, 1, 2, 3, 4), (), tuple(sorted(isr)), (), (), leader, 0, 0, 0,
+                                        tuple(sorted(elr)), ())
+             for pid, (leader, isr, elr) in enumerate(regs)}
+    native = BC._native.partitions_touching(parts, broker, with_elr, which)
+    pure = BC._pure_partitions_touching(parts, broker, with_elr, which)
+    assert native == pure
+    for pid in pure:
+        p = parts[pid]
+        assert (p.leader == broker) if which == 1 else True
+        assert p.leader == broker or broker in p.isr or (with_elr and broker in p.elr)

@@ -15,6 +15,7 @@ from kraft.controller import request_queue
 from kraft.errors import ErrorCode
 from kraft.testing.burst_chaos import run_burst
 from kraft.testing.chaos import ChaosFailure
+from kraft.testing.seed_pool import failed_seeds
 
 CALM = int(os.environ.get("KRAFT_BURST_SIM_SEEDS", "60"))
 STORMY = int(os.environ.get("KRAFT_BURST_STORM_SEEDS", "40"))
@@ -22,13 +23,7 @@ CHUNK = 10
 
 
 def _failures(profile, seeds):
-    out = []
-    for seed in seeds:
-        try:
-            run_burst(seed, profile)
-        except ChaosFailure as exc:
-            out.append(str(exc))
-    return out
+    return failed_seeds(run_burst, seeds, profile, ChaosFailure)
 
 
 @pytest.mark.parametrize("first", range(0, CALM, CHUNK))

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from kraft.testing.chaos import ChaosFailure, run_chaos
+from kraft.testing.seed_pool import failed_seeds
 
 SEEDS = int(os.environ.get("KRAFT_SIM_SEEDS", "2000"))
 # A dynamic quorum (KIP-853) whose voters are added and removed while nodes crash, partition
@@ -18,23 +19,14 @@ CHUNK = 100
 
 @pytest.mark.parametrize("first", range(0, SEEDS, CHUNK))
 def test_chaos_seeds(first):
-    failures = []
-    for seed in range(first, min(first + CHUNK, SEEDS)):
-        try:
-            run_chaos(seed, "ci")
-        except ChaosFailure as exc:
-            failures.append(str(exc))
+    failures = failed_seeds(run_chaos, range(first, min(first + CHUNK, SEEDS)), "ci", ChaosFailure)
     assert not failures, "\n".join(failures)
 
 
 @pytest.mark.parametrize("first", range(0, MEMBERSHIP_SEEDS, CHUNK))
 def test_chaos_seeds_with_membership_changes(first):
-    failures = []
-    for seed in range(first, min(first + CHUNK, MEMBERSHIP_SEEDS)):
-        try:
-            run_chaos(seed, "ci-membership")
-        except ChaosFailure as exc:
-            failures.append(str(exc))
+    failures = failed_seeds(run_chaos, range(first, min(first + CHUNK, MEMBERSHIP_SEEDS)), "ci-membership",
+                            ChaosFailure)
     assert not failures, "\n".join(failures)
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from kraft.testing.chaos import ChaosFailure
 from kraft.testing.controller_chaos import run_controller_chaos
+from kraft.testing.seed_pool import failed_seeds
 
 SEEDS = int(os.environ.get("KRAFT_CONTROLLER_SIM_SEEDS", "1000"))
 CHUNK = 50
@@ -18,12 +19,7 @@ CHUNK = 50
 
 @pytest.mark.parametrize("first", range(0, SEEDS, CHUNK))
 def test_controller_chaos_seeds(first):
-    failures = []
-    for seed in range(first, min(first + CHUNK, SEEDS)):
-        try:
-            run_controller_chaos(seed, "ci")
-        except ChaosFailure as exc:
-            failures.append(str(exc))
+    failures = failed_seeds(run_controller_chaos, range(first, min(first + CHUNK, SEEDS)), "ci", ChaosFailure)
     assert not failures, "\n".join(failures)
 
 

@@ -12,6 +12,7 @@ import os
 import pytest
 
 from kraft.testing.replication_chaos import ReplicationChaosFailure, run_replication_chaos
+from kraft.testing.seed_pool import failed_seeds
 
 SEEDS = int(os.environ.get("KRAFT_REPLICATION_SIM_SEEDS", "500"))
 CHUNK = 50
@@ -19,12 +20,8 @@ CHUNK = 50
 
 @pytest.mark.parametrize("first", range(0, SEEDS, CHUNK))
 def test_replication_chaos_seeds(first):
-    failures = []
-    for seed in range(first, min(first + CHUNK, SEEDS)):
-        try:
-            run_replication_chaos(seed, "ci")
-        except ReplicationChaosFailure as exc:
-            failures.append(str(exc))
+    failures = failed_seeds(run_replication_chaos, range(first, min(first + CHUNK, SEEDS)), "ci",
+                            ReplicationChaosFailure)
     assert not failures, "\n".join(failures)
 
 
