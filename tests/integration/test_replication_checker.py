@@ -166,6 +166,7 @@ def test_the_markdown_summary_names_the_verdict_and_the_anomalies():
 
 
 @pytest.mark.integration
+@pytest.mark.slow  # CI runs the restart torture below: the same one-node faults and more, one cluster start
 def test_no_acknowledged_write_is_lost_and_no_replica_diverges_under_broker_and_controller_faults(tmp_path):
     pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
     out = tmp_path / "check.json"
@@ -188,7 +189,8 @@ def test_no_acknowledged_write_is_lost_and_no_replica_diverges_under_broker_and_
 def test_restart_torture_loses_nothing_and_renames_no_partition(tmp_path):
     """The restart torture run in short (``--restarts``: 3 combined and 2 broker-only nodes,
     1,000 filler partitions so the metadata log spans snapshots, whole-cluster SIGTERM and
-    SIGKILL among the faults); the 20-minute run is the same command with ``--minutes 20``."""
+    SIGKILL among the faults, beside kill, pause and restart of one broker or controller); the
+    20-minute run is the same command with ``--minutes 20``. CI's one run of the checker."""
     pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
     out = tmp_path / "torture.json"
     proc = subprocess.run([sys.executable, os.path.join(TOOLS, "replication_checker.py"), "--restarts",
@@ -203,5 +205,7 @@ def test_restart_torture_loses_nothing_and_renames_no_partition(tmp_path):
     assert result["lost"] == 0 and result["divergent"] == 0, proc.stdout[-3000:]
     assert result["strays"] == 0 and result["replica_dirs_lost"] == 0, proc.stdout[-3000:]
     assert result["acked"] > 1000 and result["replica_records_checked"] >= 2 * result["acked"], result
+    assert result["idempotent_duplicates"] == 0 and result["unknown"] == 0, proc.stdout[-3000:]
+    assert sum(result["faults"].values()) >= 5, result
     assert result["isr_full_at_end"] and not result["crashes"], proc.stdout[-3000:]
     assert proc.returncode == 0, proc.stdout[-3000:]
