@@ -1,6 +1,6 @@
 """Client request handlers of a broker listener: ApiVersions with the broker's table, then
 Metadata, Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch, DescribeLogDirs and InitProducerId over the
-broker's ``MetadataImage`` and partition logs. Each handler lives in its own module; this
+broker's ``MetadataImage`` and partition logs, and the group APIs passed to the group coordinator. Each handler lives in its own module; this
 one dispatches and says which versions are advertised (every advertised version has a case
 in ``tests/broker/test_broker_every_advertised_version.py``). No sockets: ``network.py``
 calls ``handle(ctx, request)`` and writes what comes back.
@@ -27,7 +27,14 @@ log = logging.getLogger("kraft.broker.handlers")
 
 #: API key -> highest version this broker answers with the semantics it has.
 BROKER_MAX_VERSIONS = {0: 11, 1: 13, 2: 8, 3: 12, 18: 4, 22: 5, 23: 4, 35: 4}
+#: The classic group coordinator's APIs (served by ``groups``, which the server layer attaches):
+#: OffsetCommit, OffsetFetch, FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup,
+#: DescribeGroups, ListGroups, DeleteGroups, OffsetDelete. librdkafka infers lz4/zstd support
+#: (broker >= 0.9/2.1) from FindCoordinator and friends being advertised.
+GROUP_MAX_VERSIONS = {8: 9, 9: 9, 10: 6, 11: 9, 12: 4, 13: 5, 14: 5, 15: 5, 16: 5, 42: 2, 47: 0}
+BROKER_MAX_VERSIONS.update(GROUP_MAX_VERSIONS)
 BROKER_APIS = frozenset(BROKER_MAX_VERSIONS)
+GROUP_APIS = frozenset(GROUP_MAX_VERSIONS)
 
 
 class BrokerHandlers:
@@ -39,6 +46,8 @@ class BrokerHandlers:
         self.produce = ProduceHandler(state, on_append=self.fetch.wake, clock_ms=clock_ms, executor=executor)
         # Without a controller connection the ids come from a local, uncoordinated source.
         self.init_producer_id = InitProducerIdHandler(fetch_producer_id_block or local_block_source(state.broker_id))
+        #: the group coordinator (``kraft.server.group_driver.GroupDriver``), attached by the node
+        self.groups = None
 
     def on_high_watermark(self, plog) -> None:
         """A follower's fetch moved ``plog``'s HW: acks=all waits and consumer fetches look again."""
@@ -48,6 +57,8 @@ class BrokerHandlers:
     def close(self) -> None:
         """Before the logs close: stop validating and write producer-state snapshots (so a
         clean restart replays nothing)."""
+        if self.groups is not None:
+            self.groups.close()
         self.produce.close()
         try:
             self.state.producer_states.write_snapshots()
@@ -75,6 +86,8 @@ class BrokerHandlers:
             return self.init_producer_id.handle(request, version)
         if kind is DescribeLogDirsRequest:
             return handle_describe_log_dirs(self.state, request, version)
+        if request.API_KEY in GROUP_APIS and self.groups is not None:
+            return self.groups.handle(ctx, request)
         if kind is ApiVersionsRequest:
             if not ApiVersionsRequest.supports(version):
                 return unsupported_api_versions_response()
