@@ -483,7 +483,7 @@ class GroupShard:
         """(error, [(topic, [(partition, OffsetEntry or None)])]) for ``topics`` = [(name,
         [partitions])], or every committed offset of the group when ``topics`` is None."""
         if not _valid_group_id(group_id):
-            return E.INVALID_GROUP_ID, []
+            return E.INVALID_GROUP_ID, [(name, [(p, None) for p in parts]) for name, parts in topics or ()]
         offsets = self.offsets.get(group_id, {})
         if topics is None:
             by_topic: dict = {}
