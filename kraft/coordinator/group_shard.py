@@ -392,7 +392,9 @@ class GroupShard:
         self._answer_sync(member, E.UNKNOWN_MEMBER_ID)
         if group.state in (STABLE, COMPLETING):
             self._prepare_rebalance(group, now_ms, f"member {member_id} {reason}")
-        elif group.state == PREPARING and not group.initial_join and group.all_joined():
+        # The last member the join phase waited for left: it ends now (with nobody left the
+        # group is Empty at once, so an admin may commit or delete right after a close()).
+        if group.state == PREPARING and not group.initial_join and group.all_joined():
             self._complete_join(group, now_ms)
 
     # --- timers --------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ from kraft.cli.local_cluster import LocalCluster, wait_for
 from kraft.coordinator.group_records import OFFSETS_TOPIC, partition_for
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
-from confluent_kafka import ConsumerGroupState, Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import (Consumer, ConsumerGroupState, ConsumerGroupTopicPartitions, Producer,  # noqa: E402
+                             TopicPartition)
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from .test_broker_cluster import QUIET, SETTINGS, all_see_all  # noqa: E402
@@ -169,25 +170,15 @@ def test_aiokafka_subscribe_and_commit(cluster):
 def test_kcat_balanced_consumer(cluster):
     if not any(os.access(os.path.join(d, "kcat"), os.X_OK) for d in os.environ.get("PATH", "").split(":")):
         pytest.skip("kcat is not installed")
-    proc = subprocess.Popen(["kcat", "-b", cluster.broker_bootstrap, "-G", "kcat-group", "-o", "beginning",
-                             "-X", "session.timeout.ms=6000", "-f", "%s\n", TOPIC], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
-    try:
-        out = b""
-        end = time.monotonic() + 30
-        os.set_blocking(proc.stdout.fileno(), False)
-        while out.count(b"\n") < RECORDS and time.monotonic() < end:
-            try:
-                chunk = os.read(proc.stdout.fileno(), 65536)
-            except BlockingIOError:
-                chunk = b""
-            out += chunk
-            if not chunk:
-                time.sleep(0.1)
-        assert sorted(out.split()) == sorted(b"v%d" % i for i in range(RECORDS))
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    # -e: exit once every assigned partition is at its end (after the group assigned them).
+    out = subprocess.run(["kcat", "-b", cluster.broker_bootstrap, "-G", "kcat-group", "-o", "beginning", "-e",
+                          "-X", "session.timeout.ms=6000", "-f", "%s\n", TOPIC], capture_output=True,
+                         timeout=60).stdout
+    assert sorted(out.split()) == sorted(b"v%d" % i for i in range(RECORDS))
+    admin = AdminClient({"bootstrap.servers": cluster.broker_bootstrap, **QUIET})
+    got = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("kcat-group")])["kcat-group"].result(
+        timeout=10)
+    assert {tp.offset for tp in got.topic_partitions} == {RECORDS // PARTITIONS}  # committed on leaving
 
 
 def test_admin_lists_describes_deletes_groups_and_offsets(cluster):
@@ -211,7 +202,6 @@ def test_admin_lists_describes_deletes_groups_and_offsets(cluster):
     finally:
         c.close()
     # Offsets of an empty group: altered, listed, deleted with the group.
-    from confluent_kafka import ConsumerGroupTopicPartitions
     want = [TopicPartition(TOPIC, p, 5 + p) for p in range(PARTITIONS)]
     admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions("admin-live", want)])["admin-live"].result(
         timeout=10)
