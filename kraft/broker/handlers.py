@@ -18,8 +18,9 @@ from kraft.broker.leader_epoch_handler import handle_describe_log_dirs, handle_o
 from kraft.broker.list_offsets_handler import handle_list_offsets
 from kraft.broker.metadata_handler import handle_metadata
 from kraft.broker.produce_handler import ProduceHandler
+from kraft.broker.lifecycle import SUPPORTED_FEATURES as BROKER_SUPPORTED_FEATURES
 from kraft.errors import InvalidRequestError, KraftError
-from kraft.protocol import (ApiVersionsRequest, DescribeLogDirsRequest, FetchRequest, InitProducerIdRequest,
+from kraft.protocol import (ApiVersionsRequest, ApiVersionsResponse, DescribeLogDirsRequest, FetchRequest, InitProducerIdRequest,
                             ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
                             api_versions_response, unsupported_api_versions_response)
 
@@ -35,6 +36,25 @@ GROUP_MAX_VERSIONS = {8: 9, 9: 9, 10: 6, 11: 9, 12: 4, 13: 5, 14: 5, 15: 5, 16: 
 BROKER_MAX_VERSIONS.update(GROUP_MAX_VERSIONS)
 BROKER_APIS = frozenset(BROKER_MAX_VERSIONS)
 GROUP_APIS = frozenset(GROUP_MAX_VERSIONS)
+
+
+#: Features this broker build supports, as ApiVersions v3+ reports them (kraft.version: KIP-853).
+SUPPORTED_FEATURES = {**BROKER_SUPPORTED_FEATURES, "kraft.version": (0, 1)}
+
+
+def broker_api_versions(state: BrokerState, apis) -> ApiVersionsResponse:
+    """The broker's ApiVersions answer: ``apis`` at ``BROKER_MAX_VERSIONS`` and, from v3 (tagged
+    fields), the supported feature ranges and the finalized levels of its metadata image with
+    the image's offset as their epoch, as Kafka's brokers answer (clients such as the Java admin
+    read them for DescribeFeatures)."""
+    R = ApiVersionsResponse
+    resp = api_versions_response(None, only=apis, max_versions=BROKER_MAX_VERSIONS)
+    resp.supported_features = [R.SupportedFeatureKey(name=n, min_version=lo, max_version=hi)
+                               for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())]
+    resp.finalized_features = [R.FinalizedFeatureKey(name=n, max_version_level=level, min_version_level=level)
+                               for n, level in sorted(state.image.features.finalized_versions.items())]
+    resp.finalized_features_epoch = state.metadata_offset
+    return resp
 
 
 class BrokerHandlers:
@@ -91,5 +111,5 @@ class BrokerHandlers:
         if kind is ApiVersionsRequest:
             if not ApiVersionsRequest.supports(version):
                 return unsupported_api_versions_response()
-            return api_versions_response(None, only=BROKER_APIS, max_versions=BROKER_MAX_VERSIONS)
+            return broker_api_versions(self.state, BROKER_APIS)
         raise InvalidRequestError(f"{kind.__name__} is not served on a broker listener")

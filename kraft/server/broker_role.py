@@ -169,6 +169,7 @@ class BrokerRole:
                      "known) in %.1f s: publishing the first image", self.cfg.node_id, offset, self.catch_up.target,
                      asyncio.get_running_loop().time() - self._catch_up_began)
         state = self.node.state
+        state.metadata_offset = offset
         if image is not state.image:
             changes = self.node.publish(image)
             if changes.created or changes.deleted or changes.strays:

@@ -78,6 +78,9 @@ async def _scenario(tmp_path):
             resp = await conn.ask(ApiVersionsRequest(client_software_name="t", client_software_version="1"), v)
             assert resp.error_code == 0, v
             table = {a.api_key: (a.min_version, a.max_version) for a in resp.api_keys}
+            if v >= 3:  # KIP-584 features in tagged fields
+                features = {f.name: (f.min_version, f.max_version) for f in resp.supported_features}
+                assert features["metadata.version"][1] >= 21 and features["kraft.version"] == (0, 1), features
             checked.add((18, v))
         assert table == {0: (3, 11), 1: (4, 13), 2: (1, 8), 3: (0, 12), 18: (0, 4), 22: (0, 5), 23: (2, 4),
                          35: (1, 4), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5),
