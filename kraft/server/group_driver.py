@@ -216,9 +216,13 @@ class GroupDriver:
         t = self.state.image.topics.by_name.get(OFFSETS_TOPIC)
         if t is None or not t.partitions:
             return E.COORDINATOR_NOT_AVAILABLE, None
-        loaded = self.shards.get(partition_for(group_id or "", len(t.partitions)))
+        p = partition_for(group_id or "", len(t.partitions))
+        loaded = self.shards.get(p)
         if loaded is None:
-            return E.NOT_COORDINATOR, None
+            self.reconcile()  # led since the last tick? then its load starts now
+            loaded = self.shards.get(p)
+            if loaded is None:
+                return E.NOT_COORDINATOR, None
         if not loaded.ready:
             return E.COORDINATOR_LOAD_IN_PROGRESS, None
         return E.NONE, loaded.shard

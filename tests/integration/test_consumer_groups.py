@@ -270,3 +270,72 @@ def test_committed_offsets_survive_a_sigkill_of_the_coordinator_and_a_cluster_re
     cluster.start()
     assert wait_for(lambda: all_see_all(cluster), 60, 0.2)
     assert wait_for(lambda: fetched() == acked, 30, 0.5), "an acknowledged commit was lost after a restart"
+
+
+def test_hostile_group_requests_get_kafka_error_codes_and_features_are_reported(cluster):
+    """Bad group ids, unknown members, oversized metadata, transaction keys: error codes, the
+    connection stays usable; ApiVersions v3 reports the finalized metadata.version."""
+    from kraft.client.node_client import NodeClient
+    from kraft.errors import ErrorCode as E
+    from kraft.protocol import (ApiVersionsRequest, FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest,
+                                OffsetCommitRequest, SyncGroupRequest)
+    from .quorum_helpers import run
+
+    async def ask():
+        first = NodeClient(*cluster.broker_address(cluster.ids[0]), client_id="hostile")
+        try:
+            for _ in range(100):  # the offsets topic may not exist yet: it is created meanwhile
+                found = await first.request(FindCoordinatorRequest(key="hostile", key_type=0), 3)
+                if found.error_code == 0:
+                    break
+                await asyncio.sleep(0.2)
+            assert found.error_code == 0, found
+        finally:
+            await first.close()
+        client = NodeClient(found.host, found.port, client_id="hostile")
+        J = JoinGroupRequest
+        try:
+            out = {}
+            for _ in range(100):  # COORDINATOR_LOAD_IN_PROGRESS while its shard loads
+                hb = await client.request(HeartbeatRequest(group_id="hostile", generation_id=3, member_id="x"), 4)
+                if hb.error_code not in (E.COORDINATOR_LOAD_IN_PROGRESS, E.NOT_COORDINATOR):
+                    break
+                await asyncio.sleep(0.1)
+            resp = await client.request(FindCoordinatorRequest(key_type=1, coordinator_keys=["tx"]), 4)
+            out["tx"] = resp.coordinators[0].error_code
+            join = J(group_id="", session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="",
+                     protocol_type="consumer", protocols=[J.Protocol(name="range", metadata=b"")])
+            out["empty id"] = (await client.request(join, 5)).error_code
+            join.group_id, join.member_id = "hostile", "who-am-i"
+            out["unknown member"] = (await client.request(join, 5)).error_code
+            join.member_id, join.session_timeout_ms = "", 1
+            out["session"] = (await client.request(join, 5)).error_code
+            join.session_timeout_ms, join.protocols = 10000, [J.Protocol(name="range", metadata=b"x" * (2 << 20))]
+            out["huge metadata"] = (await client.request(join, 5)).error_code
+            join.protocols, join.protocol_type = [], "consumer"
+            out["no protocols"] = (await client.request(join, 5)).error_code
+            out["heartbeat"] = (await client.request(HeartbeatRequest(group_id="hostile", generation_id=3,
+                                                                      member_id="nobody"), 4)).error_code
+            out["sync"] = (await client.request(SyncGroupRequest(group_id="hostile", generation_id=1,
+                                                                 member_id="nobody", assignments=[]), 5)).error_code
+            C = OffsetCommitRequest
+            commit = C(group_id="", generation_id_or_member_epoch=-1, member_id="", topics=[C.Topic(
+                name=TOPIC, partitions=[C.Topic.Partition(partition_index=0, committed_offset=1,
+                                                          committed_metadata="m" * 5000)])])
+            out["empty group id"] = (await client.request(commit, 8)).topics[0].partitions[0].error_code
+            commit.group_id = "hostile"
+            out["metadata too large"] = (await client.request(commit, 8)).topics[0].partitions[0].error_code
+            versions = await client.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"),
+                                            3)
+            return out, {f.name: f.max_version_level for f in versions.finalized_features}, \
+                versions.finalized_features_epoch
+        finally:
+            await client.close()
+    out, finalized, epoch = run(ask())
+    assert out == {"tx": E.COORDINATOR_NOT_AVAILABLE, "empty id": E.INVALID_GROUP_ID,
+                   "unknown member": E.UNKNOWN_MEMBER_ID, "session": E.INVALID_SESSION_TIMEOUT,
+                   "huge metadata": E.INCONSISTENT_GROUP_PROTOCOL, "no protocols": E.INCONSISTENT_GROUP_PROTOCOL,
+                   "heartbeat": E.UNKNOWN_MEMBER_ID, "sync": E.UNKNOWN_MEMBER_ID,
+                   "empty group id": E.INVALID_GROUP_ID, "metadata too large": E.OFFSET_METADATA_TOO_LARGE}
+    assert finalized.get("metadata.version", 0) >= 7 and epoch >= 0
+    assert not cluster.unexpected_exits()
