@@ -6,7 +6,7 @@ success path and an error path, from a broker that leads a one-partition ``__con
 from __future__ import annotations
 
 from kraft.errors import ErrorCode as E
-from kraft.protocol import (DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest, HeartbeatRequest,
+from kraft.protocol import (DeleteGroupsRequest, DescribeGroupsRequest, ProduceRequest, FindCoordinatorRequest, HeartbeatRequest,
                             JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, OffsetCommitRequest,
                             OffsetDeleteRequest, OffsetFetchRequest, SyncGroupRequest)
 
@@ -148,3 +148,10 @@ async def check_group_versions(conn, port: int, topic: str, checked: set) -> Non
         assert [(r.group_id, r.error_code) for r in resp.results] == \
             [(f"c{v + 1}", 0), ("nope", E.GROUP_ID_NOT_FOUND), ("j9", E.NON_EMPTY_GROUP)], v
         checked.add((42, v))
+
+    # Clients may not write the offsets topic (only the coordinator's own appends may).
+    from kraft.records import build_batch
+    P = ProduceRequest
+    resp = await conn.ask(P(transactional_id=None, acks=1, timeout_ms=1000, topic_data=[P.Topic(
+        name=OFFSETS, partition_data=[P.Topic.Partition(index=0, records=build_batch([b"x"], keys=[b"k"]))])]), 9)
+    assert resp.responses[0].partition_responses[0].error_code == E.INVALID_TOPIC_EXCEPTION
