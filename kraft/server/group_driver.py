@@ -283,11 +283,7 @@ class GroupDriver:
             return self._answer(self._call(request.group_id, lambda s, r: r(s.leave(request, version, now)),
                                            lambda c: (LeaveGroupResponse(error_code=c),)), lambda x: x)
         if kind is OffsetCommitRequest:
-            R = OffsetCommitResponse
-            return self._answer(self._call(request.group_id, lambda s, r: s.commit(request, version, now, r),
-                                           lambda c: (R(topics=[R.Topic(name=t.name, partitions=[
-                                               R.Topic.Partition(partition_index=p.partition_index, error_code=c)
-                                               for p in t.partitions]) for t in request.topics]),)), lambda x: x)
+            return self.offset_commit(request, version, now)
         if kind is OffsetFetchRequest:
             return self.offset_fetch(request, version)
         if kind is ListGroupsRequest:
@@ -320,6 +316,25 @@ class GroupDriver:
             return self._answer(self._call(request.group_id, lambda s, r: s.delete_offsets(
                 request.group_id, topics, r), lambda c: (c, {})), make)
         raise KraftError(f"{kind.__name__} is not a group request")
+
+    def offset_commit(self, request, version: int, now: int):
+        """Partitions of topics the image lacks are answered UNKNOWN_TOPIC_OR_PARTITION and not
+        written (Kafka's KafkaApis does the same before the coordinator sees the request)."""
+        R = OffsetCommitResponse
+        topics = self.state.image.topics.by_name
+        unknown = [R.Topic(name=t.name, partitions=[
+            R.Topic.Partition(partition_index=p.partition_index, error_code=E.UNKNOWN_TOPIC_OR_PARTITION)
+            for p in t.partitions]) for t in request.topics if t.name not in topics]
+        if unknown:
+            request.topics = [t for t in request.topics if t.name in topics]
+
+        def make(resp):
+            resp.topics.extend(unknown)
+            return resp
+        return self._answer(self._call(request.group_id, lambda s, r: s.commit(request, version, now, r),
+                                       lambda c: (R(topics=[R.Topic(name=t.name, partitions=[
+                                           R.Topic.Partition(partition_index=p.partition_index, error_code=c)
+                                           for p in t.partitions]) for t in request.topics]),)), make)
 
     # --- FindCoordinator -----------------------------------------------------------------------
     def find_coordinator(self, request, version: int, listener: str):

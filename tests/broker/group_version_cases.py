@@ -98,6 +98,12 @@ async def check_group_versions(conn, port: int, topic: str, checked: set) -> Non
                                                       committed_metadata="m")])])
         resp = await conn.ask(req, v)
         assert resp.topics[0].partitions[0].error_code == 0, v
+        req.topics.append(C.Topic(name="no-such-topic", partitions=[C.Topic.Partition(partition_index=0,
+                                                                                     committed_offset=1)]))
+        resp = await conn.ask(req, v)
+        assert [(t.name, t.partitions[0].error_code) for t in resp.topics] == \
+            [(topic, 0), ("no-such-topic", E.UNKNOWN_TOPIC_OR_PARTITION)], v
+        req.topics.pop()
         if v >= 1:  # a member of a stable group with a stale generation
             req = C(group_id="j0", generation_id_or_member_epoch=5, member_id=members[0], topics=req.topics)
             resp = await conn.ask(req, v)
