@@ -156,11 +156,12 @@ class GroupShard:
             member = group.replace_static(old_id, new_id)
             member.session_timeout_ms, member.rebalance_timeout_ms = req.session_timeout_ms, rebalance_ms
             member.heartbeat_deadline = now_ms + req.session_timeout_ms
-            if group.state == STABLE and member.same_protocols(protocols):
+            leader = group.leader == new_id
+            if group.state == STABLE and member.same_protocols(protocols) and (version >= 9 or not leader):
                 # KIP-345: a known static member restarting does not rebalance the group; it
                 # gets the current generation and syncs to its old assignment. A leader also
-                # gets the members with SkipAssignment (KIP-814), as Kafka answers it.
-                leader = group.leader == new_id
+                # gets the members with SkipAssignment (KIP-814, v9+); an older leader cannot
+                # be told to skip, so it rebalances (Kafka's rule).
                 respond(self._join_answer(group, member, version, with_members=leader, skip=leader))
                 return
             member.protocols = protocols

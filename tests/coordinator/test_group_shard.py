@@ -197,7 +197,7 @@ def test_a_static_member_that_restarts_keeps_its_assignment_without_a_rebalance(
     h.sync(old, 2, assignments={old: b"A", b: b"B"}, instance="i-1")
     h.sync(b, 2)
     h.flush()
-    [j] = h.join(instance="i-1", now=100)  # restarted: no member id
+    [j] = h.join(instance="i-1", now=100, version=9)  # restarted: no member id
     new = j.member_id
     assert new != old and j.error_code == E.NONE and j.generation_id == 2
     assert h.group().state == STABLE
@@ -306,3 +306,15 @@ def test_offsets_of_an_empty_group_expire_after_the_retention():
     h.shard.expire_offsets(1000)
     h.flush()
     assert "old" not in h.shard.offsets and "old" not in h.shard.groups
+
+
+def test_a_static_leader_restarting_skips_the_assignment_from_v9_and_rebalances_before():
+    h = Harness()
+    [j] = h.join(instance="lead", version=9)
+    h.sync(j.member_id, 1, assignments={j.member_id: b"A"}, instance="lead")
+    h.flush()
+    [j9] = h.join(instance="lead", version=9, now=5)
+    assert (j9.error_code, j9.skip_assignment, len(j9.members), j9.generation_id) == (E.NONE, True, 1, 1)
+    assert h.group().state == STABLE
+    assert h.join(instance="lead", version=5, now=6)[0].generation_id == 2  # a new generation for it
+    assert h.group().state == COMPLETING

@@ -100,6 +100,36 @@ def test_one_two_three_consumers_rebalance_and_split_the_partitions(cluster, str
             c.close()
 
 
+def test_a_static_member_that_restarts_gets_its_partitions_back_without_a_rebalance(cluster):
+    """KIP-345: librdkafka's static members do not leave on close; the same group.instance.id
+    rejoining takes its old place, and the other member is never revoked."""
+    group = "static"
+    revoked = []
+    a = consumer(cluster, group, **{"group.instance.id": "i-a"})
+    b = consumer(cluster, group, **{"group.instance.id": "i-b"})
+    restarted = None
+    try:
+        # b leads (it joined first); a, a follower, restarts: librdkafka's JoinGroup is below
+        # v9, so a restarting static *leader* would rebalance (Kafka's rule, unit-tested)
+        b.subscribe([TOPIC], on_revoke=lambda c, parts: revoked.append(len(parts)))
+        poll_until([b], lambda: len(partitions_of(b)) == PARTITIONS)
+        a.subscribe([TOPIC])
+        poll_until([a, b], lambda: split_covers([a, b]))
+        mine, theirs = partitions_of(a), partitions_of(b)
+        revoked.clear()
+        a.close()
+        restarted = consumer(cluster, group, **{"group.instance.id": "i-a"})
+        restarted.subscribe([TOPIC])
+        poll_until([restarted, b], lambda: partitions_of(restarted) == mine, timeout=5)
+        for _ in range(10):
+            b.poll(0.1)
+        assert partitions_of(b) == theirs and revoked == []
+    finally:
+        for c in (b, restarted):
+            if c is not None:
+                c.close()
+
+
 def test_commit_sync_and_async_and_committed(cluster):
     c = consumer(cluster, "committer")
     try:
