@@ -318,3 +318,24 @@ def test_a_static_leader_restarting_skips_the_assignment_from_v9_and_rebalances_
     assert h.group().state == STABLE
     assert h.join(instance="lead", version=5, now=6)[0].generation_id == 2  # a new generation for it
     assert h.group().state == COMPLETING
+
+
+def test_losing_the_partition_answers_waiting_joins_not_coordinator_and_failed_commits_map_to_group_errors():
+    h = Harness()
+    a = stable_group_of_one(h)
+    h.flush()
+    b = h.join_id(now=1)
+    wb = h.join(member_id=b, now=1)  # waits for a to rejoin
+    h.shard.unload()
+    assert wb[0].error_code == E.NOT_COORDINATOR and h.shard.groups == {}
+    h2 = Harness()
+    box = commit(h2, "simple", 5)
+    h2.fail(E.NOT_LEADER_OR_FOLLOWER)
+    assert box[0].topics[0].partitions[0].error_code == E.NOT_COORDINATOR
+    box = commit(h2, "simple", 5)
+    h2.fail(E.REQUEST_TIMED_OUT)
+    assert box[0].topics[0].partitions[0].error_code == E.COORDINATOR_NOT_AVAILABLE
+    box = commit(h2, "simple", 5)
+    h2.fail(E.RECORD_LIST_TOO_LARGE)
+    assert box[0].topics[0].partitions[0].error_code == E.INVALID_COMMIT_OFFSET_SIZE
+    assert h2.shard.offsets == {}  # nothing failed became visible
