@@ -83,7 +83,11 @@ class GroupShard:
     def replay(self, key, value, now_ms: int) -> None:
         """Apply one record of this shard's partition, in log order (loading, or a follower's
         view). Unknown record types are skipped; undecodable ones raise ProtocolError."""
-        decoded = decode_record(key, value)
+        self.apply(decode_record(key, value), now_ms)
+
+    def apply(self, decoded, now_ms: int) -> None:
+        """``replay`` of a record already decoded (``decode_record``; a loader decodes off the
+        event loop and applies on it)."""
         if decoded is None:
             return
         k, v = decoded

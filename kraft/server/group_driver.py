@@ -23,7 +23,7 @@ import logging
 import time
 import uuid
 
-from kraft.coordinator.group_records import OFFSETS_TOPIC, partition_for
+from kraft.coordinator.group_records import OFFSETS_TOPIC, decode_record, partition_for
 from kraft.coordinator.group_shard import GroupConfig, GroupShard
 from kraft.errors import ErrorCode as E
 from kraft.errors import KraftError
@@ -56,9 +56,10 @@ def group_config(values: dict) -> GroupConfig:
                        offsets_retention_ms=values["offsets.retention.minutes"] * 60_000)
 
 
-def read_partition_records(plog) -> list:
-    """Every (key, value) of a partition log from its start to its end (a worker thread)."""
-    out = []
+def read_partition_records(plog) -> tuple[list, int]:
+    """Every record of a partition log from its start to its end, decoded (``decode_record``),
+    and how many did not decode: the per-byte work of a load, on a worker thread."""
+    out, bad = [], 0
     lg = plog.log
     offset, end = lg.start_offset, lg.end_offset
     while offset < end:
@@ -74,11 +75,14 @@ def read_partition_records(plog) -> list:
                 continue
             for rec in batch:
                 if rec.offset >= offset and rec.key is not None:
-                    out.append((bytes(rec.key), None if rec.value is None else bytes(rec.value)))
+                    try:
+                        out.append(decode_record(bytes(rec.key), None if rec.value is None else bytes(rec.value)))
+                    except KraftError:
+                        bad += 1  # no version of ours decodes it: skipped, as Kafka's loader logs
         if last <= offset:
             break
         offset = last
-    return out
+    return out, bad
 
 
 class _Loaded:
@@ -163,14 +167,10 @@ class GroupDriver:
             if self.shards.get(p) is not loaded:
                 return
             try:
-                records = f.result()
+                records, bad = f.result()
                 now = _now_ms()
-                bad = 0
-                for key, value in records:
-                    try:
-                        shard.replay(key, value, now)
-                    except KraftError:
-                        bad += 1  # a record no version of ours decodes: skipped, as Kafka's loader logs
+                for decoded in records:
+                    shard.apply(decoded, now)
                 if bad:
                     log.error("groups: %s-%d: %d records did not decode and were skipped", OFFSETS_TOPIC, p, bad)
             except (KraftError, OSError, concurrent.futures.CancelledError) as exc:
