@@ -55,6 +55,36 @@ def commit_loop(bootstrap, group, partition, stop, out):
     out.append(lat)
 
 
+def async_commit_loop(bootstrap, group, partition, stop, out, window=64):
+    """Asynchronous commits, at most ``window`` unanswered (librdkafka pipelines them on the
+    coordinator connection); the latency of each is from its commit() to its callback."""
+    lat, sent, inflight = [], {}, [0]
+
+    def done(err, parts):
+        inflight[0] -= 1
+        if err is None:
+            lat.append(time.perf_counter() - sent.pop(parts[0].offset, time.perf_counter()))
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, "log_level": 0,
+                  "on_commit": done})
+    n = 0
+    try:
+        while not stop.is_set():
+            if inflight[0] >= window:
+                c.poll(0.001)
+                continue
+            n += 1
+            sent[n] = time.perf_counter()
+            inflight[0] += 1
+            c.commit(offsets=[TopicPartition(TOPIC, partition, n)], asynchronous=True)
+            c.poll(0)
+        end = time.monotonic() + 5
+        while inflight[0] > 0 and time.monotonic() < end:
+            c.poll(0.01)
+    finally:
+        c.close()
+    out.append(lat)
+
+
 def pct(sorted_values, q):
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))] * 1000
 
@@ -63,11 +93,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--async", dest="asynchronous", action="store_true",
+                    help="pipelined asynchronous commits (64 in flight per client) instead of synchronous ones")
     args = ap.parse_args()
     d = tempfile.mkdtemp(prefix="bench-commits-")
     cluster = LocalCluster(d, 3, combined=True, overrides=SETTINGS).create()
     cluster.start()
-    result = {"clients": args.clients, "seconds": args.seconds, "machine_cpus": os.cpu_count()}
+    result = {"clients": args.clients, "seconds": args.seconds, "asynchronous": args.asynchronous,
+              "machine_cpus": os.cpu_count()}
     try:
         admin = AdminClient({"bootstrap.servers": cluster.broker_bootstrap, "log_level": 0})
         assert wait_for(lambda: _brokers(admin) == 3, 60, 0.3)
@@ -77,7 +110,8 @@ def main() -> None:
         assert wait_for(lambda: _try_commit(warm), 60, 0.3), "no coordinator"
         warm.close()
         stop, out = threading.Event(), []
-        threads = [threading.Thread(target=commit_loop, args=(cluster.broker_bootstrap, f"bench-{i}", i, stop, out))
+        loop = async_commit_loop if args.asynchronous else commit_loop
+        threads = [threading.Thread(target=loop, args=(cluster.broker_bootstrap, f"bench-{i}", i, stop, out))
                    for i in range(args.clients)]
         for t in threads:
             t.start()
@@ -88,7 +122,7 @@ def main() -> None:
         lat = sorted(x for one in out for x in one)
         result.update(commits=len(lat), commits_per_s=len(lat) / args.seconds, p50_ms=pct(lat, 0.5),
                       p99_ms=pct(lat, 0.99), max_ms=lat[-1] * 1000)
-        print(f"{args.clients} clients, sync commits: {result['commits_per_s']:.0f}/s, p50 {result['p50_ms']:.1f} ms, "
+        print(f"{args.clients} clients, {'async' if args.asynchronous else 'sync'} commits: {result['commits_per_s']:.0f}/s, p50 {result['p50_ms']:.1f} ms, "
               f"p99 {result['p99_ms']:.1f} ms, max {result['max_ms']:.1f} ms")
         # Failover: kill the coordinator of one group, time until its commits succeed again.
         group = "failover"
