@@ -41,6 +41,8 @@ log = logging.getLogger("kraft.groups")
 
 TICK_S = 0.05
 LOAD_CHUNK = 1 << 20
+#: Appends of one loop turn written as one batch, up to these (well below message.max.bytes).
+COALESCE_RECORDS, COALESCE_BYTES = 4000, 512 * 1024
 
 
 def _now_ms() -> int:
@@ -107,6 +109,8 @@ class GroupDriver:
         self._timer = None
         self._tasks: set = set()
         self._next_retention_ms = 0
+        self._queued: dict[int, list] = {}  # partition -> appends waiting for this turn's write
+        self._write_scheduled = False
 
     # --- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -178,40 +182,66 @@ class GroupDriver:
                 del self.shards[p]  # the next tick tries again
                 return
             loaded.ready = True
-            (log.info if records else log.debug)("groups: loaded %s-%d in leader epoch %d: %d records, %d groups in %.0f ms", OFFSETS_TOPIC,
-                     p, epoch, len(records), len(shard.groups), (time.monotonic() - began) * 1000)
+            (log.info if records else log.debug)(
+                "groups: loaded %s-%d in leader epoch %d: %d records, %d groups in %.0f ms", OFFSETS_TOPIC, p, epoch,
+                len(records), len(shard.groups), (time.monotonic() - began) * 1000)
         fut.add_done_callback(done)
 
     # --- appending -----------------------------------------------------------------------------
     def _drain(self, p: int) -> None:
+        """Queue the shard's new appends; they are written together at the end of this loop
+        turn, so the commits of many clients share one batch, one append and one acks=all wait."""
         loaded = self.shards.get(p)
         if loaded is None:
             return
-        for append in loaded.shard.take_appends():
-            self._append(p, append)
+        appends = loaded.shard.take_appends()
+        if not appends:
+            return
+        self._queued.setdefault(p, []).extend(appends)
+        if not self._write_scheduled:
+            self._write_scheduled = True
+            asyncio.get_running_loop().call_soon(self._write_queued)
 
-    def _append(self, p: int, append) -> None:
+    def _write_queued(self) -> None:
+        self._write_scheduled = False
+        queued, self._queued = self._queued, {}
+        for p, appends in queued.items():
+            group, records, size = [], 0, 0
+            for append in appends:
+                n = sum(len(r.key) + len(r.value or b"") for r in append.records)
+                if group and (records + len(append.records) > COALESCE_RECORDS or size + n > COALESCE_BYTES):
+                    self._append(p, group)
+                    group, records, size = [], 0, 0
+                group.append(append)
+                records += len(append.records)
+                size += n
+            if group:
+                self._append(p, group)
+
+    def _append(self, p: int, appends: list) -> None:
         P = ProduceRequest
-        batch = build_batch([r.value for r in append.records], keys=[r.key for r in append.records])
+        records = [r for a in appends for r in a.records]
+        batch = build_batch([r.value for r in records], keys=[r.key for r in records])
         req = P(transactional_id=None, acks=-1, timeout_ms=self.values["offsets.commit.timeout.ms"],
                 topic_data=[P.Topic(name=OFFSETS_TOPIC, partition_data=[P.Topic.Partition(index=p, records=batch)])])
         try:
             result = self.produce.handle(req, 9, "", internal=True)
         except KraftError as exc:
-            return self._appended(p, append, int(exc.code))
+            return self._appended(p, appends, int(exc.code))
         if isinstance(result, asyncio.Future):
-            result.add_done_callback(lambda f: self._appended(p, append, _produce_code(f)))
+            result.add_done_callback(lambda f: self._appended(p, appends, _produce_code(f)))
         else:
-            self._appended(p, append, _produce_code(result))
+            self._appended(p, appends, _produce_code(result))
 
-    def _appended(self, p: int, append, code: int) -> None:
+    def _appended(self, p: int, appends: list, code: int) -> None:
+        if code != 0:
+            log.warning("groups: appending to %s-%d failed: %s", OFFSETS_TOPIC, p, E(code).name)
         try:
-            if code == 0:
-                if append.on_durable is not None:
-                    append.on_durable()
-            else:
-                log.warning("groups: appending to %s-%d failed: %s", OFFSETS_TOPIC, p, E(code).name)
-                if append.on_failed is not None:
+            for append in appends:
+                if code == 0:
+                    if append.on_durable is not None:
+                        append.on_durable()
+                elif append.on_failed is not None:
                     append.on_failed(code)
         finally:
             self._drain(p)
