@@ -12,56 +12,18 @@ exactly once, perhaps later (a JoinGroup waits for the rebalance). The driver dr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from kraft.coordinator.classic_group import (CLASSIC, COMPLETING, DEAD, EMPTY, PREPARING, STABLE, ClassicGroup,
                                              ClassicMember)
-from kraft.coordinator.group_records import (GroupMetadataKey, OffsetCommitKey, decode_record,
-                                             group_metadata_record, group_tombstone, offset_commit_record,
-                                             offset_tombstone)
+from kraft.coordinator.group_records import GroupMetadataKey, OffsetCommitKey, decode_record, group_metadata_record
+from kraft.coordinator.offset_handlers import OffsetHandlers
+from kraft.coordinator.shard_state import (Append, GroupConfig, OffsetEntry, coordinator_error,
+                                           valid_group_id)
 from kraft.errors import ErrorCode as E
 from kraft.protocol.messages.group_admin import DescribeGroupsResponse, ListGroupsResponse
 from kraft.protocol.messages.group_membership import (HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse,
                                                       SyncGroupResponse)
 
-MAX_GROUP_ID_CHARS = 32767  # a Kafka string's int16 length
-
-
-@dataclass
-class GroupConfig:
-    min_session_timeout_ms: int = 6000            # group.min.session.timeout.ms
-    max_session_timeout_ms: int = 1_800_000       # group.max.session.timeout.ms
-    initial_rebalance_delay_ms: int = 3000        # group.initial.rebalance.delay.ms
-    max_size: int = 2**31 - 1                     # group.max.size
-    offset_metadata_max_bytes: int = 4096         # offset.metadata.max.bytes
-    offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes
-    new_member_join_timeout_ms: int = 5 * 60 * 1000   # Kafka's GroupCoordinator.NewMemberJoinTimeoutMs
-    max_metadata_bytes: int = 1 << 20              # per member protocol metadata (hostile input bound)
-
-
-@dataclass
-class OffsetEntry:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_ms: int
-
-
-@dataclass
-class Append:
-    """Records for this shard's partition; ``on_durable()`` once they are committed (acks=all),
-    ``on_failed(code)`` if the write fails (the code is the append's error)."""
-    records: list
-    on_durable: object = None
-    on_failed: object = None
-    replies: list = field(default_factory=list)
-
-
-def _valid_group_id(group_id) -> bool:
-    return bool(group_id) and len(group_id) <= MAX_GROUP_ID_CHARS
-
-
-class GroupShard:
+class GroupShard(OffsetHandlers):
     def __init__(self, partition: int, config: GroupConfig | None = None, *, new_member_id=None):
         self.partition = partition
         self.config = config or GroupConfig()
@@ -122,7 +84,7 @@ class GroupShard:
                                       protocol_name=None if version >= 7 else "", leader=""))
         cfg = self.config
         protocols = [(p.name, bytes(p.metadata)) for p in req.protocols]
-        if not _valid_group_id(req.group_id):
+        if not valid_group_id(req.group_id):
             return fail(E.INVALID_GROUP_ID, req.member_id)
         if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
             return fail(E.INVALID_SESSION_TIMEOUT, req.member_id)
@@ -331,12 +293,12 @@ class GroupShard:
                 return
             for m in group.members.values():
                 m.assignment = b""
-                self._answer_sync(m, _coordinator_error(code))
+                self._answer_sync(m, coordinator_error(code))
             self._prepare_rebalance(group, now_ms, "writing the assignment failed")
         self._appends.append(Append([record], durable, failed))
 
     def _check_member(self, group, group_id, member_id, instance_id, generation) -> int:
-        if not _valid_group_id(group_id):
+        if not valid_group_id(group_id):
             return E.INVALID_GROUP_ID
         if group is None or group.state == DEAD:
             return E.UNKNOWN_MEMBER_ID if group is None else E.COORDINATOR_NOT_AVAILABLE
@@ -364,7 +326,7 @@ class GroupShard:
     # --- LeaveGroup ----------------------------------------------------------------------------
     def leave(self, req, version: int, now_ms: int) -> LeaveGroupResponse:
         R = LeaveGroupResponse
-        if not _valid_group_id(req.group_id):
+        if not valid_group_id(req.group_id):
             return R(error_code=E.INVALID_GROUP_ID)
         group = self.groups.get(req.group_id)
         if group is None or group.state == DEAD:
@@ -422,183 +384,6 @@ class GroupShard:
                 if not m.keeps_alive(now_ms) and group.state != DEAD:
                     self._remove_member(group, m.member_id, now_ms, "session expired")
 
-    # --- offsets -------------------------------------------------------------------------------
-    def commit(self, req, version: int, now_ms: int, respond) -> None:
-        from kraft.protocol.messages.group_offsets import OffsetCommitResponse as R
-
-        def answer(code_of):
-            respond(R(topics=[R.Topic(name=t.name, partitions=[
-                R.Topic.Partition(partition_index=p.partition_index, error_code=code_of(t.name, p))
-                for p in t.partitions]) for t in req.topics]))
-        group = self.groups.get(req.group_id)
-        code = self._check_commit(group, req, version)
-        if code != E.NONE:
-            return answer(lambda t, p: code)
-        if group is None:
-            group = self.groups[req.group_id] = ClassicGroup(req.group_id, now_ms)  # a "simple" group
-        if group.members and req.member_id in group.members:
-            m = group.members[req.member_id]
-            m.heartbeat_deadline = max(m.heartbeat_deadline, now_ms + m.session_timeout_ms)
-        limit = self.config.offset_metadata_max_bytes
-        records, entries = [], []
-        for t in req.topics:
-            for p in t.partitions:
-                meta = p.committed_metadata or ""
-                if len(meta.encode("utf-8")) > limit:
-                    continue
-                entry = OffsetEntry(p.committed_offset, p.committed_leader_epoch, meta, now_ms)
-                records.append(offset_commit_record(req.group_id, t.name, p.partition_index, entry.offset,
-                                                    entry.leader_epoch, meta, now_ms))
-                entries.append(((t.name, p.partition_index), entry))
-
-        def too_large(p):
-            return len((p.committed_metadata or "").encode("utf-8")) > limit
-
-        def durable():
-            offsets = self.offsets.setdefault(req.group_id, {})
-            for key, entry in entries:
-                offsets[key] = entry
-            answer(lambda t, p: E.OFFSET_METADATA_TOO_LARGE if too_large(p) else E.NONE)
-
-        def failed(code):
-            answer(lambda t, p: E.OFFSET_METADATA_TOO_LARGE if too_large(p) else _commit_error(code))
-        if not records:
-            return durable()
-        self._appends.append(Append(records, durable, failed))
-
-    def _check_commit(self, group, req, version) -> int:
-        """Kafka's ``ClassicGroup.validateOffsetCommit``."""
-        if not _valid_group_id(req.group_id):
-            return E.INVALID_GROUP_ID
-        generation = req.generation_id_or_member_epoch if version >= 1 else -1
-        member_id = req.member_id if version >= 1 else ""
-        if group is None:
-            return E.NONE if generation < 0 else E.ILLEGAL_GENERATION
-        if group.state == DEAD:
-            return E.COORDINATOR_NOT_AVAILABLE
-        if generation < 0 and group.state == EMPTY:
-            return E.NONE  # an admin client or a simple (assign) consumer
-        if generation >= 0 or member_id or req.group_instance_id is not None:
-            code = self._check_member(group, req.group_id, member_id, req.group_instance_id, generation)
-            if code != E.NONE:
-                return code
-        elif group.state != EMPTY:
-            return E.UNKNOWN_MEMBER_ID
-        if group.state == COMPLETING:
-            return E.REBALANCE_IN_PROGRESS
-        return E.NONE
-
-    def fetch_offsets(self, group_id: str, topics) -> tuple[int, list]:
-        """(error, [(topic, [(partition, OffsetEntry or None)])]) for ``topics`` = [(name,
-        [partitions])], or every committed offset of the group when ``topics`` is None."""
-        if not _valid_group_id(group_id):
-            return E.INVALID_GROUP_ID, [(name, [(p, None) for p in parts]) for name, parts in topics or ()]
-        offsets = self.offsets.get(group_id, {})
-        if topics is None:
-            by_topic: dict = {}
-            for (t, p), entry in sorted(offsets.items()):
-                by_topic.setdefault(t, []).append((p, entry))
-            return E.NONE, list(by_topic.items())
-        return E.NONE, [(name, [(p, offsets.get((name, p))) for p in parts]) for name, parts in topics]
-
-    def delete_offsets(self, group_id: str, topics, respond) -> None:
-        """OffsetDelete: ``topics`` = [(name, [partitions])]; respond(error, {(t, p): code})."""
-        group = self.groups.get(group_id)
-        if not _valid_group_id(group_id):
-            return respond(E.INVALID_GROUP_ID, {})
-        if group is None and group_id not in self.offsets:
-            return respond(E.GROUP_ID_NOT_FOUND, {})
-        if group is not None and group.state != EMPTY and group.protocol_type != "consumer" and group.members:
-            return respond(E.NON_EMPTY_GROUP, {})
-        subscribed = group.subscribed_topics() if group is not None and group.members else set()
-        codes, records = {}, []
-        offsets = self.offsets.get(group_id, {})
-        for name, parts in topics:
-            for p in parts:
-                if subscribed is not None and name in subscribed:
-                    codes[(name, p)] = E.GROUP_SUBSCRIBED_TO_TOPIC
-                else:
-                    codes[(name, p)] = E.NONE
-                    if (name, p) in offsets:
-                        records.append(offset_tombstone(group_id, name, p))
-
-        def durable():
-            for r in records:
-                self.replay(r.key, None, 0)
-            respond(E.NONE, codes)
-        if not records:
-            return durable()
-        self._appends.append(Append(records, durable, lambda code: respond(_coordinator_error(code), {})))
-
-    def delete_groups(self, group_ids, respond) -> None:
-        """DeleteGroups: respond({group_id: code}) once the tombstones are durable."""
-        codes, records, doomed = {}, [], []
-        for gid in group_ids:
-            group = self.groups.get(gid)
-            if not _valid_group_id(gid):
-                codes[gid] = E.INVALID_GROUP_ID
-            elif group is None and gid not in self.offsets:
-                codes[gid] = E.GROUP_ID_NOT_FOUND
-            elif group is not None and group.state not in (EMPTY, DEAD):
-                codes[gid] = E.NON_EMPTY_GROUP
-            else:
-                codes[gid] = E.NONE
-                records.extend(offset_tombstone(gid, t, p) for (t, p) in self.offsets.get(gid, {}))
-                records.append(group_tombstone(gid))
-                doomed.append(gid)
-                if group is not None:
-                    group.transition(DEAD, group.state_since_ms)
-
-        def durable():
-            for gid in doomed:
-                self.groups.pop(gid, None)
-                self.offsets.pop(gid, None)
-            respond(codes)
-
-        def failed(code):
-            for gid in doomed:
-                group = self.groups.get(gid)
-                if group is not None:
-                    group.state = EMPTY  # back as it was: nothing was deleted
-                codes[gid] = _coordinator_error(code)
-            respond(codes)
-        if not records:
-            return durable()
-        self._appends.append(Append(records, durable, failed))
-
-    def expire_offsets(self, now_ms: int) -> None:
-        """Offsets retention (Kafka's ``cleanupGroupMetadata``): offsets of groups without
-        members expire ``offsets.retention.minutes`` after the later of their commit and the
-        group becoming Empty; an Empty group left without offsets is deleted."""
-        retention = self.config.offsets_retention_ms
-        records, expired = [], []
-        for gid in set(self.offsets) | set(self.groups):
-            group = self.groups.get(gid)
-            if group is not None and group.state != EMPTY:
-                continue
-            since = group.state_since_ms if group is not None else 0
-            offsets = self.offsets.get(gid, {})
-            gone = [k for k, e in offsets.items() if max(e.commit_ms, since) + retention <= now_ms]
-            records.extend(offset_tombstone(gid, t, p) for t, p in gone)
-            expired.extend((gid, k) for k in gone)
-            if group is not None and len(gone) == len(offsets) and group.generation >= 0:
-                records.append(group_tombstone(gid))
-                expired.append((gid, None))
-
-        def durable():
-            for gid, k in expired:
-                if k is None:
-                    group = self.groups.get(gid)
-                    if group is not None and group.state == EMPTY and not self.offsets.get(gid):
-                        del self.groups[gid]
-                else:
-                    self.offsets.get(gid, {}).pop(k, None)
-                    if gid in self.offsets and not self.offsets[gid]:
-                        del self.offsets[gid]
-        if records:
-            self._appends.append(Append(records, durable))
-
-    # --- ListGroups / DescribeGroups -----------------------------------------------------------
     def list_groups(self, states, types) -> list:
         states = {s.lower() for s in states or ()}
         types = {t.lower() for t in types or ()}
@@ -613,7 +398,7 @@ class GroupShard:
 
     def describe(self, group_id: str):
         G = DescribeGroupsResponse.Group
-        if not _valid_group_id(group_id):
+        if not valid_group_id(group_id):
             return G(error_code=E.INVALID_GROUP_ID, group_id=group_id, group_state="", protocol_type="",
                      protocol_data="")
         group = self.groups.get(group_id)
@@ -627,19 +412,3 @@ class GroupShard:
         return G(error_code=E.NONE, group_id=group_id, group_state=group.state,
                  protocol_type=group.protocol_type or "", protocol_data=(group.protocol or "") if stable else "",
                  members=members)
-
-
-def _coordinator_error(code: int) -> int:
-    """Kafka's mapping of a failed write to what a group client understands."""
-    if code in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS, E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-                E.REQUEST_TIMED_OUT):
-        return E.COORDINATOR_NOT_AVAILABLE
-    if code in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
-        return E.NOT_COORDINATOR
-    return E.UNKNOWN_SERVER_ERROR if code not in (E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR) else code
-
-
-def _commit_error(code: int) -> int:
-    if code in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE):
-        return E.INVALID_COMMIT_OFFSET_SIZE
-    return _coordinator_error(code)

@@ -141,7 +141,7 @@ def test_a_member_whose_session_expires_is_removed_and_the_group_rebalances():
     a = stable_group_of_one(h)
     h.flush()
     b = h.join_id(now=0)
-    wb = h.join(member_id=b, now=0)
+    h.join(member_id=b, now=0)
     [ja] = h.join(member_id=a, now=0)
     h.sync(a, 2, assignments={a: b"A", b: b"B"})
     h.sync(b, 2)
@@ -192,7 +192,7 @@ def test_a_static_member_that_restarts_keeps_its_assignment_without_a_rebalance(
     assert j.error_code == E.NONE
     h.sync(old, 1, assignments={old: b"A"}, instance="i-1")
     b = h.join_id(now=1)
-    wb = h.join(member_id=b, now=1)
+    h.join(member_id=b, now=1)
     h.join(member_id=old, instance="i-1", now=2)
     h.sync(old, 2, assignments={old: b"A", b: b"B"}, instance="i-1")
     h.sync(b, 2)
@@ -286,7 +286,7 @@ def test_a_new_shard_replaying_the_records_has_the_same_groups_and_offsets():
 
 def test_delete_groups_and_offsets_rules():
     h = Harness()
-    a = stable_group_of_one(h)
+    stable_group_of_one(h)
     h.flush()
     box = []
     h.shard.delete_groups(["g", "nope", ""], box.append)
@@ -322,7 +322,7 @@ def test_a_static_leader_restarting_skips_the_assignment_from_v9_and_rebalances_
 
 def test_losing_the_partition_answers_waiting_joins_not_coordinator_and_failed_commits_map_to_group_errors():
     h = Harness()
-    a = stable_group_of_one(h)
+    stable_group_of_one(h)
     h.flush()
     b = h.join_id(now=1)
     wb = h.join(member_id=b, now=1)  # waits for a to rejoin
