@@ -197,7 +197,7 @@ class GroupDriver:
         appends = loaded.shard.take_appends()
         if not appends:
             return
-        self._queued.setdefault(p, []).extend(appends)
+        self._queued.setdefault(p, []).extend((loaded, a) for a in appends)
         if not self._write_scheduled:
             self._write_scheduled = True
             asyncio.get_running_loop().call_soon(self._write_queued)
@@ -205,7 +205,13 @@ class GroupDriver:
     def _write_queued(self) -> None:
         self._write_scheduled = False
         queued, self._queued = self._queued, {}
-        for p, appends in queued.items():
+        for p, entries in queued.items():
+            # Appends of a shard unloaded (or reloaded) meanwhile are not written: the shard
+            # now loaded replayed the log without them and would never see them.
+            stale = [a for loaded, a in entries if self.shards.get(p) is not loaded]
+            if stale:
+                self._appended(p, stale, int(E.NOT_LEADER_OR_FOLLOWER))
+            appends = [a for loaded, a in entries if self.shards.get(p) is loaded]
             group, records, size = [], 0, 0
             for append in appends:
                 n = sum(len(r.key) + len(r.value or b"") for r in append.records)
