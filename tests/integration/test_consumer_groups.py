@@ -279,10 +279,21 @@ def test_committed_offsets_survive_a_sigkill_of_the_coordinator_and_a_cluster_re
         for p in range(PARTITIONS):
             acked.update({tp.partition: tp.offset for tp in c.commit(
                 offsets=[TopicPartition(TOPIC, p, 100 + p)], asynchronous=False)})
+        victim = coordinator_of(admin, group)
+        cluster.kill(victim)
+        # The live member goes on with the new coordinator (which loaded the group as Stable
+        # with it as a member): its next commit succeeds in the same generation.
+        def commit_again():
+            try:
+                return c.commit(offsets=[TopicPartition(TOPIC, 0, 200)], asynchronous=False)
+            except ck.KafkaException:
+                c.poll(0.1)
+                return None
+        assert wait_for(commit_again, 30, 0.2), "no commit after the coordinator was killed"
+        acked[0] = 200
+        assert partitions_of(c) == set(range(PARTITIONS))
     finally:
         c.close()
-    victim = coordinator_of(admin, group)
-    cluster.kill(victim)
 
     def fetched():
         c2 = consumer(cluster, group)
