@@ -106,6 +106,7 @@ class GroupDriver:
         self.executor = executor or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kraft-groups")
         self.shards: dict[int, _Loaded] = {}
         self._creating = False
+        self._create_again_at = 0.0
         self._timer = None
         self._tasks: set = set()
         self._next_retention_ms = 0
@@ -406,7 +407,7 @@ class GroupDriver:
         return (E.NONE, None, reg.leader, host, port)
 
     def _create_offsets_topic(self) -> None:
-        if self._creating or self.create_topic is None:
+        if self._creating or self.create_topic is None or time.monotonic() < self._create_again_at:
             return
         self._creating = True
         v = self.values
@@ -423,11 +424,15 @@ class GroupDriver:
                 resp = await self.create_topic(req)
                 code = resp.topics[0].error_code
                 if code not in (0, int(E.TOPIC_ALREADY_EXISTS)):
+                    # e.g. fewer live brokers than offsets.topic.replication.factor: clients keep
+                    # asking; the controller is asked again at most once a second.
+                    self._create_again_at = time.monotonic() + 1.0
                     log.warning("groups: creating %s failed: %s %s", OFFSETS_TOPIC, E(code).name,
                                 resp.topics[0].error_message or "")
                 else:
                     log.info("groups: created %s", OFFSETS_TOPIC)
             except KraftError as exc:
+                self._create_again_at = time.monotonic() + 1.0
                 log.warning("groups: creating %s failed: %s", OFFSETS_TOPIC, exc)
             finally:
                 self._creating = False

@@ -380,3 +380,23 @@ def test_hostile_group_requests_get_kafka_error_codes_and_features_are_reported(
                    "empty group id": E.INVALID_GROUP_ID, "metadata too large": E.OFFSET_METADATA_TOO_LARGE}
     assert finalized.get("metadata.version", 0) >= 7 and epoch >= 0
     assert not cluster.unexpected_exits()
+
+
+def test_a_one_node_cluster_serves_groups(tmp_path):
+    """LocalCluster lowers offsets.topic.replication.factor to its broker count (Kafka's
+    quickstart does the same), so the offsets topic can be created on one node."""
+    with LocalCluster(str(tmp_path), 1, combined=True, overrides=GROUP_SETTINGS).create() as one:
+        one.start()
+        assert wait_for(lambda: all_see_all(one), 60, 0.2)
+        p = Producer({"bootstrap.servers": one.broker_bootstrap, **QUIET})
+        p.produce("solo", value=b"x")  # auto-created
+        p.flush(30)
+        c = consumer(one, "solo-group")
+        try:
+            c.subscribe(["solo"])
+            got = poll_until([c], lambda: False if not c.assignment() else True)
+            poll_until([c], lambda: len(got.get(id(c), [])) >= 1, seen=got)
+            [tp] = c.commit(asynchronous=False)
+            assert tp.offset == 1
+        finally:
+            c.close()
