@@ -132,8 +132,9 @@ class GroupShard(OffsetHandlers):
                 return
             member.protocols = protocols
             member.join_reply = respond
-            self._prepare_rebalance(group, now_ms, "static member rejoined")
-            return
+            if group.state in (STABLE, COMPLETING):
+                self._prepare_rebalance(group, now_ms, "static member rejoined")
+            return  # in PreparingRebalance it just waits with the others
         member_id = req.member_id
         if not member_id:
             if len(group.members) + len(group.pending_members) >= cfg.max_size:

@@ -22,8 +22,9 @@ SEEDS = [int(os.environ["SEED"])] if "SEED" in os.environ else range(200)
 
 
 class Client:
-    def __init__(self, name):
+    def __init__(self, name, instance=None):
         self.name, self.member_id, self.generation = name, "", -1
+        self.instance = instance  # group.instance.id of a static member (KIP-345)
         self.waiting = False  # a JoinGroup or SyncGroup of ours is unanswered
         self.stable = False
         self.alive = True
@@ -34,7 +35,7 @@ def run(seed: int) -> None:
     rng = random.Random(seed)
     shard = GroupShard(0, GroupConfig(initial_rebalance_delay_ms=rng.choice([0, 200]), min_session_timeout_ms=0))
     pending, answered, now = [], set(), 0
-    clients = [Client(f"c{i}") for i in range(rng.randint(1, 4))]
+    clients = [Client(f"c{i}", f"i{i}" if rng.random() < 0.4 else None) for i in range(rng.randint(1, 4))]
     last_generation = 0
     given = {}  # generation -> {member: assignment} from its leader
 
@@ -50,6 +51,9 @@ def run(seed: int) -> None:
         if resp.error_code == E.MEMBER_ID_REQUIRED:
             c.member_id = resp.member_id
             return
+        if resp.error_code == E.FENCED_INSTANCE_ID:
+            c.alive = False  # replaced by a newer incarnation of the same instance
+            return
         if resp.error_code != E.NONE:
             c.member_id = "" if resp.error_code == E.UNKNOWN_MEMBER_ID else c.member_id
             return
@@ -58,11 +62,13 @@ def run(seed: int) -> None:
         if resp.members:  # the leader assigns round-robin
             ids = sorted(m.member_id for m in resp.members)
             plan = {m: bytes(p for p in range(PARTITIONS) if p % len(ids) == i) for i, m in enumerate(ids)}
-            given[resp.generation_id] = plan
+            # a static member's assignment follows its instance id across restarts (KIP-345)
+            key = {m.member_id: m.group_instance_id or m.member_id for m in resp.members}
+            given[resp.generation_id] = {key[m]: a for m, a in plan.items()}
             assignments = [SyncGroupRequest.Assignment(member_id=m, assignment=a) for m, a in plan.items()]
         c.waiting = True
         shard.sync(SyncGroupRequest(group_id="g", generation_id=c.generation, member_id=c.member_id,
-                                    assignments=assignments), 3, now, once(("sync", c.name, now, rng.random()),
+                                    group_instance_id=c.instance, assignments=assignments), 3, now, once(("sync", c.name, now, rng.random()),
                                                                            lambda r: on_sync(c, r)))
 
     def on_sync(c, resp):
@@ -71,12 +77,14 @@ def run(seed: int) -> None:
             c.stable, c.assignment = True, bytes(resp.assignment)
         elif resp.error_code == E.UNKNOWN_MEMBER_ID:
             c.member_id = ""
+        elif resp.error_code == E.FENCED_INSTANCE_ID:
+            c.alive = False
 
     def join(c):
         c.waiting, c.stable = True, False
         J = JoinGroupRequest
         shard.join(J(group_id="g", session_timeout_ms=SESSION, rebalance_timeout_ms=SESSION, member_id=c.member_id,
-                     protocol_type="consumer", protocols=[J.Protocol(name="range", metadata=b"")]), 5, now, c.name,
+                     group_instance_id=c.instance, protocol_type="consumer", protocols=[J.Protocol(name="range", metadata=b"")]), 5, now, c.name,
                    "/h", once(("join", c.name, now, rng.random()), lambda r: on_join(c, r)))
 
     def check():
@@ -89,7 +97,9 @@ def run(seed: int) -> None:
         assert g.leader is None or g.leader in g.members
         if g.state == STABLE:
             plan = given[g.generation]
-            assert {m: mm.assignment for m, mm in g.members.items()} == {m: plan.get(m, b"") for m in g.members}
+            keys = {m: mm.instance_id or m for m, mm in g.members.items()}
+            assert {m: mm.assignment for m, mm in g.members.items()} == \
+                {m: plan.get(keys[m], b"") for m in g.members}
 
     for _ in range(rng.randint(50, 300)):
         pending.extend(shard.take_appends())
@@ -112,8 +122,11 @@ def run(seed: int) -> None:
                 join(c)
             else:
                 code = shard.heartbeat(HeartbeatRequest(group_id="g", generation_id=c.generation,
-                                                        member_id=c.member_id), now).error_code
-                if code == E.UNKNOWN_MEMBER_ID:
+                                                        member_id=c.member_id, group_instance_id=c.instance),
+                                       now).error_code
+                if code == E.FENCED_INSTANCE_ID:
+                    c.alive = False
+                elif code == E.UNKNOWN_MEMBER_ID:
                     c.member_id, c.stable = "", False
                 elif code != E.NONE:
                     c.stable = False
@@ -125,6 +138,11 @@ def run(seed: int) -> None:
                     member_id=c.member_id)]), 3, now)
         elif r < 0.9 and len(clients) < 6:
             clients.append(Client(f"c{len(clients)}"))
+        elif r < 0.95 and [c for c in live if c.instance]:
+            # A static member restarts: the old incarnation stops, a new one joins with no member id.
+            old = rng.choice([c for c in live if c.instance])
+            old.alive = False
+            clients.append(Client(f"c{len(clients)}", old.instance))
         check()
     # Quiet period: no faults, every live client keeps going; the group settles.
     for _ in range(400):
@@ -140,8 +158,11 @@ def run(seed: int) -> None:
                     join(c)
                 else:
                     code = shard.heartbeat(HeartbeatRequest(group_id="g", generation_id=c.generation,
-                                                            member_id=c.member_id), now).error_code
-                    if code != E.NONE:
+                                                            member_id=c.member_id, group_instance_id=c.instance),
+                                           now).error_code
+                    if code == E.FENCED_INSTANCE_ID:
+                        c.alive = False
+                    elif code != E.NONE:
                         c.stable = False
                         if code == E.UNKNOWN_MEMBER_ID:
                             c.member_id = ""
