@@ -122,7 +122,9 @@ def main() -> None:
         lat = sorted(x for one in out for x in one)
         result.update(commits=len(lat), commits_per_s=len(lat) / args.seconds, p50_ms=pct(lat, 0.5),
                       p99_ms=pct(lat, 0.99), max_ms=lat[-1] * 1000)
-        print(f"{args.clients} clients, {'async' if args.asynchronous else 'sync'} commits: {result['commits_per_s']:.0f}/s, p50 {result['p50_ms']:.1f} ms, "
+        mode = "async" if args.asynchronous else "sync"
+        print(f"{args.clients} clients, {mode} commits: {result['commits_per_s']:.0f}/s, "
+              f"p50 {result['p50_ms']:.1f} ms, "
               f"p99 {result['p99_ms']:.1f} ms, max {result['max_ms']:.1f} ms")
         # Failover: kill the coordinator of one group, time until its commits succeed again.
         group = "failover"

@@ -1,6 +1,7 @@
 """Client request handlers of a broker listener: ApiVersions with the broker's table, then
 Metadata, Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch, DescribeLogDirs and InitProducerId over the
-broker's ``MetadataImage`` and partition logs, and the group APIs passed to the group coordinator. Each handler lives in its own module; this
+broker's ``MetadataImage`` and partition logs; the group APIs go to the group coordinator the
+server layer attaches (``groups``). Each handler lives in its own module; this
 one dispatches and says which versions are advertised (every advertised version has a case
 in ``tests/broker/test_broker_every_advertised_version.py``). No sockets: ``network.py``
 calls ``handle(ctx, request)`` and writes what comes back.
@@ -20,7 +21,8 @@ from kraft.broker.metadata_handler import handle_metadata
 from kraft.broker.produce_handler import ProduceHandler
 from kraft.broker.lifecycle import SUPPORTED_FEATURES as BROKER_SUPPORTED_FEATURES
 from kraft.errors import InvalidRequestError, KraftError
-from kraft.protocol import (ApiVersionsRequest, ApiVersionsResponse, DescribeLogDirsRequest, FetchRequest, InitProducerIdRequest,
+from kraft.protocol import (ApiVersionsRequest, ApiVersionsResponse, DescribeLogDirsRequest, FetchRequest,
+                            InitProducerIdRequest,
                             ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
                             api_versions_response, unsupported_api_versions_response)
 

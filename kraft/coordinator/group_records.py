@@ -97,16 +97,21 @@ class GroupRecord:
     value: bytes | None
 
 
+def _offset_key(group: str, topic: str, partition: int) -> bytes:
+    body = OffsetCommitKey(group=group, topic=topic, partition=partition).encode(OFFSET_COMMIT_KEY_VERSION)
+    return _I16.pack(OFFSET_COMMIT_KEY_VERSION) + body
+
+
 def offset_commit_record(group: str, topic: str, partition: int, offset: int, leader_epoch: int,
                          metadata: str, commit_ms: int) -> GroupRecord:
-    key = _I16.pack(OFFSET_COMMIT_KEY_VERSION) + OffsetCommitKey(group=group, topic=topic, partition=partition).encode(1)
+    key = _offset_key(group, topic, partition)
     value = OffsetCommitValue(offset=offset, leader_epoch=leader_epoch, metadata=metadata or "",
                               commit_timestamp=commit_ms)
     return GroupRecord(key, _I16.pack(OFFSET_COMMIT_VALUE_VERSION) + value.encode(OFFSET_COMMIT_VALUE_VERSION))
 
 
 def offset_tombstone(group: str, topic: str, partition: int) -> GroupRecord:
-    key = _I16.pack(OFFSET_COMMIT_KEY_VERSION) + OffsetCommitKey(group=group, topic=topic, partition=partition).encode(1)
+    key = _offset_key(group, topic, partition)
     return GroupRecord(key, None)
 
 

@@ -6,7 +6,8 @@ success path and an error path, from a broker that leads a one-partition ``__con
 from __future__ import annotations
 
 from kraft.errors import ErrorCode as E
-from kraft.protocol import (DeleteGroupsRequest, DescribeGroupsRequest, ProduceRequest, FindCoordinatorRequest, HeartbeatRequest,
+from kraft.protocol import (DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest, HeartbeatRequest,
+                            ProduceRequest,
                             JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, OffsetCommitRequest,
                             OffsetDeleteRequest, OffsetFetchRequest, SyncGroupRequest)
 

@@ -64,8 +64,9 @@ class Harness:
     def sync(self, member_id, generation, group="g", assignments=None, now=0, instance=None):
         box = []
         S = SyncGroupRequest
+        given = [S.Assignment(member_id=m, assignment=a) for m, a in (assignments or {}).items()]
         self.shard.sync(S(group_id=group, generation_id=generation, member_id=member_id, group_instance_id=instance,
-                          assignments=[S.Assignment(member_id=m, assignment=a) for m, a in (assignments or {}).items()]),
+                          assignments=given),
                         5, now, box.append)
         self.collect()
         return box

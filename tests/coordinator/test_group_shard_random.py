@@ -67,9 +67,9 @@ def run(seed: int) -> None:
             given[resp.generation_id] = {key[m]: a for m, a in plan.items()}
             assignments = [SyncGroupRequest.Assignment(member_id=m, assignment=a) for m, a in plan.items()]
         c.waiting = True
-        shard.sync(SyncGroupRequest(group_id="g", generation_id=c.generation, member_id=c.member_id,
-                                    group_instance_id=c.instance, assignments=assignments), 3, now, once(("sync", c.name, now, rng.random()),
-                                                                           lambda r: on_sync(c, r)))
+        req = SyncGroupRequest(group_id="g", generation_id=c.generation, member_id=c.member_id,
+                               group_instance_id=c.instance, assignments=assignments)
+        shard.sync(req, 3, now, once(("sync", c.name, now, rng.random()), lambda r: on_sync(c, r)))
 
     def on_sync(c, resp):
         c.waiting = False
@@ -83,9 +83,10 @@ def run(seed: int) -> None:
     def join(c):
         c.waiting, c.stable = True, False
         J = JoinGroupRequest
-        shard.join(J(group_id="g", session_timeout_ms=SESSION, rebalance_timeout_ms=SESSION, member_id=c.member_id,
-                     group_instance_id=c.instance, protocol_type="consumer", protocols=[J.Protocol(name="range", metadata=b"")]), 5, now, c.name,
-                   "/h", once(("join", c.name, now, rng.random()), lambda r: on_join(c, r)))
+        req = J(group_id="g", session_timeout_ms=SESSION, rebalance_timeout_ms=SESSION, member_id=c.member_id,
+                group_instance_id=c.instance, protocol_type="consumer",
+                protocols=[J.Protocol(name="range", metadata=b"")])
+        shard.join(req, 5, now, c.name, "/h", once(("join", c.name, now, rng.random()), lambda r: on_join(c, r)))
 
     def check():
         nonlocal last_generation
