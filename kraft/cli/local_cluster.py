@@ -146,7 +146,7 @@ class LocalCluster:
                 # A cluster of fewer than 3 brokers could never create __consumer_offsets at
                 # Kafka's default RF 3: its quickstart configs lower it the same way.
                 **({"offsets.topic.replication.factor": str(len(self.broker_ids))}
-                   if len(self.broker_ids) < 3 else {}),
+                   if 0 < len(self.broker_ids) < 3 else {}),
                 **({"kraft.metrics.port": str(self.metrics_ports[i])} if self.metrics_ports else {}),
                 **self.overrides,
             }
