@@ -235,6 +235,21 @@ INT_SETTINGS.update({
     # acks=all answer; acks=0/1 data flushed at the latest this long after its append).
     "kraft.log.flush.linger.ms": (1000, 0),
 })
+# The group coordinator and __consumer_offsets (Kafka's GroupCoordinatorConfig defaults).
+INT_SETTINGS.update({
+    "offsets.topic.num.partitions": (50, 1),
+    "offsets.topic.replication.factor": (3, 1),
+    "offsets.topic.segment.bytes": (100 * MiB, 1),
+    "offsets.commit.timeout.ms": (5000, 1),
+    "offsets.retention.minutes": (7 * 24 * 60, 1),
+    "offsets.retention.check.interval.ms": (600_000, 1),
+    "offset.metadata.max.bytes": (4096, 0),
+    "group.initial.rebalance.delay.ms": (3000, 0),
+    "group.min.session.timeout.ms": (6000, 0),
+    "group.max.session.timeout.ms": (1_800_000, 0),
+    "group.max.size": (INT32_MAX, 1),
+})
+LONG_SETTINGS = LONG_SETTINGS | {"offsets.retention.check.interval.ms"}
 LONG_SETTINGS = LONG_SETTINGS | {"log.retention.bytes", "log.retention.check.interval.ms", "log.flush.interval.ms",
                                  "log.flush.interval.messages", "kraft.log.flush.linger.ms"}
 

@@ -60,6 +60,8 @@ class BrokerState:
         #: What Metadata answers as controller id (Kafka's KRaft brokers name an alive broker).
         self.controller_id = broker_id if controller_id is None else controller_id
         self.image: MetadataImage = EMPTY_IMAGE
+        #: the metadata log offset ``image`` contains (-1: a static image); ApiVersions' feature epoch
+        self.metadata_offset = -1
         #: False while the broker may not lead for clients (not registered, fenced, lease lost:
         #: ``kraft.broker.lifecycle``); the server layer replaces it. True for a static image.
         self.is_serving = _always

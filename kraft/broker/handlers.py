@@ -1,6 +1,7 @@
 """Client request handlers of a broker listener: ApiVersions with the broker's table, then
 Metadata, Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch, DescribeLogDirs and InitProducerId over the
-broker's ``MetadataImage`` and partition logs. Each handler lives in its own module; this
+broker's ``MetadataImage`` and partition logs; the group APIs go to the group coordinator the
+server layer attaches (``groups``). Each handler lives in its own module; this
 one dispatches and says which versions are advertised (every advertised version has a case
 in ``tests/broker/test_broker_every_advertised_version.py``). No sockets: ``network.py``
 calls ``handle(ctx, request)`` and writes what comes back.
@@ -18,8 +19,10 @@ from kraft.broker.leader_epoch_handler import handle_describe_log_dirs, handle_o
 from kraft.broker.list_offsets_handler import handle_list_offsets
 from kraft.broker.metadata_handler import handle_metadata
 from kraft.broker.produce_handler import ProduceHandler
+from kraft.broker.lifecycle import SUPPORTED_FEATURES as BROKER_SUPPORTED_FEATURES
 from kraft.errors import InvalidRequestError, KraftError
-from kraft.protocol import (ApiVersionsRequest, DescribeLogDirsRequest, FetchRequest, InitProducerIdRequest,
+from kraft.protocol import (ApiVersionsRequest, ApiVersionsResponse, DescribeLogDirsRequest, FetchRequest,
+                            InitProducerIdRequest,
                             ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
                             api_versions_response, unsupported_api_versions_response)
 
@@ -27,7 +30,33 @@ log = logging.getLogger("kraft.broker.handlers")
 
 #: API key -> highest version this broker answers with the semantics it has.
 BROKER_MAX_VERSIONS = {0: 11, 1: 13, 2: 8, 3: 12, 18: 4, 22: 5, 23: 4, 35: 4}
+#: The classic group coordinator's APIs (served by ``groups``, which the server layer attaches):
+#: OffsetCommit, OffsetFetch, FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup,
+#: DescribeGroups, ListGroups, DeleteGroups, OffsetDelete. librdkafka infers lz4/zstd support
+#: (broker >= 0.9/2.1) from FindCoordinator and friends being advertised.
+GROUP_MAX_VERSIONS = {8: 9, 9: 9, 10: 6, 11: 9, 12: 4, 13: 5, 14: 5, 15: 5, 16: 5, 42: 2, 47: 0}
+BROKER_MAX_VERSIONS.update(GROUP_MAX_VERSIONS)
 BROKER_APIS = frozenset(BROKER_MAX_VERSIONS)
+GROUP_APIS = frozenset(GROUP_MAX_VERSIONS)
+
+
+#: Features this broker build supports, as ApiVersions v3+ reports them (kraft.version: KIP-853).
+SUPPORTED_FEATURES = {**BROKER_SUPPORTED_FEATURES, "kraft.version": (0, 1)}
+
+
+def broker_api_versions(state: BrokerState, apis) -> ApiVersionsResponse:
+    """The broker's ApiVersions answer: ``apis`` at ``BROKER_MAX_VERSIONS`` and, from v3 (tagged
+    fields), the supported feature ranges and the finalized levels of its metadata image with
+    the image's offset as their epoch, as Kafka's brokers answer (clients such as the Java admin
+    read them for DescribeFeatures)."""
+    R = ApiVersionsResponse
+    resp = api_versions_response(None, only=apis, max_versions=BROKER_MAX_VERSIONS)
+    resp.supported_features = [R.SupportedFeatureKey(name=n, min_version=lo, max_version=hi)
+                               for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())]
+    resp.finalized_features = [R.FinalizedFeatureKey(name=n, max_version_level=level, min_version_level=level)
+                               for n, level in sorted(state.image.features.finalized_versions.items())]
+    resp.finalized_features_epoch = state.metadata_offset
+    return resp
 
 
 class BrokerHandlers:
@@ -39,6 +68,8 @@ class BrokerHandlers:
         self.produce = ProduceHandler(state, on_append=self.fetch.wake, clock_ms=clock_ms, executor=executor)
         # Without a controller connection the ids come from a local, uncoordinated source.
         self.init_producer_id = InitProducerIdHandler(fetch_producer_id_block or local_block_source(state.broker_id))
+        #: the group coordinator (``kraft.server.group_driver.GroupDriver``), attached by the node
+        self.groups = None
 
     def on_high_watermark(self, plog) -> None:
         """A follower's fetch moved ``plog``'s HW: acks=all waits and consumer fetches look again."""
@@ -48,6 +79,8 @@ class BrokerHandlers:
     def close(self) -> None:
         """Before the logs close: stop validating and write producer-state snapshots (so a
         clean restart replays nothing)."""
+        if self.groups is not None:
+            self.groups.close()
         self.produce.close()
         try:
             self.state.producer_states.write_snapshots()
@@ -75,8 +108,10 @@ class BrokerHandlers:
             return self.init_producer_id.handle(request, version)
         if kind is DescribeLogDirsRequest:
             return handle_describe_log_dirs(self.state, request, version)
+        if request.API_KEY in GROUP_APIS and self.groups is not None:
+            return self.groups.handle(ctx, request)
         if kind is ApiVersionsRequest:
             if not ApiVersionsRequest.supports(version):
                 return unsupported_api_versions_response()
-            return api_versions_response(None, only=BROKER_APIS, max_versions=BROKER_MAX_VERSIONS)
+            return broker_api_versions(self.state, BROKER_APIS)
         raise InvalidRequestError(f"{kind.__name__} is not served on a broker listener")

@@ -36,7 +36,7 @@ import collections
 import concurrent.futures
 import time
 
-from kraft.broker.broker_state import NONE, BrokerState
+from kraft.broker.broker_state import INTERNAL_TOPICS, NONE, BrokerState
 from kraft.broker.producer_state import producer_batches
 from kraft.errors import ErrorCode, FatalLogError, KraftError
 from kraft.protocol import ProduceRequest, ProduceResponse
@@ -86,10 +86,18 @@ class ProduceHandler:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     # --- the request ---------------------------------------------------------------------------
-    def handle(self, request: ProduceRequest, version: int, listener: str):
+    def handle(self, request: ProduceRequest, version: int, listener: str, *, internal: bool = False):
+        """``internal``: a write of the broker's own coordinators; clients may not append to
+        the internal topics (Kafka's "Cannot append to internal topic", INVALID_TOPIC_EXCEPTION)."""
         parts = []
         for t in request.topic_data:
             for p in t.partition_data:
+                if t.name in INTERNAL_TOPICS and not internal:
+                    part = _Part(t.name, p.index)
+                    part.code = int(ErrorCode.INVALID_TOPIC_EXCEPTION)
+                    part.message = f"Cannot append to internal topic {t.name}"
+                    parts.append(part)
+                    continue
                 parts.append(self._check(t.name, p, request.acks, listener))
         if request.acks not in (-1, 0, 1):
             for part in parts:

@@ -143,6 +143,10 @@ class LocalCluster:
                    else {"controller.quorum.voters": voters}),
                 "controller.listener.names": "CONTROLLER",
                 **self._role_props(i),
+                # A cluster of fewer than 3 brokers could never create __consumer_offsets at
+                # Kafka's default RF 3: its quickstart configs lower it the same way.
+                **({"offsets.topic.replication.factor": str(len(self.broker_ids))}
+                   if 0 < len(self.broker_ids) < 3 else {}),
                 **({"kraft.metrics.port": str(self.metrics_ports[i])} if self.metrics_ports else {}),
                 **self.overrides,
             }

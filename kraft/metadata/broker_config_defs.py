@@ -146,6 +146,22 @@ _READ_ONLY = [
     _read_only("replica.fetch.max.bytes", T.INT, "1048576", "Bytes a follower fetches per partition."),
     _read_only("replica.lag.time.max.ms", T.LONG, "30000", "A follower this far behind leaves the ISR."),
     _read_only("socket.request.max.bytes", T.INT, str(100 * 1024 * 1024), "The largest request accepted."),
+    # The group coordinator (Kafka's GroupCoordinatorConfig): read at start-up.
+    _read_only("group.initial.rebalance.delay.ms", T.INT, "3000", "How long the first rebalance of an empty "
+               "group waits for more members."),
+    _read_only("group.min.session.timeout.ms", T.INT, "6000", "The smallest session timeout a member may ask."),
+    _read_only("group.max.session.timeout.ms", T.INT, "1800000", "The largest session timeout a member may ask."),
+    _read_only("group.max.size", T.INT, str(INT_MAX), "The most members a classic group may have."),
+    _read_only("offset.metadata.max.bytes", T.INT, "4096", "The largest metadata string of a committed offset."),
+    _read_only("offsets.commit.timeout.ms", T.INT, "5000", "How long a commit waits for its replicas."),
+    _read_only("offsets.retention.check.interval.ms", T.LONG, "600000", "How often expired offsets are removed."),
+    _read_only("offsets.retention.minutes", T.INT, "10080", "How long the offsets of a group without members "
+               "are kept."),
+    _read_only("offsets.topic.num.partitions", T.INT, "50", "Partitions of __consumer_offsets at its creation."),
+    _read_only("offsets.topic.replication.factor", T.INT, "3", "Replication factor of __consumer_offsets at its "
+               "creation (not capped by the live brokers)."),
+    _read_only("offsets.topic.segment.bytes", T.INT, str(100 * 1024 * 1024), "Segment size of "
+               "__consumer_offsets."),
 ]
 
 #: Broker configs DescribeConfigs lists and AlterConfigs knows, by name.

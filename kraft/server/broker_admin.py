@@ -25,7 +25,7 @@ import logging
 import time
 
 from kraft.broker.broker_state import INTERNAL_TOPICS
-from kraft.broker.handlers import BROKER_APIS, BROKER_MAX_VERSIONS
+from kraft.broker.handlers import BROKER_APIS, broker_api_versions
 from kraft.client.controller_client import ControllerClient
 from kraft.controller.cluster_handlers import broker_entries
 from kraft.controller.handlers import ERROR_RESPONSES, HANDLERS
@@ -33,7 +33,7 @@ from kraft.controller.result import ControllerContext
 from kraft.errors import ErrorCode, KraftError
 from kraft.metadata.authorization import authorized_operations, authorizer_configured
 from kraft.metadata.topic_names import topic_name_error
-from kraft.protocol import ApiVersionsRequest, CreateTopicsRequest, MetadataRequest, api_versions_response
+from kraft.protocol import ApiVersionsRequest, CreateTopicsRequest, MetadataRequest
 from kraft.protocol.messages.acls import RESOURCE_CLUSTER
 from kraft.protocol.messages.describe_cluster import ENDPOINT_BROKERS, DescribeClusterResponse
 
@@ -83,8 +83,7 @@ class BrokerAdminHandlers:
         if key == 60:
             return self._describe_cluster(request, version, ctx.listener)
         if key == ApiVersionsRequest.API_KEY and ApiVersionsRequest.supports(version):
-            return api_versions_response(None, only=BROKER_APIS | FORWARDED_APIS | IMAGE_READ_APIS,
-                                         max_versions=BROKER_MAX_VERSIONS)
+            return broker_api_versions(self.state, BROKER_APIS | FORWARDED_APIS | IMAGE_READ_APIS)
         response = self.inner.handle(ctx, request)
         if key == MetadataRequest.API_KEY and self.auto_create.enabled:
             self._auto_create(request, version, response)

@@ -43,6 +43,7 @@ from kraft.metadata.broker_config_defs import BROKER_CONFIGS
 from kraft.metadata.config_defs import parse_value
 from kraft.metadata.configs import BROKER
 from kraft.metadata.image import EMPTY_IMAGE, MetadataImage
+from kraft.server.group_driver import GroupDriver
 from kraft.server.network import KafkaServer, connection_limits
 from kraft.server.replication_driver import ReplicationDriver
 from kraft.server.allocator import keep_freed_pages
@@ -56,7 +57,9 @@ def _wall_ms() -> int:
 
 class BrokerNode:
     def __init__(self, cfg: NodeConfig, *, cluster_id: str | None = None, lock: bool = True, serve=None,
-                 fetch_producer_id_block=None):
+                 fetch_producer_id_block=None, create_topic=None):
+        #: CreateTopicsRequest -> awaitable answer from the controller (the offsets topic)
+        self.create_topic = create_topic
         self.cfg = cfg
         #: () -> (start, length) or an awaitable of it: producer id blocks (None: a local source)
         self.fetch_producer_id_block = fetch_producer_id_block
@@ -119,6 +122,8 @@ class BrokerNode:
                                        fetch_session_cache_slots=v["max.incremental.fetch.session.cache.slots"])
         self.replication = ReplicationDriver(cfg, self.state, self.handlers)
         self.replication.start()
+        self.handlers.groups = GroupDriver(self.state, self.handlers.produce, v, create_topic=self.create_topic)
+        self.handlers.groups.start()
         controller_names = set(cfg.controller_listener_names)
         for ep in cfg.listeners:
             if ep.name in controller_names:

@@ -77,7 +77,8 @@ class BrokerRole:
         self.forwarding_client = ControllerClient(controller_addresses(cfg), client_id=f"kraft-broker-{cfg.node_id}",
                                                   request_timeout_ms=FORWARD_TIMEOUT_MS)
         self.node = BrokerNode(cfg, cluster_id=cluster_id, lock=False,
-                               serve=self._admin_handlers, fetch_producer_id_block=self._allocate_producer_ids)
+                               serve=self._admin_handlers, fetch_producer_id_block=self._allocate_producer_ids,
+                               create_topic=self._create_topic)
         #: the Raft listener the node's driver must feed (after the controller, if any)
         self.follower = (SharedImageFollower(image_source, self._on_image) if image_source is not None
                          else MetadataFollower(self._on_image))
@@ -89,6 +90,10 @@ class BrokerRole:
         self._serving_task = None
         self._catch_up_began = 0.0
         self._catch_up_logged = 0.0
+
+    async def _create_topic(self, request):
+        """CreateTopics on the active controller (the group coordinator's offsets topic)."""
+        return await self.forwarding_client.call(request, deadline_s=request.timeout_ms / 1000)
 
     def _admin_handlers(self, handlers) -> BrokerAdminHandlers:
         cfg = self.cfg
@@ -164,6 +169,7 @@ class BrokerRole:
                      "known) in %.1f s: publishing the first image", self.cfg.node_id, offset, self.catch_up.target,
                      asyncio.get_running_loop().time() - self._catch_up_began)
         state = self.node.state
+        state.metadata_offset = offset
         if image is not state.image:
             changes = self.node.publish(image)
             if changes.created or changes.deleted or changes.strays:

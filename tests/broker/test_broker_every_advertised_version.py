@@ -16,6 +16,8 @@ from kraft.protocol import (ApiVersionsRequest, DescribeLogDirsRequest, FetchReq
 from kraft.records import build_batch, iter_batches
 from kraft.server.broker_node import BrokerNode, broker_config, static_image
 
+from group_version_cases import OFFSETS, check_group_versions
+
 E = ErrorCode
 TOPIC = "t"
 
@@ -61,9 +63,10 @@ def _epoch(epoch, partition=0):
 
 
 async def _scenario(tmp_path):
-    node = BrokerNode(broker_config(1, str(tmp_path / "logs")), cluster_id="cid")
+    node = BrokerNode(broker_config(1, str(tmp_path / "logs"), props={"group.initial.rebalance.delay.ms": 0}),
+                      cluster_id="cid")
     await node.start()
-    image = static_image(node.registration_record(), {TOPIC: 1})
+    image = static_image(node.registration_record(), {TOPIC: 1, OFFSETS: 1})
     node.publish(image)
     topic_id = image.topics.by_name[TOPIC].id
     reader, writer = await asyncio.open_connection("127.0.0.1", node.port())
@@ -75,14 +78,24 @@ async def _scenario(tmp_path):
             resp = await conn.ask(ApiVersionsRequest(client_software_name="t", client_software_version="1"), v)
             assert resp.error_code == 0, v
             table = {a.api_key: (a.min_version, a.max_version) for a in resp.api_keys}
+            if v >= 3:  # KIP-584 features in tagged fields
+                features = {f.name: (f.min_version, f.max_version) for f in resp.supported_features}
+                assert features["metadata.version"][1] >= 21 and features["kraft.version"] == (0, 1), features
             checked.add((18, v))
         assert table == {0: (3, 11), 1: (4, 13), 2: (1, 8), 3: (0, 12), 18: (0, 4), 22: (0, 5), 23: (2, 4),
-                         35: (1, 4)}
+                         35: (1, 4), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5),
+                         14: (0, 5), 15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0)}
+        # the group coordinator loads its shard on its first tick
+        for _ in range(100):
+            if node.handlers.groups.shards.get(0) is not None and node.handlers.groups.shards[0].ready:
+                break
+            await asyncio.sleep(0.02)
+        await check_group_versions(conn, node.port(), TOPIC, checked)
 
         for v in range(0, 13):
             resp = await conn.ask(MetadataRequest(topics=[] if v == 0 else None), v)
             assert [(b.node_id, b.port) for b in resp.brokers] == [(1, node.port())], v
-            [t] = resp.topics
+            [t] = [t for t in resp.topics if t.name != OFFSETS]
             assert (t.name, t.error_code, t.partitions[0].leader_id) == (TOPIC, 0, 1), v
             if v >= 10:
                 assert t.topic_id == topic_id
@@ -132,7 +145,7 @@ async def _scenario(tmp_path):
         for v in range(1, 5):
             resp = await conn.ask(DescribeLogDirsRequest(topics=None), v)
             [d] = resp.results
-            [t] = d.topics
+            [t] = [t for t in d.topics if t.name != OFFSETS]
             assert (t.name, t.partitions[0].partition_index, t.partitions[0].offset_lag) == (TOPIC, 0, 0), v
             assert t.partitions[0].partition_size > 0
             resp = await conn.ask(DescribeLogDirsRequest(topics=[DescribeLogDirsRequest.Topic(

@@ -24,6 +24,14 @@ from kraft.protocol.messages.describe_cluster import DescribeClusterRequest, Des
 from kraft.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from kraft.protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from kraft.protocol.messages.fetch import FetchRequest, FetchResponse
+from kraft.protocol.messages.group_admin import (DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
+                                                 DescribeGroupsResponse, ListGroupsRequest, ListGroupsResponse)
+from kraft.protocol.messages.group_membership import (FindCoordinatorRequest, FindCoordinatorResponse,
+                                                      HeartbeatRequest, HeartbeatResponse, JoinGroupRequest,
+                                                      JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
+                                                      SyncGroupRequest, SyncGroupResponse)
+from kraft.protocol.messages.group_offsets import (OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest,
+                                                   OffsetDeleteResponse, OffsetFetchRequest, OffsetFetchResponse)
 from kraft.protocol.messages.fetch_snapshot import FetchSnapshotRequest, FetchSnapshotResponse
 from kraft.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from kraft.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
@@ -44,6 +52,17 @@ from kraft.protocol.messages.update_features import UpdateFeaturesRequest, Updat
 from kraft.protocol.messages.vote import VoteRequest, VoteResponse
 
 __all__ = [
+    "DeleteGroupsRequest", "DeleteGroupsResponse",
+    "DescribeGroupsRequest", "DescribeGroupsResponse",
+    "ListGroupsRequest", "ListGroupsResponse",
+    "FindCoordinatorRequest", "FindCoordinatorResponse",
+    "HeartbeatRequest", "HeartbeatResponse",
+    "JoinGroupRequest", "JoinGroupResponse",
+    "LeaveGroupRequest", "LeaveGroupResponse",
+    "SyncGroupRequest", "SyncGroupResponse",
+    "OffsetCommitRequest", "OffsetCommitResponse",
+    "OffsetDeleteRequest", "OffsetDeleteResponse",
+    "OffsetFetchRequest", "OffsetFetchResponse",
     "AddRaftVoterRequest", "AddRaftVoterResponse", "RemoveRaftVoterRequest", "RemoveRaftVoterResponse",
     "UpdateRaftVoterRequest", "UpdateRaftVoterResponse",
     "AllocateProducerIdsRequest", "AllocateProducerIdsResponse",

@@ -1,0 +1,90 @@
+"""How long a classic group of confluent-kafka consumers takes to be stable: ``--consumers``
+members over a ``--partitions`` topic on 3 combined nodes (``group.initial.rebalance.delay.ms=0``),
+members joining one after another; the time from the last member's ``subscribe()`` until the
+assignments of all of them cover every partition exactly once.
+
+    PYTHONPATH=$PWD python bench/bench_group_rebalance.py --consumers 10 --partitions 100
+
+Not a test: nothing asserts a time. Prints a line per strategy and writes JSON to bench/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from confluent_kafka import Consumer, KafkaException  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from kraft.cli.local_cluster import LocalCluster, wait_for  # noqa: E402
+
+
+def brokers(admin) -> int:
+    try:
+        return len(admin.list_topics(timeout=2).brokers)
+    except KafkaException:
+        return 0
+
+
+def settle(bootstrap: str, topic: str, n: int, partitions: int, strategy: str, group: str) -> float:
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "partition.assignment.strategy": strategy,
+            "session.timeout.ms": 10000, "heartbeat.interval.ms": 250, "log_level": 0}
+    consumers = []
+    try:
+        for _ in range(n):
+            c = Consumer(conf)
+            c.subscribe([topic])
+            consumers.append(c)
+            c.poll(0.05)
+        last = time.monotonic()
+        while time.monotonic() - last < 60:
+            for c in consumers:
+                c.poll(0.01)
+            parts = [tp.partition for c in consumers for tp in c.assignment()]
+            if len(parts) == partitions and len(set(parts)) == partitions and all(c.assignment() for c in consumers):
+                return time.monotonic() - last
+        return float("nan")
+    finally:
+        for c in consumers:
+            c.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--consumers", type=int, default=10)
+    ap.add_argument("--partitions", type=int, default=100)
+    args = ap.parse_args()
+    cluster = LocalCluster(tempfile.mkdtemp(prefix="bench-rebalance-"), 3, combined=True,
+                           overrides={"group.initial.rebalance.delay.ms": "0"}).create()
+    cluster.start()
+    result = {"consumers": args.consumers, "partitions": args.partitions, "machine_cpus": os.cpu_count()}
+    try:
+        admin = AdminClient({"bootstrap.servers": cluster.broker_bootstrap, "log_level": 0})
+        assert wait_for(lambda: brokers(admin) == 3, 60, 0.3)
+        for f in admin.create_topics([NewTopic("rebalance", args.partitions, 3)]).values():
+            f.result()
+        for strategy in ("range", "cooperative-sticky"):
+            t = settle(cluster.broker_bootstrap, "rebalance", args.consumers, args.partitions, strategy,
+                       f"g-{strategy}")
+            result[strategy] = t
+            print(f"{args.consumers} consumers, {args.partitions} partitions, {strategy}: stable {t:.2f} s after "
+                  f"the last subscribe()")
+    finally:
+        cluster.close()
+    os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
+    path = os.path.join(os.path.dirname(__file__), "results",
+                        f"group_rebalance-{datetime.datetime.utcnow():%Y%m%dT%H%M%S}.json")
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""Committed offsets of a shard's groups (Kafka's ``OffsetMetadataManager``, classic groups):
+OffsetCommit with Kafka's commit validation, OffsetFetch, OffsetDelete, DeleteGroups and
+offsets retention. A mixin of ``GroupShard`` (it uses the shard's groups, offsets, appends and
+member checks); sans-I/O like it."""
+
+from __future__ import annotations
+
+from kraft.coordinator.classic_group import DEAD, EMPTY, COMPLETING, ClassicGroup
+from kraft.coordinator.group_records import group_tombstone, offset_commit_record, offset_tombstone
+from kraft.coordinator.shard_state import Append, OffsetEntry, commit_error, coordinator_error, valid_group_id
+from kraft.errors import ErrorCode as E
+from kraft.protocol.messages.group_offsets import OffsetCommitResponse
+
+
+class OffsetHandlers:
+    def commit(self, req, version: int, now_ms: int, respond) -> None:
+        R = OffsetCommitResponse
+
+        def answer(code_of):
+            respond(R(topics=[R.Topic(name=t.name, partitions=[
+                R.Topic.Partition(partition_index=p.partition_index, error_code=code_of(t.name, p))
+                for p in t.partitions]) for t in req.topics]))
+        group = self.groups.get(req.group_id)
+        code = self._check_commit(group, req, version)
+        if code != E.NONE:
+            return answer(lambda t, p: code)
+        if group is None:
+            group = self.groups[req.group_id] = ClassicGroup(req.group_id, now_ms)  # a "simple" group
+        if group.members and req.member_id in group.members:
+            m = group.members[req.member_id]
+            m.heartbeat_deadline = max(m.heartbeat_deadline, now_ms + m.session_timeout_ms)
+        limit = self.config.offset_metadata_max_bytes
+        records, entries = [], []
+        for t in req.topics:
+            for p in t.partitions:
+                meta = p.committed_metadata or ""
+                if len(meta.encode("utf-8")) > limit:
+                    continue
+                entry = OffsetEntry(p.committed_offset, p.committed_leader_epoch, meta, now_ms)
+                records.append(offset_commit_record(req.group_id, t.name, p.partition_index, entry.offset,
+                                                    entry.leader_epoch, meta, now_ms))
+                entries.append(((t.name, p.partition_index), entry))
+
+        def too_large(p):
+            return len((p.committed_metadata or "").encode("utf-8")) > limit
+
+        def durable():
+            offsets = self.offsets.setdefault(req.group_id, {})
+            for key, entry in entries:
+                offsets[key] = entry
+            answer(lambda t, p: E.OFFSET_METADATA_TOO_LARGE if too_large(p) else E.NONE)
+
+        def failed(code):
+            answer(lambda t, p: E.OFFSET_METADATA_TOO_LARGE if too_large(p) else commit_error(code))
+        if not records:
+            return durable()
+        self._appends.append(Append(records, durable, failed))
+
+    def _check_commit(self, group, req, version) -> int:
+        """Kafka's ``ClassicGroup.validateOffsetCommit``."""
+        if not valid_group_id(req.group_id):
+            return E.INVALID_GROUP_ID
+        generation = req.generation_id_or_member_epoch if version >= 1 else -1
+        member_id = req.member_id if version >= 1 else ""
+        if group is None:
+            return E.NONE if generation < 0 else E.ILLEGAL_GENERATION
+        if group.state == DEAD:
+            return E.COORDINATOR_NOT_AVAILABLE
+        if generation < 0 and group.state == EMPTY:
+            return E.NONE  # an admin client or a simple (assign) consumer
+        if generation >= 0 or member_id or req.group_instance_id is not None:
+            code = self._check_member(group, req.group_id, member_id, req.group_instance_id, generation)
+            if code != E.NONE:
+                return code
+        elif group.state != EMPTY:
+            return E.UNKNOWN_MEMBER_ID
+        if group.state == COMPLETING:
+            return E.REBALANCE_IN_PROGRESS
+        return E.NONE
+
+    def fetch_offsets(self, group_id: str, topics) -> tuple[int, list]:
+        """(error, [(topic, [(partition, OffsetEntry or None)])]) for ``topics`` = [(name,
+        [partitions])], or every committed offset of the group when ``topics`` is None."""
+        if not valid_group_id(group_id):
+            return E.INVALID_GROUP_ID, [(name, [(p, None) for p in parts]) for name, parts in topics or ()]
+        offsets = self.offsets.get(group_id, {})
+        if topics is None:
+            by_topic: dict = {}
+            for (t, p), entry in sorted(offsets.items()):
+                by_topic.setdefault(t, []).append((p, entry))
+            return E.NONE, list(by_topic.items())
+        return E.NONE, [(name, [(p, offsets.get((name, p))) for p in parts]) for name, parts in topics]
+
+    def delete_offsets(self, group_id: str, topics, respond) -> None:
+        """OffsetDelete: ``topics`` = [(name, [partitions])]; respond(error, {(t, p): code})."""
+        group = self.groups.get(group_id)
+        if not valid_group_id(group_id):
+            return respond(E.INVALID_GROUP_ID, {})
+        if group is None and group_id not in self.offsets:
+            return respond(E.GROUP_ID_NOT_FOUND, {})
+        if group is not None and group.state != EMPTY and group.protocol_type != "consumer" and group.members:
+            return respond(E.NON_EMPTY_GROUP, {})
+        subscribed = group.subscribed_topics() if group is not None and group.members else set()
+        codes, records = {}, []
+        offsets = self.offsets.get(group_id, {})
+        for name, parts in topics:
+            for p in parts:
+                if subscribed is not None and name in subscribed:
+                    codes[(name, p)] = E.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    codes[(name, p)] = E.NONE
+                    if (name, p) in offsets:
+                        records.append(offset_tombstone(group_id, name, p))
+
+        def durable():
+            for r in records:
+                self.replay(r.key, None, 0)
+            respond(E.NONE, codes)
+        if not records:
+            return durable()
+        self._appends.append(Append(records, durable, lambda code: respond(coordinator_error(code), {})))
+
+    def delete_groups(self, group_ids, respond) -> None:
+        """DeleteGroups: respond({group_id: code}) once the tombstones are durable."""
+        codes, records, doomed = {}, [], []
+        for gid in group_ids:
+            group = self.groups.get(gid)
+            if not valid_group_id(gid):
+                codes[gid] = E.INVALID_GROUP_ID
+            elif group is None and gid not in self.offsets:
+                codes[gid] = E.GROUP_ID_NOT_FOUND
+            elif group is not None and group.state not in (EMPTY, DEAD):
+                codes[gid] = E.NON_EMPTY_GROUP
+            else:
+                codes[gid] = E.NONE
+                records.extend(offset_tombstone(gid, t, p) for (t, p) in self.offsets.get(gid, {}))
+                records.append(group_tombstone(gid))
+                doomed.append(gid)
+                if group is not None:
+                    group.transition(DEAD, group.state_since_ms)
+
+        def durable():
+            for gid in doomed:
+                self.groups.pop(gid, None)
+                self.offsets.pop(gid, None)
+            respond(codes)
+
+        def failed(code):
+            for gid in doomed:
+                group = self.groups.get(gid)
+                if group is not None:
+                    group.state = EMPTY  # back as it was: nothing was deleted
+                codes[gid] = coordinator_error(code)
+            respond(codes)
+        if not records:
+            return durable()
+        self._appends.append(Append(records, durable, failed))
+
+    def expire_offsets(self, now_ms: int) -> None:
+        """Offsets retention (Kafka's ``cleanupGroupMetadata``): offsets of groups without
+        members expire ``offsets.retention.minutes`` after the later of their commit and the
+        group becoming Empty; an Empty group left without offsets is deleted."""
+        retention = self.config.offsets_retention_ms
+        records, expired = [], []
+        for gid in set(self.offsets) | set(self.groups):
+            group = self.groups.get(gid)
+            if group is not None and group.state != EMPTY:
+                continue
+            since = group.state_since_ms if group is not None else 0
+            offsets = self.offsets.get(gid, {})
+            gone = [k for k, e in offsets.items() if max(e.commit_ms, since) + retention <= now_ms]
+            records.extend(offset_tombstone(gid, t, p) for t, p in gone)
+            expired.extend((gid, k) for k in gone)
+            if group is not None and len(gone) == len(offsets) and group.generation >= 0:
+                records.append(group_tombstone(gid))
+                expired.append((gid, None))
+
+        def durable():
+            for gid, k in expired:
+                if k is None:
+                    group = self.groups.get(gid)
+                    if group is not None and group.state == EMPTY and not self.offsets.get(gid):
+                        del self.groups[gid]
+                else:
+                    self.offsets.get(gid, {}).pop(k, None)
+                    if gid in self.offsets and not self.offsets[gid]:
+                        del self.offsets[gid]
+        if records:
+            self._appends.append(Append(records, durable))
+
+    # --- ListGroups / DescribeGroups -----------------------------------------------------------

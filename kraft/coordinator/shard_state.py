@@ -1,0 +1,62 @@
+"""What a group shard's parts share: its configuration, a committed offset, an append to its
+partition (records + what to do when durable or failed), and Kafka's mapping of a failed write
+to the error a group client understands. No I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kraft.errors import ErrorCode as E
+
+MAX_GROUP_ID_CHARS = 32767  # a Kafka string's int16 length
+
+
+@dataclass
+class GroupConfig:
+    min_session_timeout_ms: int = 6000            # group.min.session.timeout.ms
+    max_session_timeout_ms: int = 1_800_000       # group.max.session.timeout.ms
+    initial_rebalance_delay_ms: int = 3000        # group.initial.rebalance.delay.ms
+    max_size: int = 2**31 - 1                     # group.max.size
+    offset_metadata_max_bytes: int = 4096         # offset.metadata.max.bytes
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes
+    new_member_join_timeout_ms: int = 5 * 60 * 1000   # Kafka's GroupCoordinator.NewMemberJoinTimeoutMs
+    max_metadata_bytes: int = 1 << 20              # per member protocol metadata (hostile input bound)
+
+
+@dataclass
+class OffsetEntry:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_ms: int
+
+
+@dataclass
+class Append:
+    """Records for this shard's partition; ``on_durable()`` once they are committed (acks=all),
+    ``on_failed(code)`` if the write fails (the code is the append's error)."""
+    records: list
+    on_durable: object = None
+    on_failed: object = None
+    replies: list = field(default_factory=list)
+
+
+def valid_group_id(group_id) -> bool:
+    return bool(group_id) and len(group_id) <= MAX_GROUP_ID_CHARS
+
+
+
+def coordinator_error(code: int) -> int:
+    """Kafka's mapping of a failed write to what a group client understands."""
+    if code in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS, E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                E.REQUEST_TIMED_OUT):
+        return E.COORDINATOR_NOT_AVAILABLE
+    if code in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
+        return E.NOT_COORDINATOR
+    return E.UNKNOWN_SERVER_ERROR if code not in (E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR) else code
+
+
+def commit_error(code: int) -> int:
+    if code in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE):
+        return E.INVALID_COMMIT_OFFSET_SIZE
+    return coordinator_error(code)
