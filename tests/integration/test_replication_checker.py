@@ -209,3 +209,22 @@ def test_restart_torture_loses_nothing_and_renames_no_partition(tmp_path):
     assert sum(result["faults"].values()) >= 5, result
     assert result["isr_full_at_end"] and not result["crashes"], proc.stdout[-3000:]
     assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def test_a_produced_value_without_a_delivery_report_is_indeterminate_not_unknown(tmp_path, monkeypatch):
+    """Seed 20261128: librdkafka reported nothing at all for one message of a batch cut short by
+    a fatal idempotence error; the value was in the log once. Every seq below a producer's highest
+    was produced, so a missing report is an unknown outcome, not a value nobody sent."""
+    monkeypatch.syspath_prepend(TOOLS)
+    import replication_checker as checker
+
+    path = tmp_path / "producer-i2.tsv"
+    path.write_text("S\t100.0\n" + "".join(f"A\t{n % 3}\t{n // 3}\t101.0\ti2-{n}\n" for n in range(6) if n != 4)
+                    + "I\t0\t102.0\t_PURGE_QUEUE\ti2-6\n")
+    acks, indeterminate, _, _ = checker.read_history([str(path)])
+    assert len(acks) == 5
+    assert [(i.partition, i.value, i.error) for i in indeterminate] == [
+        (0, b"i2-6", "_PURGE_QUEUE"), (1, b"i2-4", "NO_DELIVERY_REPORT")]
+    consumed = {0: {0: b"i2-0", 1: b"i2-3", 2: b"i2-6"}, 1: {0: b"i2-1", 1: b"i2-4"}, 2: {0: b"i2-2", 1: b"i2-5"}}
+    v = verdict(acks, indeterminate, consumed, {0: 3, 1: 2, 2: 2})
+    assert not v.unknown and not v.lost, v
