@@ -234,9 +234,14 @@ INT_SETTINGS.update({
     # kraft's own: partition logs are durable by group commit (fdatasync covering every
     # acks=all answer; acks=0/1 data flushed at the latest this long after its append).
     "kraft.log.flush.linger.ms": (1000, 0),
+    # the log cleaner (Kafka's CleanerConfig): read at start-up
+    "log.cleaner.threads": (1, 0),
+    "log.cleaner.dedupe.buffer.size": (128 * MiB, 1),
+    "log.cleaner.backoff.ms": (15_000, 0),
 })
 LONG_SETTINGS = LONG_SETTINGS | {"log.retention.bytes", "log.retention.check.interval.ms", "log.flush.interval.ms",
-                                 "log.flush.interval.messages", "kraft.log.flush.linger.ms"}
+                                 "log.flush.interval.messages", "kraft.log.flush.linger.ms",
+                                 "log.cleaner.dedupe.buffer.size", "log.cleaner.backoff.ms"}
 
 
 def log_flush_linger_ms(values: dict) -> float:

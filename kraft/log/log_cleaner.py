@@ -182,6 +182,15 @@ class LogCleaner:
             t.join(timeout)
         self._threads = []
 
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def request_stop(self) -> None:
+        """Ask the threads to stop without waiting for them (``stop`` waits)."""
+        self._stop.set()
+        self._wake.set()
+
     def wake(self) -> None:
         """Look for work now instead of after the backoff (tests, a config change)."""
         self._wake.set()
