@@ -61,6 +61,62 @@ def key_hash(key):
     return hash_bytes(p, n, CSEED1), hash_bytes(p, n, CSEED2)
 
 
+cdef int walk_block(const uint8_t *base, Py_ssize_t start, Py_ssize_t stop_at, int count, int64_t base_offset,
+                    int64_t base_timestamp, int64_t *o, uint64_t *a, uint64_t *c, int64_t *t, uint8_t *f,
+                    int64_t *s, int64_t *e) noexcept nogil:
+    """Walk ``count`` records in ``base[start:stop_at]``; positions written are relative to
+    ``base``. Returns the index of the malformed record, or -1."""
+    cdef const uint8_t *p = base + start
+    cdef const uint8_t *stop = base + stop_at
+    cdef const uint8_t *rec_end
+    cdef int32_t length, odelta, klen, vlen
+    cdef int64_t tdelta
+    cdef int n, i
+    for i in range(count):
+        s[i] = p - base
+        f[i] = 0
+        a[i] = 0
+        c[i] = 0
+        n = kc_read_varint32(p, stop, &length)
+        if n == 0 or length < 0 or length > stop - p - n:
+            return i
+        p += n
+        rec_end = p + length
+        p += 1  # attributes
+        n = kc_read_varint64(p, rec_end, &tdelta) if p < rec_end else 0
+        if n == 0:
+            return i
+        p += n
+        n = kc_read_varint32(p, rec_end, &odelta)
+        if n == 0:
+            return i
+        p += n
+        n = kc_read_varint32(p, rec_end, &klen)
+        if n == 0 or klen > rec_end - p - n or klen < -1:
+            return i
+        p += n
+        if klen >= 0:
+            f[i] = 1
+            a[i] = hash_bytes(p, klen, CSEED1)
+            c[i] = hash_bytes(p, klen, CSEED2)
+            p += klen
+        n = kc_read_varint32(p, rec_end, &vlen)
+        if n == 0 or vlen < -1 or vlen > rec_end - p - n:
+            return i
+        if vlen >= 0:
+            f[i] |= 2
+        p = rec_end
+        o[i] = base_offset + odelta
+        t[i] = base_timestamp + tdelta
+        e[i] = p - base
+    return -1
+
+
+def _outputs(Py_ssize_t n):
+    return (np.empty(n, np.int64), np.zeros(n, np.uint64), np.zeros(n, np.uint64), np.empty(n, np.int64),
+            np.zeros(n, np.uint8), np.empty(n, np.int64), np.empty(n, np.int64))
+
+
 def scan_records(block, int count, int64_t base_offset, int64_t base_timestamp):
     """Walk ``count`` records of an uncompressed records block. Returns ``(offsets, h1, h2,
     timestamps, flags, starts, ends)`` (flags bit 0: has a key, bit 1: has a value); ValueError
@@ -69,67 +125,51 @@ def scan_records(block, int count, int64_t base_offset, int64_t base_timestamp):
     cdef Py_ssize_t size = b.shape[0]
     if count < 0 or count > size:
         raise ValueError(f"record count {count} does not fit {size} bytes")
-    offsets = np.empty(count, np.int64)
-    h1 = np.zeros(count, np.uint64)
-    h2 = np.zeros(count, np.uint64)
-    timestamps = np.empty(count, np.int64)
-    flags = np.zeros(count, np.uint8)
-    starts = np.empty(count, np.int64)
-    ends = np.empty(count, np.int64)
-    cdef int64_t[::1] o = offsets, t = timestamps, s = starts, e = ends
-    cdef uint64_t[::1] a = h1, c = h2
-    cdef uint8_t[::1] f = flags
-    cdef const uint8_t *base = &b[0] if size else <const uint8_t *>""
-    cdef const uint8_t *p = base
-    cdef const uint8_t *stop = base + size
-    cdef const uint8_t *rec_end
-    cdef int32_t length, odelta, klen, vlen
-    cdef int64_t tdelta
-    cdef int n, i
-    cdef int bad = 0
+    out = _outputs(count)
+    if count == 0:
+        return out
+    cdef int64_t[::1] o = out[0], t = out[3], s = out[5], e = out[6]
+    cdef uint64_t[::1] a = out[1], c = out[2]
+    cdef uint8_t[::1] f = out[4]
+    cdef int bad
     with nogil:
-        for i in range(count):
-            s[i] = p - base
-            n = kc_read_varint32(p, stop, &length)
-            if n == 0 or length < 0 or length > stop - p - n:
-                bad = 1
+        bad = walk_block(&b[0], 0, size, count, base_offset, base_timestamp, &o[0], &a[0], &c[0], &t[0], &f[0],
+                         &s[0], &e[0])
+    if bad >= 0:
+        raise ValueError(f"malformed record {bad} of {count}")
+    return out
+
+
+def scan_many(buffer, const int64_t[::1] block_starts, const int64_t[::1] block_ends, const int64_t[::1] counts,
+              const int64_t[::1] base_offsets, const int64_t[::1] base_timestamps):
+    """``scan_records`` of many uncompressed blocks of one buffer (a segment) in one call, the
+    results concatenated, starts and ends relative to the buffer. The GIL is released."""
+    cdef const uint8_t[::1] b = buffer
+    cdef Py_ssize_t nb = block_starts.shape[0], size = b.shape[0], total = 0, k, at = 0
+    for k in range(nb):
+        if counts[k] < 0 or block_starts[k] < 0 or block_ends[k] > size or block_starts[k] > block_ends[k] \
+                or counts[k] > block_ends[k] - block_starts[k]:
+            raise ValueError(f"block {k} does not fit the buffer")
+        total += counts[k]
+    out = _outputs(total)
+    if total == 0:
+        return out
+    cdef int64_t[::1] o = out[0], t = out[3], s = out[5], e = out[6]
+    cdef uint64_t[::1] a = out[1], c = out[2]
+    cdef uint8_t[::1] f = out[4]
+    cdef int bad = -1
+    with nogil:
+        for k in range(nb):
+            if counts[k] == 0:
+                continue
+            bad = walk_block(&b[0], block_starts[k], block_ends[k], <int>counts[k], base_offsets[k],
+                             base_timestamps[k], &o[at], &a[at], &c[at], &t[at], &f[at], &s[at], &e[at])
+            if bad >= 0:
                 break
-            p += n
-            rec_end = p + length
-            p += 1  # attributes
-            n = kc_read_varint64(p, rec_end, &tdelta) if p < rec_end else 0
-            if n == 0:
-                bad = 1
-                break
-            p += n
-            n = kc_read_varint32(p, rec_end, &odelta)
-            if n == 0:
-                bad = 1
-                break
-            p += n
-            n = kc_read_varint32(p, rec_end, &klen)
-            if n == 0 or klen > rec_end - p - n or klen < -1:
-                bad = 1
-                break
-            p += n
-            if klen >= 0:
-                f[i] = 1
-                a[i] = hash_bytes(p, klen, CSEED1)
-                c[i] = hash_bytes(p, klen, CSEED2)
-                p += klen
-            n = kc_read_varint32(p, rec_end, &vlen)
-            if n == 0 or vlen < -1 or vlen > rec_end - p - n:
-                bad = 1
-                break
-            if vlen >= 0:
-                f[i] |= 2
-            p = rec_end
-            o[i] = base_offset + odelta
-            t[i] = base_timestamp + tdelta
-            e[i] = p - base
-    if bad:
-        raise ValueError(f"malformed record {i} of {count}")
-    return offsets, h1, h2, timestamps, flags, starts, ends
+            at += counts[k]
+    if bad >= 0:
+        raise ValueError(f"malformed record {bad} in block {k}")
+    return out
 
 
 def rebuild_records(block, const int64_t[::1] starts, const int64_t[::1] ends, const int64_t[::1] timestamps,
@@ -175,31 +215,38 @@ def rebuild_records(block, const int64_t[::1] starts, const int64_t[::1] ends, c
     return bytes(out[:q - q0])
 
 
+cdef struct Entry:
+    uint64_t h1
+    uint64_t h2
+    int64_t off
+
+
 cdef class OffsetMap:
     """Kafka's SkimpyOffsetMap: key fingerprint -> latest offset, in a fixed table of
-    ``memory_bytes // 24`` slots (open addressing, linear probing) filled to at most
-    ``load_factor`` of them. Memory never grows: a caller whose keys do not fit cleans in
-    several passes."""
+    ``memory_bytes // 24`` slots (open addressing, linear probing; each slot's two hashes and
+    offset side by side, one cache line touched per probe) filled to at most ``load_factor``
+    of them. Memory never grows: a caller whose keys do not fit cleans in several passes."""
 
-    cdef object _h1, _h2, _off
-    cdef uint64_t[::1] h1
-    cdef uint64_t[::1] h2
-    cdef int64_t[::1] off
+    cdef object _table
+    cdef Entry *tab
     cdef readonly Py_ssize_t slots, capacity, size
     cdef readonly int64_t latest_offset
 
     def __init__(self, Py_ssize_t memory_bytes, double load_factor=0.9):
         self.slots = max(1, memory_bytes // ENTRY_BYTES)
         self.capacity = max(1, min(self.slots - 1, <Py_ssize_t>(self.slots * load_factor))) if self.slots > 1 else 0
-        self._h1 = np.zeros(self.slots, np.uint64)
-        self._h2 = np.zeros(self.slots, np.uint64)
-        self._off = np.full(self.slots, -1, np.int64)
-        self.h1, self.h2, self.off = self._h1, self._h2, self._off
-        self.size = 0
-        self.latest_offset = -1
+        self._table = np.empty(self.slots * 3, np.int64)
+        cdef int64_t[::1] raw = self._table
+        self.tab = <Entry *>&raw[0]
+        self.size = 1
+        self.clear()
 
     def clear(self):
-        self._off.fill(-1)
+        cdef Py_ssize_t i
+        if self.size:
+            with nogil:
+                for i in range(self.slots):
+                    self.tab[i].off = -1
         self.size = 0
         self.latest_offset = -1
 
@@ -207,50 +254,54 @@ cdef class OffsetMap:
                  const uint8_t[::1] flags):
         """Put each keyed record (flags bit 0), in order, keeping the larger offset per key.
         Returns the index of the first record that did not fit (``len`` if all did)."""
-        cdef Py_ssize_t n = offsets.shape[0], i, slot
+        cdef Py_ssize_t n = offsets.shape[0], i = 0, slot, slots = self.slots
         cdef int64_t latest = self.latest_offset
-        cdef Py_ssize_t size = self.size
+        cdef Py_ssize_t size = self.size, capacity = self.capacity
+        cdef Entry *tab = self.tab
+        cdef bint full = False
         with nogil:
-            for i in range(n):
-                if not (flags[i] & 1):
-                    continue
-                slot = <Py_ssize_t>(h1[i] % <uint64_t>self.slots)
-                while self.off[slot] >= 0 and (self.h1[slot] != h1[i] or self.h2[slot] != h2[i]):
-                    slot += 1
-                    if slot == self.slots:
-                        slot = 0
-                if self.off[slot] < 0:
-                    if size >= self.capacity:
-                        break
-                    size += 1
-                    self.h1[slot] = h1[i]
-                    self.h2[slot] = h2[i]
-                    self.off[slot] = offsets[i]
-                elif offsets[i] > self.off[slot]:
-                    self.off[slot] = offsets[i]
-                if offsets[i] > latest:
-                    latest = offsets[i]
-            else:
-                i = n
+            while i < n:
+                if flags[i] & 1:
+                    slot = <Py_ssize_t>(h1[i] % <uint64_t>slots)
+                    while tab[slot].off >= 0 and (tab[slot].h1 != h1[i] or tab[slot].h2 != h2[i]):
+                        slot += 1
+                        if slot == slots:
+                            slot = 0
+                    if tab[slot].off < 0:
+                        if size >= capacity:
+                            full = True
+                            break
+                        size += 1
+                        tab[slot].h1 = h1[i]
+                        tab[slot].h2 = h2[i]
+                        tab[slot].off = offsets[i]
+                    elif offsets[i] > tab[slot].off:
+                        tab[slot].off = offsets[i]
+                    if offsets[i] > latest:
+                        latest = offsets[i]
+                i += 1
         self.size = size
         self.latest_offset = latest
         return i
 
     def get_many(self, const uint64_t[::1] h1, const uint64_t[::1] h2, const uint8_t[::1] flags):
         """The latest offset of each keyed record's key, -1 when absent or keyless."""
-        cdef Py_ssize_t n = h1.shape[0], i, slot
+        cdef Py_ssize_t n = h1.shape[0], i, slot, slots = self.slots
+        cdef Entry *tab = self.tab
         found = np.full(n, -1, np.int64)
+        if n == 0:
+            return found
         cdef int64_t[::1] out = found
         with nogil:
             for i in range(n):
                 if not (flags[i] & 1):
                     continue
-                slot = <Py_ssize_t>(h1[i] % <uint64_t>self.slots)
-                while self.off[slot] >= 0:
-                    if self.h1[slot] == h1[i] and self.h2[slot] == h2[i]:
-                        out[i] = self.off[slot]
+                slot = <Py_ssize_t>(h1[i] % <uint64_t>slots)
+                while tab[slot].off >= 0:
+                    if tab[slot].h1 == h1[i] and tab[slot].h2 == h2[i]:
+                        out[i] = tab[slot].off
                         break
                     slot += 1
-                    if slot == self.slots:
+                    if slot == slots:
                         slot = 0
         return found

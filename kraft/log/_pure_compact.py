@@ -75,6 +75,18 @@ def scan_records(block, count: int, base_offset: int, base_timestamp: int):
     return offsets, h1, h2, timestamps, flags, starts, ends
 
 
+def scan_many(buffer, block_starts, block_ends, counts, base_offsets, base_timestamps):
+    parts = []
+    for start, end, count, base, ts in zip(block_starts, block_ends, counts, base_offsets, base_timestamps):
+        if count < 0 or start < 0 or end > len(buffer) or start > end or count > end - start:
+            raise ValueError("a block does not fit the buffer")
+        out = scan_records(bytes(buffer[int(start):int(end)]), int(count), int(base), int(ts))
+        parts.append(out[:5] + (out[5] + int(start), out[6] + int(start)))
+    if not parts:
+        return scan_records(b"", 0, 0, 0)
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(7))
+
+
 def rebuild_records(block, starts, ends, timestamps, keep, new_base_timestamp: int) -> bytes:
     data, out = bytes(block), bytearray()
     for i in keep:

@@ -103,6 +103,9 @@ class _Segment:
     live: object  # the LogSegment, to check it is still the log's at swap time
     view: memoryview = None
     batches: list = field(default_factory=list)  # (position, _Header)
+    rec: tuple = ()  # scan_many of the plain batches
+    simple: list = field(default_factory=list)
+    batch_of_record: object = None
 
     def load(self) -> None:
         fd = os.open(self.path, os.O_RDONLY)
@@ -114,6 +117,27 @@ class _Segment:
         if scan.error is not None or scan.valid_end != self.size:
             raise CleanAborted(f"{self.path}: {scan.error or 'changed while read'}")
         self.batches = [(int(p), _Header.parse(self.view, int(p))) for p in scan.positions]
+        self._bulk_scan(scan)
+
+    def _bulk_scan(self, scan) -> None:
+        """Every record of the plain batches (no codec, not control) in one native call:
+        ``rec`` holds the arrays, ``simple[i]`` the (lo, hi) of batch i's records or None."""
+        n = len(self.batches)
+        plain = np.array([not (h.control or h.attributes & F.COMPRESSION_MASK) for _, h in self.batches], bool)
+        counts = np.array([h.count for _, h in self.batches], np.int64)
+        pos = np.asarray(scan.positions, np.int64)
+        ends = pos + np.asarray(scan.sizes, np.int64)
+        base_ts = np.array([h.base_ts for _, h in self.batches], np.int64)
+        sel = np.flatnonzero(plain)
+        self.rec = codec.scan_many(self.view, np.ascontiguousarray(pos[sel] + F.RECORDS),
+                                   np.ascontiguousarray(ends[sel]), np.ascontiguousarray(counts[sel]),
+                                   np.ascontiguousarray(np.asarray(scan.base_offsets, np.int64)[sel]),
+                                   np.ascontiguousarray(base_ts[sel]))
+        bounds = np.concatenate([[0], np.cumsum(counts[sel])])
+        self.simple = [None] * n
+        for j, i in enumerate(sel.tolist()):
+            self.simple[i] = (int(bounds[j]), int(bounds[j + 1]))
+        self.batch_of_record = np.repeat(sel, counts[sel])
 
 
 def _records_block(view, pos: int, h: _Header):
@@ -163,28 +187,46 @@ def _control_type(block) -> int:
 
 def build_offset_map(segments, first_dirty: int, upper: int, offset_map, txns: _Transactions, stats: CleanStats) -> int:
     """Put the keys of ``[first_dirty, upper)`` into ``offset_map``; returns the end of what fit
-    (``upper``, or the offset after the last record put when the map filled)."""
+    (``upper``, or the offset after the last record put when the map filled). Any subset of
+    the keys is safe: a record is only ever dropped for a later record of its key."""
     offset_map.clear()
+    skipped = txns.aborted | txns.undecided
     for seg in segments:
-        for pos, h in seg.batches:
-            if h.last < first_dirty or h.base >= upper or h.control:
+        if not seg.batches or seg.batches[-1][1].last < first_dirty or seg.base >= upper:
+            continue
+        offsets, h1, h2, _ts, flags, _s, _e = seg.rec
+        mask = (offsets >= first_dirty) & (offsets < upper)
+        if skipped:
+            bad = np.array([h.transactional and h.base in skipped for _, h in seg.batches], bool)
+            mask &= ~bad[seg.batch_of_record]
+        if not mask.all():
+            offsets, h1, h2, flags = offsets[mask], h1[mask], h2[mask], flags[mask]
+        if _put(offset_map, h1, h2, offsets, flags, first_dirty, stats):
+            return offset_map.latest_offset + 1
+        for k, (pos, h) in enumerate(seg.batches):  # compressed batches, one by one
+            if seg.simple[k] is not None or h.control or h.last < first_dirty or h.base >= upper:
                 continue
-            if h.transactional and (h.base in txns.aborted or h.base in txns.undecided):
+            if h.transactional and h.base in skipped:
                 continue
             offsets, h1, h2, _ts, flags, _s, _e = _scan(seg.view, pos, h)
             mask = (offsets >= first_dirty) & (offsets < upper)
-            if not mask.all():
-                offsets, h1, h2, flags = offsets[mask], h1[mask], h2[mask], flags[mask]
-            stats.map_bytes_read += h.length + F.LOG_OVERHEAD
-            done = offset_map.put_many(np.ascontiguousarray(h1), np.ascontiguousarray(h2),
-                                       np.ascontiguousarray(offsets), np.ascontiguousarray(flags))
-            stats.map_records += done
-            if done < len(offsets):
-                if offset_map.latest_offset < first_dirty:
-                    raise ValueError("the dedupe buffer holds no key at all: raise log.cleaner.dedupe.buffer.size")
-                stats.passes_needed = True
+            if _put(offset_map, h1[mask], h2[mask], offsets[mask], flags[mask], first_dirty, stats):
                 return offset_map.latest_offset + 1
+        stats.map_bytes_read += seg.size
     return upper
+
+
+def _put(offset_map, h1, h2, offsets, flags, first_dirty, stats) -> bool:
+    """Put records into the map; True when it filled before the last of them."""
+    done = offset_map.put_many(np.ascontiguousarray(h1), np.ascontiguousarray(h2), np.ascontiguousarray(offsets),
+                               np.ascontiguousarray(flags))
+    stats.map_records += done
+    if done < len(offsets):
+        if offset_map.latest_offset < first_dirty:
+            raise ValueError("the dedupe buffer holds no key at all: raise log.cleaner.dedupe.buffer.size")
+        stats.passes_needed = True
+        return True
+    return False
 
 
 def _last_batch_of_producers(segments) -> dict:
@@ -223,21 +265,7 @@ def filter_batch(view, pos: int, h: _Header, offset_map, now_ms: int, delete_ret
         return original  # Kafka's writeOriginalBatch
     if not len(kept):
         return _empty_batch(h) if keep_empty else b""
-    attributes = h.attributes
-    log_append_time = bool(attributes & F.TIMESTAMP_TYPE_MASK)
-    if set_horizon:
-        attributes |= F.DELETE_HORIZON_MASK
-        base_ts = now_ms + delete_retention_ms
-    elif h.horizon is not None:
-        base_ts = h.base_ts
-    else:
-        base_ts = h.base_ts if log_append_time else int(ts[kept[0]])
-    max_ts = h.max_ts if log_append_time else int(ts[kept].max())
-    body = codec.rebuild_records(block, starts, ends, ts, kept.astype(np.int64), base_ts)
-    c = attributes & F.COMPRESSION_MASK
-    if c:
-        body = compression.compress(c, body)
-    return _finish(h, attributes, base_ts, max_ts, len(kept), body)
+    return _rebuilt(block, h, kept, ts, starts, ends, now_ms, delete_retention_ms, set_horizon)
 
 
 def _finish(h: _Header, attributes: int, base_ts: int, max_ts: int, count: int, body: bytes) -> bytes:
@@ -340,10 +368,7 @@ def _write_group(fd, cleaned_path, group, offset_map, now_ms, delete_retention_m
     """Write the group's kept batches to the ``.cleaned`` file ``fd`` and fdatasync it."""
     out, written, file_pos = [], 0, 0
     for seg in group:
-        for pos, h in seg.batches:
-            discard = h.transactional and h.base in txns.aborted
-            kept = filter_batch(seg.view, pos, h, offset_map, now_ms, delete_retention_ms,
-                                h.pid >= 0 and last_of_producer.get(h.pid) == h.base, discard, stats)
+        for kept in _segment_output(seg, offset_map, now_ms, delete_retention_ms, txns, last_of_producer, stats):
             if len(kept):
                 out.append(kept)
                 written += len(kept)
@@ -359,3 +384,56 @@ def _write_group(fd, cleaned_path, group, offset_map, now_ms, delete_retention_m
         file_pos += written
     files.fdatasync(fd, cleaned_path)
     stats.bytes_written += file_pos
+
+
+def _segment_output(seg, offset_map, now_ms, delete_retention_ms, txns, last_of_producer, stats):
+    """The bytes replacing each batch of ``seg``, in order. The plain batches are decided
+    together (one map lookup for the segment); compressed and control ones one by one."""
+    offsets, h1, h2, ts, flags, starts, ends = seg.rec
+    latest = offset_map.get_many(h1, h2, flags)
+    expired = np.array([h.horizon is not None and now_ms >= h.horizon for _, h in seg.batches], bool)
+    aborted = np.array([h.transactional and h.base in txns.aborted for _, h in seg.batches], bool)
+    by_batch = seg.batch_of_record
+    keep = ((flags & 1) == 1) & (offsets >= latest) & (((flags & 2) == 2) | ~expired[by_batch]) & ~aborted[by_batch]
+    n = len(seg.batches)
+    kept_n = np.bincount(by_batch, weights=keep, minlength=n).astype(np.int64)
+    tomb_n = np.bincount(by_batch, weights=keep & ((flags & 2) == 0), minlength=n).astype(np.int64)
+    stats.records_read += len(offsets)
+    stats.records_kept += int(kept_n.sum())
+    for k, (pos, h) in enumerate(seg.batches):
+        bounds = seg.simple[k]
+        if bounds is None:
+            discard = h.transactional and h.base in txns.aborted
+            yield filter_batch(seg.view, pos, h, offset_map, now_ms, delete_retention_ms,
+                               h.pid >= 0 and last_of_producer.get(h.pid) == h.base, discard, stats)
+            continue
+        size = h.length + F.LOG_OVERHEAD
+        set_horizon = bool(tomb_n[k]) and h.horizon is None
+        if kept_n[k] == h.count and not set_horizon:
+            yield seg.view[pos:pos + size]
+        elif kept_n[k] == 0:
+            yield _empty_batch(h) if h.pid >= 0 and last_of_producer.get(h.pid) == h.base else b""
+        else:
+            lo, hi = bounds
+            kept = np.flatnonzero(keep[lo:hi]) + lo
+            yield _rebuilt(seg.view, h, kept, ts, starts, ends, now_ms, delete_retention_ms, set_horizon)
+
+
+def _rebuilt(block, h: _Header, kept, ts, starts, ends, now_ms, delete_retention_ms, set_horizon) -> bytes:
+    """Batch ``h`` holding only the records ``kept`` (indexes into the scan of ``block``),
+    with Kafka's header rules (see ``filter_batch``)."""
+    attributes = h.attributes
+    log_append_time = bool(attributes & F.TIMESTAMP_TYPE_MASK)
+    if set_horizon:
+        attributes |= F.DELETE_HORIZON_MASK
+        base_ts = now_ms + delete_retention_ms
+    elif h.horizon is not None or log_append_time:
+        base_ts = h.base_ts
+    else:
+        base_ts = int(ts[kept[0]])
+    max_ts = h.max_ts if log_append_time else int(ts[kept].max())
+    body = codec.rebuild_records(block, starts, ends, ts, np.ascontiguousarray(kept, np.int64), base_ts)
+    c = attributes & F.COMPRESSION_MASK
+    if c:
+        body = compression.compress(c, body)
+    return _finish(h, attributes, base_ts, max_ts, len(kept), body)

@@ -1,6 +1,6 @@
 """Which implementation of compaction's per-record work is in use: ``kraft._native._compact``
 or, under ``KRAFT_NO_EXTENSIONS=1`` (or without the extension), ``kraft.log._pure_compact``.
-One API: ``key_hash``, ``scan_records``, ``rebuild_records``, ``OffsetMap``."""
+One API: ``key_hash``, ``scan_records``, ``scan_many``, ``rebuild_records``, ``OffsetMap``."""
 
 from __future__ import annotations
 
@@ -27,5 +27,6 @@ else:
 _impl = implementation(IMPLEMENTATION)
 key_hash = _impl.key_hash
 scan_records = _impl.scan_records
+scan_many = _impl.scan_many
 rebuild_records = _impl.rebuild_records
 OffsetMap = _impl.OffsetMap
