@@ -256,6 +256,8 @@ def log_flush_messages(values: dict) -> int | None:
     n = values["log.flush.interval.messages"]
     return None if n >= INT64_MAX else n
 STR_SETTINGS.update({"log.retention.ms": "", "log.retention.minutes": "", "log.message.timestamp.type": "CreateTime"})
+#: the log cleaner's I/O cap, a DOUBLE in Kafka (empty: no cap)
+STR_SETTINGS["log.cleaner.io.max.bytes.per.second"] = ""
 
 
 def log_retention_ms(values: dict) -> int:

@@ -112,7 +112,7 @@ cdef int walk_block(const uint8_t *base, Py_ssize_t start, Py_ssize_t stop_at, i
     return -1
 
 
-def _outputs(Py_ssize_t n):
+cdef tuple _outputs(Py_ssize_t n):
     return (np.empty(n, np.int64), np.zeros(n, np.uint64), np.zeros(n, np.uint64), np.empty(n, np.int64),
             np.zeros(n, np.uint8), np.empty(n, np.int64), np.empty(n, np.int64))
 

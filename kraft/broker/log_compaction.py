@@ -12,14 +12,20 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 
+from kraft.errors import ConfigError
 from kraft.log.cleaner import CleanAborted
 from kraft.log.log_cleaner import CleanCandidate, CleanerConfig, CompactionPolicy, LogCleaner
 
 
 def cleaner_config(values: dict) -> CleanerConfig:
     """``log.cleaner.*`` from the node's settings (server.properties)."""
+    cap = values.get("log.cleaner.io.max.bytes.per.second") or ""
+    try:
+        rate = float(cap) if cap else float("inf")
+    except ValueError:
+        raise ConfigError(f"log.cleaner.io.max.bytes.per.second must be a number, got {cap!r}") from None
     return CleanerConfig(threads=values["log.cleaner.threads"], dedupe_buffer_size=values["log.cleaner.dedupe.buffer.size"],
-                         backoff_ms=values["log.cleaner.backoff.ms"])
+                         backoff_ms=values["log.cleaner.backoff.ms"], io_max_bytes_per_second=rate)
 
 
 def compaction_candidates(logs, state) -> list[CleanCandidate]:
