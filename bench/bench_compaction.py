@@ -12,7 +12,9 @@ and the event-loop stall while a cleaner compacts beside a running asyncio loop.
   mapped segments not) of a pass with a 16 MB and a 64 MB dedupe buffer;
 * stall: an asyncio loop ticks every 1 ms and appends to another log while a ``LogCleaner``
   thread (owner steps through ``LoopBridge`` on that loop) compacts the log; the largest
-  lateness of a tick is the loop's worst stall.
+  lateness of a tick is the loop's worst stall;
+* live stall (``--live MB``): a real node compacting ``MB`` MB of a compact topic produced by
+  confluent-kafka, probed by ApiVersions round trips (one in flight), idle and compacting.
 
 Wall-clock numbers belong here, never in tests. Run with nothing else of yours running.
 """
@@ -26,6 +28,8 @@ import os
 import platform
 import random
 import shutil
+import socket
+import struct
 import sys
 import tempfile
 import threading
@@ -165,12 +169,87 @@ def stall(directory: str, mb: int, keys: int) -> dict:
         shutil.rmtree(directory)
 
 
+def _api_versions_rtt(sock, correlation: int) -> float:
+    """One ApiVersions v0 round trip (hand-encoded: header v1, empty body), in seconds."""
+    client = b"stall-probe"
+    body = struct.pack(">hhih", 18, 0, correlation, len(client)) + client
+    began = time.perf_counter()
+    sock.sendall(struct.pack(">i", len(body)) + body)
+    need = struct.unpack(">i", _recv(sock, 4))[0]
+    _recv(sock, need)
+    return time.perf_counter() - began
+
+
+def _recv(sock, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError("closed")
+        out += chunk
+    return out
+
+
+def live_stall(directory: str, mb: int) -> dict:
+    """A real node (one combined node, LocalCluster): ApiVersions round trips from this process,
+    one at a time, while idle and while its cleaner compacts ``mb`` MB of a compact topic; the
+    largest round trip bounds the node's event-loop stall from above (plus the round trip)."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from kraft.cli.local_cluster import LocalCluster, wait_for
+    c = LocalCluster(directory, 1, combined=True, overrides={
+        "controller.quorum.append.linger.ms": "0", "log.cleaner.backoff.ms": "500"}).create()
+    c.start()
+    try:
+        port = c.broker_ports[1]
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
+        assert wait_for(lambda: len(admin.list_topics(timeout=5).brokers) == 1, 60, 0.3)
+        admin.create_topics([NewTopic("cmp", 1, 1, config={"cleanup.policy": "compact", "segment.bytes": str(16 << 20),
+                                                            "min.cleanable.dirty.ratio": "0.01"})])["cmp"].result(30)
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def probe(seconds: float) -> list:
+            rtts, end, k = [], time.monotonic() + seconds, 0
+            while time.monotonic() < end:
+                k += 1
+                rtts.append(_api_versions_rtt(sock, k))
+                time.sleep(0.0005)
+            return rtts
+        idle = probe(2.0)
+        p = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "linger.ms": 20, "batch.size": 1 << 20,
+                      "queue.buffering.max.messages": 2_000_000})
+        value, n = b"v" * 90, int(mb * MB / 110)
+        for i in range(n):
+            while True:
+                try:
+                    p.produce("cmp", value, b"key-%07d" % (i % 200_000))
+                    break
+                except BufferError:
+                    p.poll(0.01)
+        p.flush(120)
+        log_path = c.log_path(1)
+        before = open(log_path, "rb").read().count(b"cleaned cmp-0")
+        compacting = probe(20.0)
+        after = open(log_path, "rb").read().count(b"cleaned cmp-0")
+        sock.close()
+        ms = lambda xs: {"n": len(xs), "max_ms": max(xs) * 1000, "p99_ms": float(np.percentile(xs, 99)) * 1000,
+                         "p50_ms": float(np.percentile(xs, 50)) * 1000}
+        return {"produced_mb": n * 110 / MB, "passes_during_probe": after - before, "idle": ms(idle),
+                "compacting": ms(compacting)}
+    finally:
+        c.stop()
+        c.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mb", type=int, default=256)
     ap.add_argument("--keys", type=int, default=200_000)
     ap.add_argument("--dir", default=None)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--live", type=int, default=0, help="MB to compact on a real node while probing it (0: skip)")
     args = ap.parse_args()
     base = tempfile.mkdtemp(prefix="bench-compaction-", dir=args.dir)
     out = {"benchmark": "bench_compaction", "python": sys.version.split()[0],
@@ -186,6 +265,9 @@ def main() -> None:
         print("memory", json.dumps(out["memory"]), flush=True)
         out["stall"] = stall(os.path.join(base, "st"), args.mb, args.keys)
         print("stall", json.dumps(out["stall"]), flush=True)
+        if args.live:
+            out["live_stall"] = live_stall(os.path.join(base, "live"), args.live)
+            print("live stall", json.dumps(out["live_stall"]), flush=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     out["loadavg_at_end"] = os.getloadavg()
