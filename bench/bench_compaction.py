@@ -58,7 +58,8 @@ def build_log(directory: str, mb: int, keys: int, seed: int = 1) -> SegmentedLog
     log = SegmentedLog.open(directory, LogConfig(segment_bytes=SEGMENT, strict_order=False, background_flush=False))
     value = b"v" * 90
     batches = []
-    for _ in range(64):  # a pool of distinct batches, appended round robin (the keys differ per batch)
+    # a pool of batches appended round robin: 4,096 x 100 records cover most of ``keys`` (200,000)
+    for _ in range(4096):
         ks = [b"key-%09d" % rng.randrange(keys) for _ in range(PER_BATCH)]
         batches.append(records.build_batch([value] * PER_BATCH, keys=ks, timestamp=1_000))
     i = 0
@@ -195,7 +196,7 @@ def live_stall(directory: str, mb: int) -> dict:
     one at a time, while idle and while its cleaner compacts ``mb`` MB of a compact topic; the
     largest round trip bounds the node's event-loop stall from above (plus the round trip)."""
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
     from kraft.cli.local_cluster import LocalCluster, wait_for
     c = LocalCluster(directory, 1, combined=True, overrides={
@@ -205,7 +206,8 @@ def live_stall(directory: str, mb: int) -> dict:
         port = c.broker_ports[1]
         admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
         assert wait_for(lambda: len(admin.list_topics(timeout=5).brokers) == 1, 60, 0.3)
-        admin.create_topics([NewTopic("cmp", 1, 1, config={"cleanup.policy": "compact", "segment.bytes": str(16 << 20),
+        # produced as a delete topic, made compact while probed: the probe then covers the compaction
+        admin.create_topics([NewTopic("cmp", 1, 1, config={"cleanup.policy": "delete", "segment.bytes": str(16 << 20),
                                                             "min.cleanable.dirty.ratio": "0.01"})])["cmp"].result(30)
         sock = socket.create_connection(("127.0.0.1", port))
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -231,13 +233,19 @@ def live_stall(directory: str, mb: int) -> dict:
         p.flush(120)
         log_path = c.log_path(1)
         before = open(log_path, "rb").read().count(b"cleaned cmp-0")
-        compacting = probe(20.0)
+        resource = ConfigResource(ConfigResource.Type.TOPIC, "cmp")
+        resource.add_incremental_config(ConfigEntry("cleanup.policy", "compact",
+                                                    incremental_operation=AlterConfigOpType.SET))
+        admin.incremental_alter_configs([resource])[resource].result(30)
+        compacting = probe(15.0)
         after = open(log_path, "rb").read().count(b"cleaned cmp-0")
         sock.close()
         ms = lambda xs: {"n": len(xs), "max_ms": max(xs) * 1000, "p99_ms": float(np.percentile(xs, 99)) * 1000,
                          "p50_ms": float(np.percentile(xs, 50)) * 1000}
         return {"produced_mb": n * 110 / MB, "passes_during_probe": after - before, "idle": ms(idle),
-                "compacting": ms(compacting)}
+                "compacting": ms(compacting),
+                "segments_after": sorted(n for n in os.listdir(os.path.join(c.partition_dir(1), "cmp-0"))
+                                         if n.endswith(".log"))}
     finally:
         c.stop()
         c.close()

@@ -7,6 +7,7 @@ ENTRY_BYTES: int
 SEED1: int
 SEED2: int
 
+def release_gil() -> None: ...
 def key_hash(key: bytes | bytearray | memoryview) -> tuple[int, int]: ...
 def scan_records(block: bytes | bytearray | memoryview, count: int, base_offset: int, base_timestamp: int
                  ) -> tuple[NDArray[np.int64], NDArray[np.uint64], NDArray[np.uint64], NDArray[np.int64],

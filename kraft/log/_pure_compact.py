@@ -34,6 +34,10 @@ def _hash(key: bytes, seed: int) -> int:
     return _mix64(h)
 
 
+def release_gil() -> None:
+    """Nothing to release here: pure Python holds the GIL throughout."""
+
+
 def key_hash(key) -> tuple[int, int]:
     key = bytes(key)
     return _hash(key, SEED1), _hash(key, SEED2)

@@ -40,7 +40,7 @@ YIELD_EVERY = 32
 
 
 def _yield_gil() -> None:
-    time.sleep(0)
+    codec.release_gil()
 _I16 = struct.Struct(">h")
 
 
@@ -114,6 +114,7 @@ class _Segment:
     rec: tuple = ()  # scan_many of the plain batches
     simple: list = field(default_factory=list)
     batch_of_record: object = None
+    any_horizon: bool = False
 
     def load(self) -> None:
         fd = os.open(self.path, os.O_RDONLY)
@@ -126,8 +127,10 @@ class _Segment:
             raise CleanAborted(f"{self.path}: {scan.error or 'changed while read'}")
         self.batches = []
         plain, counts, base_ts = [], [], []
+        self.any_horizon = False
         for k, p in enumerate(scan.positions.tolist()):
             h = _Header.parse(self.view, p)
+            self.any_horizon = self.any_horizon or bool(h.attributes & F.DELETE_HORIZON_MASK)
             self.batches.append((p, h))
             plain.append(not (h.control or h.attributes & F.COMPRESSION_MASK))
             counts.append(h.count)
@@ -406,28 +409,32 @@ def _segment_output(seg, offset_map, now_ms, delete_retention_ms, txns, last_of_
     together (one map lookup for the segment); compressed and control ones one by one."""
     offsets, h1, h2, ts, flags, starts, ends = seg.rec
     latest = offset_map.get_many(h1, h2, flags)
-    expired = np.array([h.horizon is not None and now_ms >= h.horizon for _, h in seg.batches], bool)
-    aborted = np.array([h.transactional and h.base in txns.aborted for _, h in seg.batches], bool)
     by_batch = seg.batch_of_record
-    keep = ((flags & 1) == 1) & (offsets >= latest) & (((flags & 2) == 2) | ~expired[by_batch]) & ~aborted[by_batch]
+    keep = ((flags & 1) == 1) & (offsets >= latest)
+    if seg.any_horizon:
+        expired = np.array([h.horizon is not None and now_ms >= h.horizon for _, h in seg.batches], bool)
+        keep &= ((flags & 2) == 2) | ~expired[by_batch]
+    if txns.aborted:
+        aborted = np.array([h.transactional and h.base in txns.aborted for _, h in seg.batches], bool)
+        keep &= ~aborted[by_batch]
     n = len(seg.batches)
-    kept_n = np.bincount(by_batch, weights=keep, minlength=n).astype(np.int64)
-    tomb_n = np.bincount(by_batch, weights=keep & ((flags & 2) == 0), minlength=n).astype(np.int64)
+    kept_n = np.bincount(by_batch, weights=keep, minlength=n).astype(np.int64).tolist()
+    tomb_n = np.bincount(by_batch, weights=keep & ((flags & 2) == 0), minlength=n).astype(np.int64).tolist()
     stats.records_read += len(offsets)
-    stats.records_kept += int(kept_n.sum())
+    stats.records_kept += sum(kept_n)
+    simple = seg.simple
     for k, (pos, h) in enumerate(seg.batches):
         if k % YIELD_EVERY == 0:
             _yield_gil()
-        bounds = seg.simple[k]
+        bounds = simple[k]
         if bounds is None:
             discard = h.transactional and h.base in txns.aborted
             yield filter_batch(seg.view, pos, h, offset_map, now_ms, delete_retention_ms,
                                h.pid >= 0 and last_of_producer.get(h.pid) == h.base, discard, stats)
             continue
-        size = h.length + F.LOG_OVERHEAD
-        set_horizon = bool(tomb_n[k]) and h.horizon is None
+        set_horizon = tomb_n[k] > 0 and not h.attributes & F.DELETE_HORIZON_MASK
         if kept_n[k] == h.count and not set_horizon:
-            yield seg.view[pos:pos + size]
+            yield seg.view[pos:pos + h.length + F.LOG_OVERHEAD]
         elif kept_n[k] == 0:
             yield _empty_batch(h) if h.pid >= 0 and last_of_producer.get(h.pid) == h.base else b""
         else:

@@ -26,6 +26,7 @@ else:
 
 _impl = implementation(IMPLEMENTATION)
 key_hash = _impl.key_hash
+release_gil = _impl.release_gil
 scan_records = _impl.scan_records
 scan_many = _impl.scan_many
 rebuild_records = _impl.rebuild_records
