@@ -31,6 +31,7 @@ from kraft.log import files
 from kraft.log.segment_swap import install_cleaned
 from kraft.records import compression
 from kraft.records import format as F
+from kraft.records._pure_varint import decode_varint
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 header
 #: Batches handled in Python between two explicit GIL releases. A thread that wants the GIL
@@ -194,8 +195,8 @@ def _control_type(block) -> int:
     scan = codec.scan_records(block, 1, 0, 0)
     start, end = int(scan[5][0]), int(scan[6][0])
     rec = bytes(block[start:end])
-    # length varint, attributes, ts delta, offset delta, key length varint (all 1 byte for a control key)
-    from kraft.records._pure_varint import decode_varint
+    # length varint, attributes, timestamp delta, offset delta, key length, then the key:
+    # int16 version, int16 type
     _, p = decode_varint(rec, 0)
     _, p = decode_varint(rec, p + 1)
     _, p = decode_varint(rec, p)

@@ -138,10 +138,9 @@ def test_producer_batches_keep_their_ids_and_the_last_stays_when_emptied(tmp_pat
 def test_records_of_aborted_transactions_are_removed(tmp_path):
     log = open_compact_log(tmp_path / "log")
     append_keyed(log, [(b"a", b"committed")], producer=(1, 0, 0), transactional=True)
-    log.append(records.build_control_batch(1, b"\x00\x00\x00\x00\x00\x00", producer_id=1, producer_epoch=0)
-               if False else _marker(1, 1), leader_epoch=1)
+    log.append(_marker(1, 1), leader_epoch=1)  # COMMIT
     append_keyed(log, [(b"a", b"aborted")], producer=(2, 0, 0), transactional=True)
-    log.append(_marker(2, 0), leader_epoch=1)
+    log.append(_marker(2, 0), leader_epoch=1)  # ABORT
     append_keyed(log, [(b"pad%d" % i, b"x" * 300) for i in range(30)])
     clean_all(log)
     values = [v for _, k, v in read_all(log) if k == b"a"]

@@ -15,7 +15,7 @@ import time
 import pytest
 from _compaction_helpers import append_keyed, clean_all, latest_per_key, open_compact_log, read_all
 
-from kraft.log import cleaner, segment_swap
+from kraft.log import segment_swap
 
 
 class Crash(Exception):
