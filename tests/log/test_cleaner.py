@@ -6,6 +6,8 @@ several passes, producer batches keep their metadata, compressed batches keep th
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 from _compaction_helpers import append_keyed, clean_all, latest_per_key, open_compact_log, read_all
@@ -165,3 +167,15 @@ def test_reopen_after_cleaning_gives_the_same_records(tmp_path):
     assert read_all(again) == after
     assert not [n for n in os.listdir(tmp_path / "log") if n.endswith((".cleaned", ".swap", ".deleted"))]
     again.close()
+
+
+def test_dump_log_shows_the_delete_horizon(tmp_path):
+    log = open_compact_log(tmp_path / "log")
+    append_keyed(log, [(b"gone", b"v"), (b"gone", None)])
+    append_keyed(log, [(b"pad%d" % i, b"x" * 300) for i in range(30)])
+    clean_all(log, now_ms=10_000, delete_retention_ms=500)
+    first = log.segments[0].path
+    log.close()
+    out = subprocess.run([sys.executable, "-m", "kraft", "dump-log", first], capture_output=True, text=True,
+                         timeout=60)
+    assert "deleteHorizonMs: 10500" in out.stdout, out.stdout + out.stderr
