@@ -50,6 +50,13 @@ def _records(batches) -> list:
     return [(r.offset, r.key, r.value) for b in batches for r in records.RecordBatch(b)]
 
 
+def _brokers(admin) -> int:
+    try:
+        return len(admin.list_topics(timeout=5).brokers)
+    except ck.KafkaException:  # not serving yet
+        return 0
+
+
 def _latest(rows) -> dict:
     return {k: (o, v) for o, k, v in rows}
 
@@ -59,7 +66,7 @@ def test_a_compacted_partition_replicates_to_a_wiped_follower(tmp_path):
     c.start()
     try:
         admin = AdminClient({"bootstrap.servers": c.broker_bootstrap})
-        assert wait_for(lambda: len(admin.list_topics(timeout=5).brokers) == 3, 60, 0.3), c.unexpected_exits()
+        assert wait_for(lambda: _brokers(admin) == 3, 90, 0.3), c.unexpected_exits()
         configs = {"cleanup.policy": "compact", "segment.ms": "250", "min.cleanable.dirty.ratio": "0.01",
                    "min.insync.replicas": "2"}
         admin.create_topics([NewTopic("cmp", 1, 3, config=configs)])["cmp"].result(30)
@@ -75,7 +82,7 @@ def test_a_compacted_partition_replicates_to_a_wiped_follower(tmp_path):
         want = {}
         for key, value in sent:
             want[key] = value
-        leader = admin.list_topics("cmp", timeout=10).topics["cmp"].partitions[0].leader
+        leader = admin.list_topics("cmp", timeout=30).topics["cmp"].partitions[0].leader
         dirs = {i: os.path.join(c.partition_dir(i), "cmp-0") for i in c.ids}
 
         def compacted(i):
