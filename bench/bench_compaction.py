@@ -205,7 +205,12 @@ def live_stall(directory: str, mb: int) -> dict:
     try:
         port = c.broker_ports[1]
         admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
-        assert wait_for(lambda: len(admin.list_topics(timeout=5).brokers) == 1, 60, 0.3)
+        def serving():
+            try:
+                return len(admin.list_topics(timeout=5).brokers) == 1
+            except Exception:  # not serving yet
+                return False
+        assert wait_for(serving, 90, 0.3)
         # produced as a delete topic, made compact while probed: the probe then covers the compaction
         admin.create_topics([NewTopic("cmp", 1, 1, config={"cleanup.policy": "delete", "segment.bytes": str(16 << 20),
                                                             "min.cleanable.dirty.ratio": "0.01"})])["cmp"].result(30)
