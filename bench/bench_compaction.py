@@ -256,6 +256,30 @@ def live_stall(directory: str, mb: int) -> dict:
         c.close()
 
 
+def report(path: str) -> str:
+    """A markdown table of a results file (docs/compaction.md quotes it; never retyped)."""
+    with open(path) as f:
+        r = json.load(f)
+    tp, small, st = r["throughput"], r["throughput_small_buffer"], r["stall"]
+    rows = [
+        ("run", f"{r['command']} ({r['implementation']}, Python {r['python']}, {r['cpus']} CPUs, "
+                f"load {r['loadavg_at_start'][0]:.1f} -> {r['loadavg_at_end'][0]:.1f})"),
+        ("cleaner, 128 MiB map", f"{tp['mb_s_per_thread']:.0f} MB/s of dirty log per thread "
+                                 f"({tp['dirty_bytes'] / MB:.0f} MB -> {tp['after_bytes'] / MB:.1f} MB, {tp['passes']} pass)"),
+        ("anchor: native batch scan (CRC) / key scan of the same bytes",
+         f"{tp['anchor']['crc_scan_mb_s']:.0f} / {tp['anchor']['key_scan_mb_s']:.0f} MB/s"),
+        ("cleaner, 2 MiB map (keys do not fit)", f"{small['mb_s_per_thread']:.1f} MB/s over {small['passes']} passes"),
+        *((f"peak traced memory, {m['dedupe_buffer_mb']} MiB map", f"{m['peak_traced_mb']:.0f} MB") for m in r["memory"]),
+        ("loop beside a cleaner thread: stall max / p99", f"{st['max_stall_ms']:.1f} / {st['p99_stall_ms']:.1f} ms"),
+    ]
+    if "live_stall" in r:
+        lv = r["live_stall"]
+        rows.append(("live node, ApiVersions RTT max / p99: idle", f"{lv['idle']['max_ms']:.1f} / {lv['idle']['p99_ms']:.1f} ms"))
+        rows.append((f"live node, while compacting {lv['produced_mb']:.0f} MB",
+                     f"{lv['compacting']['max_ms']:.1f} / {lv['compacting']['p99_ms']:.1f} ms"))
+    return "| measurement | result |\n|---|---|\n" + "".join(f"| {a} | {b} |\n" for a, b in rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mb", type=int, default=256)
@@ -263,7 +287,11 @@ def main() -> None:
     ap.add_argument("--dir", default=None)
     ap.add_argument("--json", default=None)
     ap.add_argument("--live", type=int, default=0, help="MB to compact on a real node while probing it (0: skip)")
+    ap.add_argument("--report", default=None, help="print the table of a results file and exit")
     args = ap.parse_args()
+    if args.report:
+        print(report(args.report), end="")
+        return
     base = tempfile.mkdtemp(prefix="bench-compaction-", dir=args.dir)
     out = {"benchmark": "bench_compaction", "python": sys.version.split()[0],
            "implementation": compact_codec.IMPLEMENTATION, "machine": platform.machine(), "cpus": os.cpu_count(),
