@@ -34,6 +34,9 @@ from kraft.records import format as F
 from kraft.records._pure_varint import decode_varint
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 header
+#: Records per slice of the array work on a segment's records (each slice is well under a
+#: millisecond of numpy work holding the GIL; a 1 GiB segment is ~10 M records).
+CHUNK = 1 << 16
 #: Batches handled in Python between two explicit GIL releases. A thread that wants the GIL
 #: otherwise waits out the switch interval (5 ms) each time it asks for it, and the event loop
 #: asks after every system call: a tick with three of them stalled 15 ms beside a cleaner.
@@ -114,7 +117,8 @@ class _Segment:
     batches: list = field(default_factory=list)  # (position, _Header)
     rec: tuple = ()  # scan_many of the plain batches
     simple: list = field(default_factory=list)
-    batch_of_record: object = None
+    sel: object = None  # indexes of the plain batches
+    sel_hi: object = None  # the end of each plain batch's records in ``rec``
     any_horizon: bool = False
 
     def load(self) -> None:
@@ -156,7 +160,11 @@ class _Segment:
         lo[sel], hi[sel] = bounds[:-1], bounds[1:]
         self.simple = [None if a < 0 else (a, b) for a, b in zip(lo.tolist(), hi.tolist())]
         _yield_gil()
-        self.batch_of_record = np.repeat(sel, counts[sel])
+        self.sel, self.sel_hi = sel, np.ascontiguousarray(bounds[1:])
+
+    def batch_of(self, a: int, b: int):
+        """The batch index of each of the records ``a:b`` of ``rec``."""
+        return self.sel[np.searchsorted(self.sel_hi, np.arange(a, b), side="right")]
 
 
 def _records_block(view, pos: int, h: _Header):
@@ -214,14 +222,22 @@ def build_offset_map(segments, first_dirty: int, upper: int, offset_map, txns: _
         if not seg.batches or seg.batches[-1][1].last < first_dirty or seg.base >= upper:
             continue
         offsets, h1, h2, _ts, flags, _s, _e = seg.rec
-        mask = (offsets >= first_dirty) & (offsets < upper)
+        bad = None
         if skipped:
             bad = np.array([h.transactional and h.base in skipped for _, h in seg.batches], bool)
-            mask &= ~bad[seg.batch_of_record]
-        if not mask.all():
-            offsets, h1, h2, flags = offsets[mask], h1[mask], h2[mask], flags[mask]
-        if _put(offset_map, h1, h2, offsets, flags, first_dirty, stats):
-            return offset_map.latest_offset + 1
+        for a in range(0, len(offsets), CHUNK):
+            b = min(len(offsets), a + CHUNK)
+            o = offsets[a:b]
+            mask = (o >= first_dirty) & (o < upper)
+            if bad is not None:
+                mask &= ~bad[seg.batch_of(a, b)]
+            if mask.all():
+                full = _put(offset_map, h1[a:b], h2[a:b], o, flags[a:b], first_dirty, stats)
+            else:
+                full = _put(offset_map, h1[a:b][mask], h2[a:b][mask], o[mask], flags[a:b][mask], first_dirty, stats)
+            if full:
+                return offset_map.latest_offset + 1
+            _yield_gil()
         for k, (pos, h) in enumerate(seg.batches):  # compressed batches, one by one
             if seg.simple[k] is not None or h.control or h.last < first_dirty or h.base >= upper:
                 continue
@@ -409,18 +425,28 @@ def _segment_output(seg, offset_map, now_ms, delete_retention_ms, txns, last_of_
     """The bytes replacing each batch of ``seg``, in order. The plain batches are decided
     together (one map lookup for the segment); compressed and control ones one by one."""
     offsets, h1, h2, ts, flags, starts, ends = seg.rec
-    latest = offset_map.get_many(h1, h2, flags)
-    by_batch = seg.batch_of_record
-    keep = ((flags & 1) == 1) & (offsets >= latest)
+    n = len(seg.batches)
+    expired = aborted = None
     if seg.any_horizon:
         expired = np.array([h.horizon is not None and now_ms >= h.horizon for _, h in seg.batches], bool)
-        keep &= ((flags & 2) == 2) | ~expired[by_batch]
     if txns.aborted:
         aborted = np.array([h.transactional and h.base in txns.aborted for _, h in seg.batches], bool)
-        keep &= ~aborted[by_batch]
-    n = len(seg.batches)
-    kept_n = np.bincount(by_batch, weights=keep, minlength=n).astype(np.int64).tolist()
-    tomb_n = np.bincount(by_batch, weights=keep & ((flags & 2) == 0), minlength=n).astype(np.int64).tolist()
+    keep = np.empty(len(offsets), bool)
+    kept_n, tomb_n = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    for a in range(0, len(offsets), CHUNK):  # in slices: the event loop gets the GIL between them
+        b = min(len(offsets), a + CHUNK)
+        f = flags[a:b]
+        k = ((f & 1) == 1) & (offsets[a:b] >= offset_map.get_many(h1[a:b], h2[a:b], f))
+        by_batch = seg.batch_of(a, b)
+        if expired is not None:
+            k &= ((f & 2) == 2) | ~expired[by_batch]
+        if aborted is not None:
+            k &= ~aborted[by_batch]
+        keep[a:b] = k
+        kept_n += np.bincount(by_batch, weights=k, minlength=n).astype(np.int64)
+        tomb_n += np.bincount(by_batch, weights=k & ((f & 2) == 0), minlength=n).astype(np.int64)
+        _yield_gil()
+    kept_n, tomb_n = kept_n.tolist(), tomb_n.tolist()
     stats.records_read += len(offsets)
     stats.records_kept += sum(kept_n)
     simple = seg.simple
