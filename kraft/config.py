@@ -234,6 +234,10 @@ INT_SETTINGS.update({
     # kraft's own: partition logs are durable by group commit (fdatasync covering every
     # acks=all answer; acks=0/1 data flushed at the latest this long after its append).
     "kraft.log.flush.linger.ms": (1000, 0),
+    # the log cleaner (Kafka's CleanerConfig): read at start-up
+    "log.cleaner.threads": (1, 0),
+    "log.cleaner.dedupe.buffer.size": (128 * MiB, 1),
+    "log.cleaner.backoff.ms": (15_000, 0),
 })
 # The group coordinator and __consumer_offsets (Kafka's GroupCoordinatorConfig defaults).
 INT_SETTINGS.update({
@@ -251,7 +255,8 @@ INT_SETTINGS.update({
 })
 LONG_SETTINGS = LONG_SETTINGS | {"offsets.retention.check.interval.ms"}
 LONG_SETTINGS = LONG_SETTINGS | {"log.retention.bytes", "log.retention.check.interval.ms", "log.flush.interval.ms",
-                                 "log.flush.interval.messages", "kraft.log.flush.linger.ms"}
+                                 "log.flush.interval.messages", "kraft.log.flush.linger.ms",
+                                 "log.cleaner.dedupe.buffer.size", "log.cleaner.backoff.ms"}
 
 
 def log_flush_linger_ms(values: dict) -> float:
@@ -266,6 +271,8 @@ def log_flush_messages(values: dict) -> int | None:
     n = values["log.flush.interval.messages"]
     return None if n >= INT64_MAX else n
 STR_SETTINGS.update({"log.retention.ms": "", "log.retention.minutes": "", "log.message.timestamp.type": "CreateTime"})
+#: the log cleaner's I/O cap, a DOUBLE in Kafka (empty: no cap)
+STR_SETTINGS["log.cleaner.io.max.bytes.per.second"] = ""
 
 
 def log_retention_ms(values: dict) -> int:

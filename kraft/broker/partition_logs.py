@@ -19,6 +19,7 @@ call ``on_flushed``.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import logging
 import os
 import shutil
@@ -114,7 +115,10 @@ class PartitionLogs:
             hws = self._read_checkpoint(log_dir, names.REPLICATION_CHECKPOINT)
 
             # Read on this thread, not on the workers: each topic's settings, the dir's flusher.
-            configs = {tp[0]: self._config_of(tp[0]) for tp, _, _ in todo}
+            # Recovered without the contiguity check (as Kafka recovers every partition log): the
+            # image that says which topics are compacted (their logs have offset gaps) is not
+            # read yet; the first one gives each log its topic's settings (``reconfigure``).
+            configs = {tp[0]: dataclasses.replace(self._config_of(tp[0]), strict_order=False) for tp, _, _ in todo}
             self._flusher_of(log_dir)
 
             def one(item, log_dir=log_dir, clean=clean):

@@ -56,6 +56,11 @@ class TopicConfig(NamedTuple):
     index_interval_bytes: int
     flush_messages: int | None
     flush_ms: int
+    #: compaction (cleanup.policy compact): the cleaner's per-topic settings
+    min_cleanable_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = _LONG_MAX
+    delete_retention_ms: int = 86_400_000
 
     def log_config(self, base: LogConfig) -> LogConfig:
         """``base`` (the broker's log settings) with this topic's roll, index and flush settings;
@@ -64,7 +69,10 @@ class TopicConfig(NamedTuple):
         fields = dict(segment_bytes=self.segment_bytes, segment_ms=self.segment_ms,
                       segment_jitter_ms=self.segment_jitter_ms, segment_index_bytes=self.segment_index_bytes,
                       index_interval_bytes=self.index_interval_bytes, flush_interval_messages=self.flush_messages,
-                      append_linger_ms=float(linger))
+                      append_linger_ms=float(linger),
+                      # a compacted log has offset gaps between batches (Kafka never requires
+                      # contiguous offsets in a partition log)
+                      strict_order=base.strict_order and not self.compact)
         if all(getattr(base, k) == v for k, v in fields.items()):
             return base
         return dataclasses.replace(base, **fields)
@@ -130,7 +138,9 @@ class TopicConfigs:
             codec=codec, level=v(level_name) if level_name else None,
             segment_bytes=v("segment.bytes"), segment_ms=v("segment.ms"), segment_jitter_ms=v("segment.jitter.ms"),
             segment_index_bytes=v("segment.index.bytes"), index_interval_bytes=v("index.interval.bytes"),
-            flush_messages=None if flush_messages >= _LONG_MAX else flush_messages, flush_ms=v("flush.ms"))
+            flush_messages=None if flush_messages >= _LONG_MAX else flush_messages, flush_ms=v("flush.ms"),
+            min_cleanable_ratio=v("min.cleanable.dirty.ratio"), min_compaction_lag_ms=v("min.compaction.lag.ms"),
+            max_compaction_lag_ms=v("max.compaction.lag.ms"), delete_retention_ms=v("delete.retention.ms"))
 
 
 def follow_topic_configs(logs, state, base: LogConfig) -> None:

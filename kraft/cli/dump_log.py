@@ -134,6 +134,8 @@ def _batch_doc(data, position: int, valid: bool, records_too: bool, values: bool
         "magic": b.magic, "compression": Compression(b.compression).name.lower()
         if b.compression in Compression._value2member_map_ else str(b.compression),
         "crc": b.crc, "isValid": valid,
+        # KIP-534: a compacted batch holding tombstones carries its delete horizon in BaseTimestamp
+        "deleteHorizonMs": b.base_timestamp if b.attributes & 0x40 else None,
     }
     if records_too:
         doc["records"] = [_record_doc(r, b.is_control, values, decode_metadata) for r in b]
@@ -237,7 +239,8 @@ def print_text(doc: dict, out=None) -> None:
           f"baseSequence: {b['baseSequence']} producerId: {b['producerId']} "
           f"producerEpoch: {b['producerEpoch']} partitionLeaderEpoch: {b['partitionLeaderEpoch']} "
           f"isTransactional: {_bool(b['isTransactional'])} isControl: {_bool(b['isControl'])} "
-          f"position: {b['position']} {b['timestampType']}: {b['maxTimestamp']} size: {b['size']} "
+          + (f"deleteHorizonMs: {b['deleteHorizonMs']} " if b.get("deleteHorizonMs") is not None else "")
+          + f"position: {b['position']} {b['timestampType']}: {b['maxTimestamp']} size: {b['size']} "
           f"magic: {b['magic']} compresscodec: {b['compression']} crc: {b['crc']} "
           f"isvalid: {_bool(b['isValid'])}\n")
         for r in b.get("records", ()):

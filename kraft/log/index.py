@@ -219,6 +219,20 @@ class SegmentIndex:
             self._truncate_files(fds)
         return True
 
+    def fill(self, positions, last_offsets, max_timestamps, sizes) -> None:
+        """Build the entries in memory only (a cleaned segment before its swap: the files of
+        that name still belong to the segment it replaces); ``sync`` writes them later."""
+        self.builder = hotloops.IndexBuilder(self.base_offset, self.interval)
+        self.rel, self.pos = _Column(np.int32), _Column(np.int32)
+        self.ts, self.trel = _Column(np.int64), _Column(np.int32)
+        rel, pos, ts, trel = self.builder.add(*_i64(positions, last_offsets, max_timestamps, sizes))
+        self.rel.extend(rel)
+        self.pos.extend(pos)
+        self.ts.extend(ts)
+        self.trel.extend(trel)
+        self.loaded = True
+        self._written = (0, 0)
+
     def truncate_before_position(self, position: int, cut_offset: int) -> int:
         """Drop offset entries of batches at or after file ``position`` and time entries
         pointing at offsets >= ``cut_offset`` (the first removed batch's base offset), as

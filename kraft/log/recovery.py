@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kraft.errors import LogCorruptionError
-from kraft.log import files, hotloops
+from kraft.log import files, hotloops, segment_swap
 from kraft.log.checkpoint import LeaderEpochCheckpointFile
 from kraft.log.epoch_cache import LeaderEpochCache
 from kraft.log.index import IndexCorruptError
@@ -288,6 +288,7 @@ def load_log(directory: str, config, recovery_point, log_start_offset, now_ms: i
     ``(segments, epoch cache, start offset, report)``; see ``SegmentedLog.open`` for the
     arguments and errors."""
     report = RecoveryReport()
+    segment_swap.recover_leftovers(directory, report.removed_files)
     bases = list_segment_offsets(directory, report)
     interval = config.index_interval_bytes
     segments = [LogSegment.open(directory, b, interval) for b in bases]

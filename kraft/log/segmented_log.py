@@ -296,6 +296,40 @@ class SegmentedLog:
             self._set_fatal(exc)
             raise
 
+    # --- compaction ------------------------------------------------------------------------------
+    def cleanable_segments(self, upper: int) -> tuple[list, int]:
+        """The closed segments wholly below ``upper`` and the offset they end at (the next
+        segment's base): what the cleaner may rewrite."""
+        with self._lock:
+            out, end = [], self._bases[0]
+            for i in range(len(self._segments) - 1):
+                if self._bases[i + 1] > upper:
+                    break
+                out.append(self._segments[i])
+                end = self._bases[i + 1]
+            return out, (end if out else min(upper, self._bases[0]))
+
+    def replace_closed_segments(self, old: list, new: LogSegment, swap_path: str) -> bool:
+        """Owner thread: put the cleaned segment ``new`` (still at ``swap_path`` on disk) in
+        place of the consecutive closed segments ``old`` (``segment_swap`` step 3). False,
+        changing nothing, when they are no longer this log's."""
+        from kraft.log.segment_swap import rename_into_place
+        with self._lock:
+            if self._closed or self._fatal is not None or not old:
+                return False
+            try:
+                i = next(k for k, s in enumerate(self._segments) if s is old[0])
+            except StopIteration:
+                return False
+            if self._segments[i:i + len(old)] != old or i + len(old) >= len(self._segments):
+                return False
+            rename_into_place(old, swap_path, new.path)
+            self._segments[i:i + len(old)] = [new]
+            self._bases[i:i + len(old)] = [new.base_offset]
+            for seg in old:
+                seg.close()
+            return True
+
     def write_epoch_checkpoint(self) -> bool:
         """Write the leader-epoch checkpoint now if it changed since it was last written; the
         next flush then has only the data to sync. Any thread (a broker that became leader of

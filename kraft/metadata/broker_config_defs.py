@@ -49,7 +49,7 @@ def _read_only(name: str, type_, default: str | None, doc: str) -> ConfigDef:
 _SECONDARY = ("log.roll.hours", "log.roll.jitter.hours", "log.retention.minutes", "log.retention.hours",
               "log.flush.scheduler.interval.ms")
 _THREADS = "kraft serves requests on one event loop; its worker counts are fixed at start-up"
-_CLEANER = "kraft has no log cleaner (it does not compact logs yet)"
+_CLEANER = "kraft's log cleaner reads it from server.properties at start-up (no change at run time)"
 _TLS = "kraft listeners are PLAINTEXT only (no TLS or SASL)"
 _TIERED = "kraft has no tiered storage"
 _THROTTLE = "kraft has no replication throttling"

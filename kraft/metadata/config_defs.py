@@ -221,7 +221,7 @@ def only_as_kafka(allowed, message: str) -> Callable:
 T = ConfigType
 S = Status
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
-_COMPACTION = "compaction tuning: stored and described, but kraft does not compact logs yet"
+_COMPACTION = "applied by the log cleaner to topics with cleanup.policy compact (docs/compaction.md)"
 _TIERED = ("tiered storage only: stored with no effect, as in Kafka while remote.storage.enable is false "
            "(kraft has no remote log manager)")
 _THROTTLE = "kraft has no replication throttling (replicas always fetch at full speed)"
@@ -232,8 +232,9 @@ NO_TIERED_STORAGE = ("Tiered Storage functionality is disabled in the broker. To
 TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("cleanup.policy", T.LIST, "delete", one_of("compact", "delete"),
               "A string that is either \"delete\" or \"compact\" or both.", S.APPLIED,
-              "delete: retention deletes old segments; compact: keyless records are refused (INVALID_RECORD) "
-              "but kraft does not compact yet, and a compact-only topic is not trimmed by retention (as in Kafka)",
+              "delete: retention deletes old segments; compact: the log cleaner keeps the latest record per key "
+              "and keyless records are refused (INVALID_RECORD); a compact-only topic is not trimmed by retention "
+              "(as in Kafka)",
               valid="[compact, delete]"),
     ConfigDef("compression.type", T.STRING, "producer", one_of(*COMPRESSION_TYPES),
               "Final compression type for a given topic.", S.APPLIED,
@@ -249,7 +250,7 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
               "The compression level to use if compression.type is set to zstd.", S.APPLIED,
               "the level the leader recompresses with when compression.type is zstd", valid="[-131072,...,22]"),
     ConfigDef("delete.retention.ms", T.LONG, "86400000", at_least(0),
-              "How long to retain delete tombstone markers for log compacted topics.", S.ACCEPTED, _COMPACTION,
+              "How long to retain delete tombstone markers for log compacted topics.", S.APPLIED, _COMPACTION,
               valid="[0,...]"),
     ConfigDef("file.delete.delay.ms", T.LONG, "60000", at_least(0),
               "The time to wait before deleting a file from the filesystem.", S.REFUSED,
@@ -277,7 +278,7 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
               "How long to keep a local log segment before deleting it (tiered storage).", S.ACCEPTED, _TIERED,
               valid="[-2,...]"),
     ConfigDef("max.compaction.lag.ms", T.LONG, str(LONG_MAX), at_least(1),
-              "The maximum time a message will remain ineligible for compaction in the log.", S.ACCEPTED,
+              "The maximum time a message will remain ineligible for compaction in the log.", S.APPLIED,
               _COMPACTION, valid="[1,...]"),
     ConfigDef("max.message.bytes", T.INT, "1048588", at_least(0),
               "The largest record batch size allowed by Kafka (after compression if enabled).", S.APPLIED,
@@ -294,10 +295,10 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
               "Whether the timestamp in the message is message create time or log append time.", S.APPLIED,
               "LogAppendTime: the leader stamps each batch with its own clock", valid="[CreateTime, LogAppendTime]"),
     ConfigDef("min.cleanable.dirty.ratio", T.DOUBLE, "0.5", between(0, 1),
-              "How frequently the log compactor will attempt to clean the log.", S.ACCEPTED, _COMPACTION,
+              "How frequently the log compactor will attempt to clean the log.", S.APPLIED, _COMPACTION,
               valid="[0,...,1]"),
     ConfigDef("min.compaction.lag.ms", T.LONG, "0", at_least(0),
-              "The minimum time a message will remain uncompacted in the log.", S.ACCEPTED, _COMPACTION,
+              "The minimum time a message will remain uncompacted in the log.", S.APPLIED, _COMPACTION,
               valid="[0,...]"),
     ConfigDef("min.insync.replicas", T.INT, "1", at_least(1),
               "The minimum number of replicas that must acknowledge a write for acks=all to succeed.", S.APPLIED,

@@ -32,8 +32,10 @@ import uuid
 from kraft.broker.broker_state import BrokerLimits, BrokerState
 from kraft.broker.handlers import BrokerHandlers
 from kraft.broker.image_publisher import hosted_partitions, publish_image
+from kraft.broker.log_compaction import start_cleaner
 from kraft.broker.partition_logs import PartitionLogs
 from kraft.broker.topic_configs import follow_topic_configs
+from kraft.log.log_cleaner import LogCleaner
 from kraft.config import NodeConfig, log_flush_linger_ms, log_flush_messages, log_retention_ms
 from kraft.errors import ConfigError, StorageError
 from kraft.log import LogConfig
@@ -71,6 +73,8 @@ class BrokerNode:
         self.state: BrokerState | None = None
         self.handlers: BrokerHandlers | None = None
         self.replication: ReplicationDriver | None = None
+        #: compacts the logs of cleanup.policy=compact topics on its own threads
+        self.cleaner: LogCleaner | None = None
         self.servers: dict[str, KafkaServer] = {}
         self._locks = None
         self._timers: list[asyncio.TimerHandle] = []
@@ -135,6 +139,7 @@ class BrokerNode:
             self.servers[ep.name] = server
             log.info("broker %d: serving %s on %s:%d", cfg.node_id, ep.name, ep.host or "0.0.0.0", server.port)
         self._every(v["log.retention.check.interval.ms"], self._retention)
+        self.cleaner = start_cleaner(loop, self.logs, state, v)
         if v["log.flush.offset.checkpoint.interval.ms"] > 0:
             self._every(v["log.flush.offset.checkpoint.interval.ms"], self.logs.write_checkpoints)
 
@@ -226,6 +231,10 @@ class BrokerNode:
         for server in self.servers.values():
             await server.close()
         self.servers.clear()
+        if self.cleaner is not None:  # before the logs close; the loop serves its swaps meanwhile
+            self.cleaner.request_stop()
+            await asyncio.get_running_loop().run_in_executor(None, self.cleaner.stop)
+            self.cleaner = None
         if self.replication is not None:
             await self.replication.close()
         if self.handlers is not None:
