@@ -70,9 +70,10 @@ class TopicConfig(NamedTuple):
                       segment_jitter_ms=self.segment_jitter_ms, segment_index_bytes=self.segment_index_bytes,
                       index_interval_bytes=self.index_interval_bytes, flush_interval_messages=self.flush_messages,
                       append_linger_ms=float(linger),
-                      # a compacted log has offset gaps between batches (Kafka never requires
-                      # contiguous offsets in a partition log)
-                      strict_order=base.strict_order and not self.compact)
+                      # Kafka never requires contiguous offsets in a partition log: a compacted
+                      # log has gaps, and keeps them after the topic turns to cleanup.policy=delete
+                      # (a follower refusing them would stall for good); offsets must still grow.
+                      strict_order=False)
         if all(getattr(base, k) == v for k, v in fields.items()):
             return base
         return dataclasses.replace(base, **fields)

@@ -231,3 +231,18 @@ def test_a_dynamic_max_connections_per_ip_reaches_every_listener(tmp_path):
         assert b.call(set_config, "1", "3") == [3]
         assert b.call(set_config, "1", None) == [7]
         assert b.call(set_config, "", None) == [50]
+
+
+@pytest.mark.parametrize("policy", ["delete", "compact", "compact,delete"])
+def test_partition_logs_accept_offset_gaps_whatever_the_policy(policy):
+    """A log compacted while its topic was ``compact`` keeps its gaps after a switch to
+    ``delete``; a follower that required contiguous offsets would refuse its leader's batches
+    for good. Kafka requires only growing offsets in a partition log."""
+    from kraft.broker.topic_configs import TopicConfigs
+
+    tid = uuid.uuid4()
+    delta = MetadataDelta(EMPTY_IMAGE)
+    delta.replay(TopicRecord(name="t", topic_id=tid))
+    delta.replay(ConfigRecord(resource_type=TOPIC, resource_name="t", name="cleanup.policy", value=policy))
+    cfg = TopicConfigs(1).get(delta.apply(), "t").log_config(LogConfig())
+    assert cfg.strict_order is False
