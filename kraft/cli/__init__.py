@@ -21,7 +21,10 @@ from kraft.errors import KraftError
 
 # Modules under kraft.cli that provide subcommands, in help order.
 _SUBCOMMANDS = ("demo", "dump_log", "storage", "server", "metadata_quorum", "produce", "metadata_shell", "pipeline",
-               "features", "reassign_partitions", "leader_election")
+               "features", "reassign_partitions", "leader_election",
+               # Kafka's everyday tools (kafka-*.sh), issue 37
+               "topics", "configs", "console_producer", "console_consumer", "get_offsets", "broker_tools",
+               "perf_test")
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
