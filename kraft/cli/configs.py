@@ -50,9 +50,16 @@ def _entity(args):
     return ConfigResource("broker", args.entity_name), f"broker {args.entity_name}"
 
 
+def _source_name(source) -> str:
+    from confluent_kafka.admin import ConfigSource
+    try:
+        return ConfigSource(getattr(source, "value", source)).name
+    except ValueError:
+        return str(source)
+
+
 def entry_line(entry) -> str:
-    syn = ", ".join(f"{s.source.name if hasattr(s.source, 'name') else s.source}:{s.name}={s.value}"
-                    for s in entry.synonyms.values())
+    syn = ", ".join(f"{_source_name(s.source)}:{s.name}={s.value}" for s in entry.synonyms.values())
     value = "null" if entry.is_sensitive else entry.value
     return f"  {entry.name}={value} sensitive={str(entry.is_sensitive).lower()} synonyms={{{syn}}}"
 

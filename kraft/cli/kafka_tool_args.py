@@ -73,8 +73,9 @@ def client_config(args, extra: dict | None = None) -> dict:
 
 def admin(args):
     from confluent_kafka.admin import AdminClient
+    conf = client_config(args)
     try:
-        return AdminClient(client_config(args))
+        return AdminClient(conf)
     except Exception as exc:  # confluent-kafka refuses unknown properties here
         raise ToolError(f"client configuration: {exc}") from None
 

@@ -86,9 +86,13 @@ def _create(args, adm) -> int:
     assignment = None
     if args.replica_assignment:
         assignment = [[int(b) for b in part.split(":")] for part in args.replica_assignment.split(",")]
-    topic = NewTopic(args.topic, num_partitions=args.partitions if assignment is None else -1,
-                     replication_factor=args.replication_factor if assignment is None else -1,
-                     replica_assignment=assignment, config=parse_key_values(args.config, "--config"))
+    config = parse_key_values(args.config, "--config")
+    if assignment is None:
+        partitions = -1 if args.partitions is None else args.partitions  # -1: the broker's num.partitions
+        topic = NewTopic(args.topic, num_partitions=partitions, replication_factor=args.replication_factor,
+                         config=config)
+    else:
+        topic = NewTopic(args.topic, replica_assignment=assignment, config=config)
     try:
         wait(adm.create_topics([topic])[args.topic])
     except ToolError as exc:
