@@ -111,7 +111,8 @@ def _log_dirs(args) -> int:
 
 def _cluster(args) -> int:
     if args.cluster_command == "cluster-id":
-        cluster = wait(admin(args).describe_cluster(), args.timeout)
+        adm = admin(args)  # kept alive until the answer: a collected client fails its futures
+        cluster = wait(adm.describe_cluster(), args.timeout)
         print(f"Cluster ID: {cluster.cluster_id}")
         return 0
     from kraft.client.quorum import parse_address

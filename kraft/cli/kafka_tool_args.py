@@ -5,6 +5,8 @@ traceback. Must not print anything itself: the commands decide their output."""
 
 from __future__ import annotations
 
+import logging
+
 from kraft.errors import KraftError
 
 # Seconds an admin request may take; Kafka's tools use the client's default.api.timeout.ms.
@@ -66,9 +68,16 @@ def client_config(args, extra: dict | None = None) -> dict:
     if getattr(args, "bootstrap_server", None):
         conf["bootstrap.servers"] = check_bootstrap(args.bootstrap_server)
     conf.update(extra or {})
+    # librdkafka logs every refused connection on stderr; the tools say what failed in one line.
+    conf.setdefault("logger", _SILENT)
     if "bootstrap.servers" not in conf:
         raise ToolError("no bootstrap.servers: give --bootstrap-server")
     return conf
+
+
+_SILENT = logging.getLogger("kraft.tools.librdkafka")
+_SILENT.addHandler(logging.NullHandler())
+_SILENT.propagate = False
 
 
 def admin(args):

@@ -9,7 +9,8 @@ import sys
 import time
 from datetime import datetime
 
-from kraft.cli.kafka_tool_args import ToolError, add_connection_args, client_config, parse_key_values, read_properties
+from kraft.cli.kafka_tool_args import (_SILENT, ToolError, add_connection_args, client_config, parse_key_values,
+                                       read_properties)
 
 WINDOW_S = 5.0
 CONSUMER_HEADER = ("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
@@ -47,11 +48,12 @@ def _producer_run(args) -> int:
     payloads = [bytes(120 - (i % 26) for i in range(args.record_size))] if args.record_size else None
     if args.payload_file:
         with open(args.payload_file, "rb") as f:
-            payloads = [line for line in f.read().split(args.payload_delimiter.encode()) if line]
+            delimiter = args.payload_delimiter.encode().decode("unicode_escape").encode()
+            payloads = [line for line in f.read().split(delimiter) if line]
         if not payloads:
             raise ToolError(f"{args.payload_file}: no payloads")
     try:
-        producer = Producer(props)
+        producer = Producer({"logger": _SILENT, **props})
     except KafkaException as exc:
         raise ToolError(f"producer configuration: {exc.args[0].str() if exc.args else exc}") from None
     total = {"n": 0, "bytes": 0, "lat": [], "failed": None}
@@ -151,7 +153,8 @@ def register(sub) -> None:
     p.add_argument("--num-records", type=int, required=True, help="how many records to send")
     p.add_argument("--record-size", type=int, help="bytes per record (or --payload-file)")
     p.add_argument("--payload-file", help="file of payloads, one per delimiter, sent in turn")
-    p.add_argument("--payload-delimiter", default="\n", help="what separates payloads in --payload-file")
+    p.add_argument("--payload-delimiter", default=r"\n",
+                   help="what separates payloads in --payload-file (backslash escapes read as in Kafka)")
     p.add_argument("--throughput", type=float, required=True, help="records per second at most; -1: no limit")
     p.add_argument("--producer-props", nargs="+", metavar="KEY=VALUE", help="producer properties")
     p.add_argument("--producer.config", dest="producer_config", metavar="FILE", help="producer properties file")
