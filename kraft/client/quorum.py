@@ -74,6 +74,8 @@ def parse_address(s: str) -> tuple[str, int]:
     host, _, port = s.strip().rpartition(":")
     if not host or not port.isdigit():
         raise ValueError(f"expected HOST:PORT, got {s!r}")
+    if not 0 < int(port) < 65536:  # else the socket layer's OverflowError, as a traceback
+        raise ValueError(f"port {port} is out of range (1-65535) in {s.strip()!r}")
     return host.strip("[]"), int(port)
 
 

@@ -1,0 +1,35 @@
+"""Issue 37 item 4, the command line's rough edges: each was seen by hand and each test here
+failed on the code before the fix (noted per test)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from kraft.cli import describe_failure
+from kraft.errors import KraftError
+
+
+def test_a_multi_line_error_keeps_its_reason_on_the_one_line():
+    """Before: ``reassign-partitions`` with an unknown broker printed only
+    "error: Error reassigning partition(s):", the reason being on the next line."""
+    exc = KraftError("Error reassigning partition(s):\nt-0: Replica 9 is not an available broker\n")
+    assert describe_failure(exc) == "Error reassigning partition(s): t-0: Replica 9 is not an available broker"
+    assert describe_failure(KraftError("\nonly the second line")) == "only the second line"
+
+
+@pytest.mark.parametrize("command", [
+    ["metadata-quorum", "--bootstrap-controller", "127.0.0.1:99999", "describe", "--status"],
+    ["produce", "--bootstrap-controller", "127.0.0.1:99999"],
+    ["leader-election", "--bootstrap-server", "127.0.0.1:99999", "--election-type", "preferred",
+     "--all-topic-partitions"],
+    ["topics", "--bootstrap-server", "127.0.0.1:99999", "--list"],
+])
+def test_a_port_out_of_range_is_one_error_line(command):
+    """Before: a 40-line traceback ending in "OverflowError: connect(): port must be 0-65535"."""
+    p = subprocess.run([sys.executable, "-m", "kraft", *command], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1, p.stderr
+    assert "Traceback" not in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    assert "99999" in p.stderr and "out of range" in p.stderr
