@@ -64,8 +64,12 @@ def _info_cmd(args) -> int:
         print(f"  {d}")
     print()
     distinct = {(m.cluster_id, m.node_id, m.version) for m in metas.values()}
-    for cluster_id, node_id, version in sorted(distinct, key=str):
-        print(f"Found metadata: {{cluster.id={cluster_id}, node.id={node_id}, version={version}}}")
+    # One line per directory with its directory.id (Kafka's key order), which a voter's replica
+    # key and add-controller need; the directories' other fields must agree.
+    shown = sorted({(m.cluster_id, m.directory_id, m.node_id, m.version) for m in metas.values()}, key=str)
+    for cluster_id, directory_id, node_id, version in shown:
+        dir_part = f"directory.id={directory_id}, " if directory_id else ""
+        print(f"Found metadata: {{cluster.id={cluster_id}, {dir_part}node.id={node_id}, version={version}}}")
     if len(distinct) > 1:
         problems.append("the log directories disagree about cluster.id or node.id")
     for meta in metas.values():
