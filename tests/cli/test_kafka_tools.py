@@ -173,3 +173,14 @@ def test_help_lists_every_option_with_its_default(command, capsys):
         if action.default not in (None, False) and action.option_strings and action.dest != "help" \
                 and action.default != "==SUPPRESS==":
             assert f"(default: {action.default})" in " ".join(text.split()), (command, action.dest)
+
+
+@pytest.mark.parametrize("command", ["metadata-quorum --bootstrap-controller {} describe --status",
+                                     "produce --bootstrap-controller {} --count 1"])
+def test_a_quorum_command_pointed_at_a_broker_listener_says_so_at_once(kraft, cluster, command):
+    """Issue 37 item 4. Before: it retried for 10 s (describe) or 30 s (produce) and ended with
+    "no leader found ...: answered INVALID_REQUEST", naming neither the listener nor the fix."""
+    host, port = cluster.broker_address(1)
+    code, out, err = kraft(command.format(f"{host}:{port}"), bootstrap=False)
+    assert code == 1 and err.count("\n") == 1, err
+    assert "broker listener" in err and "controller.listener.names" in err
