@@ -10,6 +10,7 @@ arguments and prints.
 from __future__ import annotations
 
 import os
+import sys
 
 from kraft.cli.server import load_runnable_config, parse_overrides
 from kraft.config import NodeConfig
@@ -25,8 +26,15 @@ def _random_uuid_cmd(args) -> int:
     return 0
 
 
+def _warn_unknown(cfg) -> None:
+    """The same words ``server start`` logs, so a misspelled key is seen before the first start."""
+    for key in cfg.unknown:
+        print(f"warning: unknown configuration {key} ignored", file=sys.stderr)
+
+
 def _format_cmd(args) -> int:
     cfg = load_runnable_config(args.config, args.override)
+    _warn_unknown(cfg)
     features = finalized_features(args.release_version, parse_features(args.feature))
     written = format_storage(cfg, args.cluster_id, ignore_formatted=args.ignore_formatted, features=features,
                              standalone=args.standalone, initial_controllers=args.initial_controllers,
@@ -43,6 +51,7 @@ def _format_cmd(args) -> int:
 def _info_cmd(args) -> int:
     """Kafka's ``kafka-storage.sh info``: what each directory holds, and any problems (exit 1)."""
     cfg = NodeConfig.from_file(args.config, parse_overrides(args.override))
+    _warn_unknown(cfg)
     dirs = list(dict.fromkeys([cfg.metadata_log_dir, *cfg.log_dirs]))
     problems, found, metas = [], [], {}
     for d in dirs:

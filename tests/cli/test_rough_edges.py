@@ -33,3 +33,18 @@ def test_a_port_out_of_range_is_one_error_line(command):
     assert p.returncode == 1, p.stderr
     assert "Traceback" not in p.stderr and p.stderr.count("\n") == 1, p.stderr
     assert "99999" in p.stderr and "out of range" in p.stderr
+
+
+def test_storage_format_and_info_name_a_misspelled_key(tmp_path, capsys):
+    """Before: only ``server start`` warned; format and info said nothing of the typo."""
+    from kraft.cli import main
+    cfg = tmp_path / "server.properties"
+    cfg.write_text("process.roles=controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:19093\n"
+                   "listeners=CONTROLLER://127.0.0.1:19093\ncontroller.listener.names=CONTROLLER\n"
+                   f"log.dirs={tmp_path / 'd1'}\ncontroller.quorum.elecion.timeout.ms=300\n")
+    for command in (["storage", "format", "-t", "kMQYFJSSTZSKAd-CzV5o-g", "-c", str(cfg)],
+                    ["storage", "info", "-c", str(cfg)]):
+        capsys.readouterr()
+        assert main(command) == 0
+        err = capsys.readouterr().err
+        assert "warning: unknown configuration controller.quorum.elecion.timeout.ms ignored" in err, err
