@@ -48,3 +48,24 @@ def test_storage_format_and_info_name_a_misspelled_key(tmp_path, capsys):
         assert main(command) == 0
         err = capsys.readouterr().err
         assert "warning: unknown configuration controller.quorum.elecion.timeout.ms ignored" in err, err
+
+
+def test_dump_log_shows_a_voters_directory_id_in_base64_as_describe_does(tmp_path, capsys):
+    """Before: dump-log printed directory ids in hex, ``describe --status`` in Kafka's base64."""
+    import base64
+    from kraft import records
+    from kraft.cli import main
+    from kraft.log import LogConfig, SegmentedLog
+    from kraft.records.control import Voter, VotersRecord
+    from kraft.types import Endpoint
+    dir_id = bytes(range(16))
+    log = SegmentedLog.open(str(tmp_path), LogConfig())
+    log.append(records.build_control_record_batch(
+        VotersRecord(voters=(Voter(1, dir_id, (Endpoint("CONTROLLER", "localhost", 9093),), 0, 1),)), timestamp=5),
+        leader_epoch=1)
+    log.close()
+    capsys.readouterr()
+    assert main(["dump-log", str(tmp_path / "00000000000000000000.log")]) == 0
+    out = capsys.readouterr().out
+    assert base64.urlsafe_b64encode(dir_id).decode().rstrip("=") in out
+    assert dir_id.hex() not in out
