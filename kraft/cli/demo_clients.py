@@ -113,4 +113,7 @@ def client_lines(bootstrap: str, topic: str = "demo") -> list[str]:
         f"kcat -b {bootstrap} -t {topic} -C -o beginning -e",
         "python -c \"from confluent_kafka import Producer; p = Producer({'bootstrap.servers': "
         f"'{first}'}}); p.produce('{topic}', b'hi'); print(p.flush(10))\"",
+        # Kafka's everyday tools, as kraft commands (the README's tour uses B=<this address>)
+        f"kraft topics --bootstrap-server {first} --describe --topic {topic}",
+        f"kraft console-consumer --bootstrap-server {first} --topic {topic} --from-beginning --max-messages 5",
     ]
