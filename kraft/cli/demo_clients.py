@@ -51,7 +51,7 @@ async def wait_for_brokers(addresses: dict, timeout_s: float = 60.0) -> float:
     raise KraftError(f"the brokers {want} did not all serve within {timeout_s:.0f} s")
 
 
-def run_clients(bootstrap: str, say, *, topic: str = "demo", partitions: int = 3, replication: int = 1,
+def run_clients(bootstrap: str, say, *, topic: str = "demo", partitions: int = 3, replication: int = 3,
                 records: int = 3000) -> None:
     ck = _client_library()
     from confluent_kafka import Consumer, Producer, TopicPartition

@@ -184,3 +184,22 @@ def test_a_quorum_command_pointed_at_a_broker_listener_says_so_at_once(kraft, cl
     code, out, err = kraft(command.format(f"{host}:{port}"), bootstrap=False)
     assert code == 1 and err.count("\n") == 1, err
     assert "broker listener" in err and "controller.listener.names" in err
+
+
+def test_demo_clients_uses_rf_3_and_restarts_a_node_killed_by_hand(cluster):
+    """Issue 37 item 4. Before: ``kraft demo --clients`` created its topic with replication factor
+    1 and a ``kill -9`` of any node ended the whole demo. Last in this module: it kills a node."""
+    import asyncio
+    import inspect
+    import os
+    import signal
+    from kraft.cli.demo import keep_alive
+    from kraft.cli.demo_clients import run_clients
+    assert inspect.signature(run_clients).parameters["replication"].default == 3
+    os.kill(cluster.procs[2].pid, signal.SIGKILL)  # by hand: not cluster.kill(), which expects it
+    assert wait_for(lambda: cluster.procs[2].poll() is not None, 10)
+    said = []
+    asyncio.run(keep_alive(cluster, 0.05, say=said.append, rounds=3))
+    assert said and said[0].startswith("  node 2 exited with code -9; restarting it")
+    assert cluster.procs[2].poll() is None and not cluster.unexpected_exits()
+    assert wait_for(lambda: all_see_all(cluster), 60, 0.2), "the restarted node did not come back"
