@@ -69,3 +69,15 @@ def test_dump_log_shows_a_voters_directory_id_in_base64_as_describe_does(tmp_pat
     out = capsys.readouterr().out
     assert base64.urlsafe_b64encode(dir_id).decode().rstrip("=") in out
     assert dir_id.hex() not in out
+
+
+def test_reassign_names_target_voters_that_no_node_has():
+    """Before: ``reassign --target-voters 1,7`` with no node 7 was accepted and waited without a
+    word. The command now says which ids nothing fetches for and what the wait needs."""
+    from types import SimpleNamespace as NS
+    from kraft.cli.metadata_quorum import absent_targets, absent_targets_note, parse_target_voters
+    d = NS(voters=[NS(replica_id=1), NS(replica_id=2)], observers=[NS(replica_id=4)])
+    assert absent_targets(d, parse_target_voters("1,4,7")) == [7]
+    assert absent_targets(d, parse_target_voters("1,2,4")) == []
+    note = absent_targets_note([7])
+    assert "no node with id 7" in note and "--cancel" in note and "\n" not in note
