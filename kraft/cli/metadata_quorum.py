@@ -226,6 +226,25 @@ def absent_targets_note(ids: list[int]) -> str:
             f"joins as an observer (format it with --no-initial-controllers and start it), or use --cancel")
 
 
+def reassign_progress_line(d, elapsed_s: float) -> str:
+    """One status line while ``reassign --wait`` waits: the voters now and the target."""
+    voters = sorted(v.replica_id for v in d.voters)
+    target = sorted(t.voter_id for t in d.target_voters or ())
+    return f"voters {voters} -> target {target}, leader {d.leader_id} in epoch {d.leader_epoch}, {elapsed_s:.0f} s"
+
+
+def _terminal_progress():
+    """On a terminal, rewrite one stderr line per poll; elsewhere (logs, pipes) print nothing."""
+    if not sys.stderr.isatty():
+        return None
+    started = time.monotonic()
+
+    def show(d):
+        sys.stderr.write("\r\033[K  " + reassign_progress_line(d, time.monotonic() - started))
+        sys.stderr.flush()
+    return show
+
+
 def _reassign(args) -> int:
     import os
 
@@ -251,7 +270,12 @@ def _reassign(args) -> int:
                     print(absent_targets_note(absent), file=sys.stderr)
             await reassign_voters(client, targets, cancel=args.cancel, deadline_s=args.timeout)
             if args.wait:
-                return await wait_for_reassignment(client, deadline_s=args.wait_timeout)
+                progress = _terminal_progress()
+                try:
+                    return await wait_for_reassignment(client, deadline_s=args.wait_timeout, progress=progress)
+                finally:
+                    if progress is not None:
+                        sys.stderr.write("\r\033[K")
         finally:
             await client.close()
     d = asyncio.run(go())

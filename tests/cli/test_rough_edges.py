@@ -81,3 +81,15 @@ def test_reassign_names_target_voters_that_no_node_has():
     assert absent_targets(d, parse_target_voters("1,2,4")) == []
     note = absent_targets_note([7])
     assert "no node with id 7" in note and "--cancel" in note and "\n" not in note
+
+
+def test_reassign_wait_shows_where_it_stands_on_a_terminal_only(monkeypatch):
+    """Issue 37 item 6: ``reassign --wait`` was silent for minutes; on a terminal it now rewrites
+    one status line per poll, and prints nothing of it into a pipe or a log."""
+    from types import SimpleNamespace as NS
+    from kraft.cli import metadata_quorum as mq
+    d = NS(voters=[NS(replica_id=2), NS(replica_id=1)], target_voters=[NS(voter_id=3), NS(voter_id=1)],
+           leader_id=1, leader_epoch=4)
+    assert mq.reassign_progress_line(d, 12.4) == "voters [1, 2] -> target [1, 3], leader 1 in epoch 4, 12 s"
+    monkeypatch.setattr("sys.stderr.isatty", lambda: False, raising=False)
+    assert mq._terminal_progress() is None
