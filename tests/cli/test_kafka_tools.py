@@ -96,6 +96,13 @@ def test_configs_describe_and_alter_in_kafkas_layout(kraft):
     assert out.startswith("All configs for topic tools-c are:\n") and "  retention.ms=604800000 " in out
     out = kraft("configs", "--entity-type", "brokers", "--entity-name", "1", "--describe")[1]
     assert out.startswith("Dynamic configs for broker 1 are:\n")
+    code, out, err = kraft("configs", "--entity-type", "brokers", "--entity-name", "1", "--alter",
+                           "--add-config", "log.retention.ms=7200000")
+    assert (code, out) == (0, "Completed updating config for broker 1.\n"), err
+    out = kraft("configs", "--entity-type", "brokers", "--entity-name", "1", "--describe")[1]
+    assert "  log.retention.ms=7200000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:" in out, out
+    code, out, err = kraft("configs", "--entity-type", "brokers", "--entity-default", "--describe")
+    assert code == 1 and err.count("\n") == 1 and "--entity-default" in err
 
 
 def test_console_producer_and_consumer_round_trip_keys_and_headers(kraft, monkeypatch):
