@@ -1,5 +1,5 @@
-"""``kraft configs``: Kafka's ``kafka-configs.sh`` (ConfigCommand) for topics, brokers and the
-cluster-wide broker default (``--entity-default``): --describe [--all] and --alter with
+"""``kraft configs``: Kafka's ``kafka-configs.sh`` (ConfigCommand) for topics and brokers
+(``--entity-default``, the cluster-wide broker default, is refused for now): --describe [--all] and --alter with
 --add-config / --delete-config (IncrementalAlterConfigs), with Kafka's output lines ("Dynamic
 configs for topic t are:", "  k=v sensitive=false synonyms={...}", "Completed updating config
 for topic t."). broker-loggers are refused: kraft has no DescribeConfigs for logger levels."""
@@ -118,7 +118,7 @@ def register(sub) -> None:
     p.add_argument("--entity-type", required=True, choices=("topics", "brokers", "broker-loggers"),
                    help="what the configs belong to")
     p.add_argument("--entity-name", help="the topic name or broker id")
-    p.add_argument("--entity-default", action="store_true", help="the cluster-wide default of brokers")
+    p.add_argument("--entity-default", action="store_true", help="the cluster-wide default of brokers (not supported yet: one error line)")
     p.add_argument("--describe", action="store_true", help="list configs")
     p.add_argument("--alter", action="store_true", help="change configs")
     p.add_argument("--all", action="store_true", help="with --describe: every config, not only dynamic ones")
