@@ -21,7 +21,10 @@ from kraft.errors import KraftError
 
 # Modules under kraft.cli that provide subcommands, in help order.
 _SUBCOMMANDS = ("demo", "dump_log", "storage", "server", "metadata_quorum", "produce", "metadata_shell", "pipeline",
-               "features", "reassign_partitions", "leader_election")
+               "features", "reassign_partitions", "leader_election",
+               # Kafka's everyday tools (kafka-*.sh), issue 37
+               "topics", "configs", "console_producer", "console_consumer", "get_offsets", "broker_tools",
+               "perf_test")
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -65,7 +68,10 @@ def describe_failure(exc: BaseException) -> str:
     if isinstance(exc, OSError) and not isinstance(exc, KraftError):
         what = exc.strerror or str(exc)
         return f"{what}: {exc.filename}" if exc.filename else what
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    # Kafka's multi-line messages start with a headline ending in ":" (or an empty line) and
+    # put the reason on the next lines: keep them all, on one line.
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return " ".join(lines) if lines else type(exc).__name__
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,8 +4,11 @@ temporary directory, writes records through the quorum leader, shows ``describe 
 kills the leader with SIGKILL, shows the new leader and that writes continue; then a real
 Kafka client (confluent-kafka) creates a topic, produces and consumes through the brokers
 (``demo_clients.py``); then everything stops (SIGTERM) and it prints where the files are.
-``--clients`` keeps the cluster up and prints kcat / confluent-kafka lines to paste. Exits non-zero if any step fails, so it doubles as a smoke test. A node that dies
-on its own stops the demo at once with its exit code and the last lines of its log.
+``--clients`` keeps the cluster up, prints kcat / confluent-kafka lines to paste, and restarts
+a node that exits (try ``kill -9``); the demo topic has replication factor 3, so clients keep
+working meanwhile. Exits non-zero if any step fails, so it doubles as a smoke test. Before
+``--clients`` hands over, a node that dies on its own stops the demo at once with its exit
+code and the last lines of its log.
 """
 
 from __future__ import annotations
@@ -124,6 +127,20 @@ async def watch(cluster: LocalCluster, scenario, interval_s: float = 0.1):
             task.cancel()
 
 
+async def keep_alive(cluster: LocalCluster, interval_s: float = 0.5, *, say=None, rounds: int | None = None):
+    """``--clients``: the cluster is there to be tried, ``kill -9`` included, so a node that
+    exits is restarted (from its own files, as an operator would) instead of ending the demo.
+    The partitions are RF 3: clients carry on against the other two meanwhile."""
+    say = say or _say
+    n = 0
+    while rounds is None or n < rounds:
+        n += 1
+        for i, code in sorted(cluster.unexpected_exits().items()):
+            say(f"  node {i} exited with code {code}; restarting it (its log: {cluster.log_path(i)})")
+            cluster.start(i)
+        await asyncio.sleep(interval_s)
+
+
 def _run(args) -> int:
     directory = args.dir or tempfile.mkdtemp(prefix="kraft-demo-")
     _say(f"kraft demo: a 3-node KRaft cluster (broker + controller in each node) on 127.0.0.1 in {directory}")
@@ -139,7 +156,7 @@ def _run(args) -> int:
             _say("\n  the cluster keeps running; paste these in another terminal (Ctrl-C here stops it):")
             for line in client_lines(cluster.broker_bootstrap):
                 _say(f"    {line}")
-            asyncio.run(watch(cluster, asyncio.Event().wait()))
+            asyncio.run(keep_alive(cluster))
     except KeyboardInterrupt:
         _say("\n  interrupted")
     except (KraftError, OSError) as exc:

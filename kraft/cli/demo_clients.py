@@ -51,7 +51,7 @@ async def wait_for_brokers(addresses: dict, timeout_s: float = 60.0) -> float:
     raise KraftError(f"the brokers {want} did not all serve within {timeout_s:.0f} s")
 
 
-def run_clients(bootstrap: str, say, *, topic: str = "demo", partitions: int = 3, replication: int = 1,
+def run_clients(bootstrap: str, say, *, topic: str = "demo", partitions: int = 3, replication: int = 3,
                 records: int = 3000) -> None:
     ck = _client_library()
     from confluent_kafka import Consumer, Producer, TopicPartition
@@ -113,4 +113,7 @@ def client_lines(bootstrap: str, topic: str = "demo") -> list[str]:
         f"kcat -b {bootstrap} -t {topic} -C -o beginning -e",
         "python -c \"from confluent_kafka import Producer; p = Producer({'bootstrap.servers': "
         f"'{first}'}}); p.produce('{topic}', b'hi'); print(p.flush(10))\"",
+        # Kafka's everyday tools, as kraft commands (the README's tour uses B=<this address>)
+        f"kraft topics --bootstrap-server {first} --describe --topic {topic}",
+        f"kraft console-consumer --bootstrap-server {first} --topic {topic} --from-beginning --max-messages 5",
     ]

@@ -185,10 +185,21 @@ def _metadata_frame(value):
     return {"apiKey": api_key, "version": version, "type": _METADATA_RECORDS[api_key]}
 
 
+def _is_uuid(v) -> bool:
+    return isinstance(v, (bytes, bytearray)) and len(v) == 16
+
+
+def _uuid_text(v) -> str:
+    """A directory id as Kafka prints every Uuid (and ``describe --status`` shows it): base64."""
+    import base64
+    return base64.urlsafe_b64encode(bytes(v)).decode("ascii").rstrip("=")
+
+
 def _plain(obj):
     """Dataclass (control message) → JSON-friendly dict."""
     if hasattr(obj, "__dataclass_fields__"):
-        return {k: _plain(getattr(obj, k)) for k in obj.__dataclass_fields__}
+        return {k: _uuid_text(v) if k.endswith("directory_id") and _is_uuid(v) else _plain(v)
+                for k in obj.__dataclass_fields__ for v in (getattr(obj, k),)}
     if isinstance(obj, (tuple, list)):
         return [_plain(x) for x in obj]
     if isinstance(obj, (bytes, bytearray)):

@@ -27,6 +27,8 @@ class LoadedDirectory(NamedTuple):
     segments: list  # paths of the .log files read
     loaded: LoadedImage
     log_error: str | None  # why reading the log stopped early, if it did
+    # (batches, records) skipped because they are not metadata records (e.g. `kraft produce`)
+    skipped: tuple[int, int] = (0, 0)
 
 
 def metadata_log_dir(path: str) -> str:
@@ -48,13 +50,36 @@ def _segments(directory: str) -> list[tuple[int, str]]:
     return sorted(out)
 
 
-def _log_batches(paths: list[str], errors: list[str]):
+# Every metadata record's value starts with its frame version, 1, as an unsigned varint.
+METADATA_FRAME_BYTE = 1
+
+
+def is_metadata_batch(batch) -> bool:
+    """A data batch whose first value is framed as a metadata record. ``kraft produce`` writes
+    whole batches of its own values into ``__cluster_metadata``, so a batch is judged by its
+    first record; a control batch (leader change, voters) is part of the log's own story."""
+    if batch.is_control:
+        return True
+    for record in batch:
+        value = record.value
+        return value is not None and len(value) > 0 and value[0] == METADATA_FRAME_BYTE
+    return True
+
+
+def _log_batches(paths: list[str], errors: list[str], skipped: list[int] | None = None):
+    """The log's batches in order; those that are not metadata are counted in ``skipped``
+    ([batches, records]) and left out, so one stray writer cannot hide the whole log."""
     for path in paths:
         with open(path, "rb") as f:
             data = f.read()
         scan = records.scan_batches(data)
         for position in scan.positions.tolist():
-            yield records.RecordBatch(data, position)
+            batch = records.RecordBatch(data, position)
+            if skipped is not None and not is_metadata_batch(batch):
+                skipped[0] += 1
+                skipped[1] += batch.records_count
+                continue
+            yield batch
         if scan.error is not None:
             errors.append(f"{os.path.basename(path)}: {scan.error} at position {scan.valid_end}")
             return  # what follows a bad batch is not the log
@@ -69,12 +94,14 @@ def load_directory(path: str, *, codec=None) -> LoadedDirectory:
     paths = [p for i, (base, p) in enumerate(segments)
              if i + 1 >= len(segments) or segments[i + 1][0] > start]
     errors: list[str] = []
+    skipped = [0, 0]
     if sid is None:
-        loaded = load_image((), _log_batches(paths, errors), start_offset=0, codec=codec)
+        loaded = load_image((), _log_batches(paths, errors, skipped), start_offset=0, codec=codec)
     else:
         with SnapshotFileReader(directory, sid) as reader:
-            loaded = load_image(reader.batches(), _log_batches(paths, errors), start_offset=start, codec=codec)
-    return LoadedDirectory(directory, sid, paths, loaded, errors[0] if errors else None)
+            loaded = load_image(reader.batches(), _log_batches(paths, errors, skipped), start_offset=start,
+                                codec=codec)
+    return LoadedDirectory(directory, sid, paths, loaded, errors[0] if errors else None, tuple(skipped))
 
 
 def load_snapshot_file(path: str, *, codec=None) -> LoadedDirectory:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 import time
 
 from kraft.protocol.primitives import ZERO_UUID, uuid_to_base64
@@ -212,6 +213,38 @@ def parse_target_voters(text: str, listener_name: str = "CONTROLLER"):
     return out
 
 
+def absent_targets(d, targets) -> list[int]:
+    """Target ids that are neither voters nor observers of the quorum now: nothing with that id
+    fetches from the leader, so the reassignment would wait for it without saying so."""
+    present = {v.replica_id for v in d.voters} | {o.replica_id for o in d.observers}
+    return [t[0] for t in targets if t[0] not in present]
+
+
+def absent_targets_note(ids: list[int]) -> str:
+    names = ", ".join(map(str, ids))
+    return (f"note: no node with id {names} fetches from the leader yet; the reassignment waits until it "
+            f"joins as an observer (format it with --no-initial-controllers and start it), or use --cancel")
+
+
+def reassign_progress_line(d, elapsed_s: float) -> str:
+    """One status line while ``reassign --wait`` waits: the voters now and the target."""
+    voters = sorted(v.replica_id for v in d.voters)
+    target = sorted(t.voter_id for t in d.target_voters or ())
+    return f"voters {voters} -> target {target}, leader {d.leader_id} in epoch {d.leader_epoch}, {elapsed_s:.0f} s"
+
+
+def _terminal_progress():
+    """On a terminal, rewrite one stderr line per poll; elsewhere (logs, pipes) print nothing."""
+    if not sys.stderr.isatty():
+        return None
+    started = time.monotonic()
+
+    def show(d):
+        sys.stderr.write("\r\033[K  " + reassign_progress_line(d, time.monotonic() - started))
+        sys.stderr.flush()
+    return show
+
+
 def _reassign(args) -> int:
     import os
 
@@ -231,9 +264,18 @@ def _reassign(args) -> int:
 
     async def go():
         try:
+            if targets:
+                absent = absent_targets(await client.describe(args.timeout), targets)
+                if absent:
+                    print(absent_targets_note(absent), file=sys.stderr)
             await reassign_voters(client, targets, cancel=args.cancel, deadline_s=args.timeout)
             if args.wait:
-                return await wait_for_reassignment(client, deadline_s=args.wait_timeout)
+                progress = _terminal_progress()
+                try:
+                    return await wait_for_reassignment(client, deadline_s=args.wait_timeout, progress=progress)
+                finally:
+                    if progress is not None:
+                        sys.stderr.write("\r\033[K")
         finally:
             await client.close()
     d = asyncio.run(go())

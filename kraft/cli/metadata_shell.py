@@ -197,6 +197,10 @@ def run(args) -> int:
     loaded = load_snapshot_file(args.snapshot) if args.snapshot else load_directory(args.directory)
     if loaded.log_error:
         print(f"warning: log read up to invalid data: {loaded.log_error}", file=sys.stderr)
+    batches, recs = loaded.skipped
+    if recs:
+        print(f"note: skipped {recs} record(s) in {batches} batch(es) that are not metadata records "
+              "(values written into __cluster_metadata with `kraft produce`)", file=sys.stderr)
     root = build_tree(loaded.loaded.image, snapshot_id=loaded.snapshot_id, next_offset=loaded.loaded.next_offset,
                       records=loaded.loaded.records)
     shell = Shell(root)

@@ -10,6 +10,7 @@ arguments and prints.
 from __future__ import annotations
 
 import os
+import sys
 
 from kraft.cli.server import load_runnable_config, parse_overrides
 from kraft.config import NodeConfig
@@ -25,8 +26,15 @@ def _random_uuid_cmd(args) -> int:
     return 0
 
 
+def _warn_unknown(cfg) -> None:
+    """The same words ``server start`` logs, so a misspelled key is seen before the first start."""
+    for key in cfg.unknown:
+        print(f"warning: unknown configuration {key} ignored", file=sys.stderr)
+
+
 def _format_cmd(args) -> int:
     cfg = load_runnable_config(args.config, args.override)
+    _warn_unknown(cfg)
     features = finalized_features(args.release_version, parse_features(args.feature))
     written = format_storage(cfg, args.cluster_id, ignore_formatted=args.ignore_formatted, features=features,
                              standalone=args.standalone, initial_controllers=args.initial_controllers,
@@ -43,6 +51,7 @@ def _format_cmd(args) -> int:
 def _info_cmd(args) -> int:
     """Kafka's ``kafka-storage.sh info``: what each directory holds, and any problems (exit 1)."""
     cfg = NodeConfig.from_file(args.config, parse_overrides(args.override))
+    _warn_unknown(cfg)
     dirs = list(dict.fromkeys([cfg.metadata_log_dir, *cfg.log_dirs]))
     problems, found, metas = [], [], {}
     for d in dirs:
@@ -64,8 +73,12 @@ def _info_cmd(args) -> int:
         print(f"  {d}")
     print()
     distinct = {(m.cluster_id, m.node_id, m.version) for m in metas.values()}
-    for cluster_id, node_id, version in sorted(distinct, key=str):
-        print(f"Found metadata: {{cluster.id={cluster_id}, node.id={node_id}, version={version}}}")
+    # One line per directory with its directory.id (Kafka's key order), which a voter's replica
+    # key and add-controller need; the directories' other fields must agree.
+    shown = sorted({(m.cluster_id, m.directory_id, m.node_id, m.version) for m in metas.values()}, key=str)
+    for cluster_id, directory_id, node_id, version in shown:
+        dir_part = f"directory.id={directory_id}, " if directory_id else ""
+        print(f"Found metadata: {{cluster.id={cluster_id}, {dir_part}node.id={node_id}, version={version}}}")
     if len(distinct) > 1:
         problems.append("the log directories disagree about cluster.id or node.id")
     for meta in metas.values():

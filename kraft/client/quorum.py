@@ -74,6 +74,8 @@ def parse_address(s: str) -> tuple[str, int]:
     host, _, port = s.strip().rpartition(":")
     if not host or not port.isdigit():
         raise ValueError(f"expected HOST:PORT, got {s!r}")
+    if not 0 < int(port) < 65536:  # else the socket layer's OverflowError, as a traceback
+        raise ValueError(f"port {port} is out of range (1-65535) in {s.strip()!r}")
     return host.strip("[]"), int(port)
 
 
@@ -82,6 +84,12 @@ class NoNodeReachable(KraftError):
     reports this at once instead of retrying until its timeout."""
 
     code = ErrorCode.NETWORK_EXCEPTION
+
+
+class NotAControllerListener(NoNodeReachable):
+    """Every address that answered took DescribeQuorum for a request it does not serve
+    (INVALID_REQUEST): a broker listener given where a controller listener was expected. Waiting
+    cannot change that, so a command-line tool says so at once."""
 
 
 class QuorumClient:
@@ -136,11 +144,11 @@ class QuorumClient:
         while time.monotonic() < end:
             budget = max(0.05, min(2.0, end - time.monotonic()))
             candidates = self._candidates()
-            tasks = [asyncio.ensure_future(self._describe_quietly(a, budget)) for a in candidates]
-            refused = 0
+            tasks = [asyncio.ensure_future(self._tagged(a, budget)) for a in candidates]
+            refused, not_controllers = 0, []
             try:
                 for next_done in asyncio.as_completed(tasks):
-                    d = await next_done
+                    addr, d = await next_done
                     if isinstance(d, Exception):
                         last = d
                         refused += isinstance(d, ConnectionRefused)
@@ -148,13 +156,23 @@ class QuorumClient:
                         return d
                     else:
                         last = KraftError(f"answered {ErrorCode(d.error_code).name}")
+                        if d.error_code == ErrorCode.INVALID_REQUEST:
+                            not_controllers.append(addr)
             finally:
                 for t in tasks:
                     t.cancel()
+            if self.refused_is_final and not_controllers and refused + len(not_controllers) == len(candidates):
+                names = ", ".join(f"{h}:{p}" for h, p in not_controllers)
+                raise NotAControllerListener(
+                    f"{names} answered DescribeQuorum with INVALID_REQUEST, as a broker listener does: "
+                    "give a controller listener (one named in controller.listener.names) instead")
             if self.refused_is_final and refused == len(candidates):
                 raise NoNodeReachable("connection refused to " + ", ".join(f"{h}:{p}" for h, p in candidates))
             await asyncio.sleep(0.02)
         raise KraftError(f"no leader found within {deadline_s:g} s: {last}")
+
+    async def _tagged(self, addr, budget_s: float):
+        return addr, await self._describe_quietly(addr, budget_s)
 
     async def _describe_quietly(self, addr, budget_s: float):
         inner = asyncio.ensure_future(self.describe_at(addr))

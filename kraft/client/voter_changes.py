@@ -96,15 +96,18 @@ async def reassign_voters(client: QuorumClient, targets, *, cancel: bool = False
                             settled)
 
 
-async def wait_for_reassignment(client: QuorumClient, *, deadline_s: float = 120.0):
+async def wait_for_reassignment(client: QuorumClient, *, deadline_s: float = 120.0, progress=None):
     """The quorum description once no target is left (the reassignment finished or was
-    cancelled); KraftError at the deadline."""
+    cancelled); KraftError at the deadline. ``progress(description)`` is called after each
+    poll that is still under way (a terminal shows where the reassignment stands)."""
     end = time.monotonic() + deadline_s
     while True:
         try:
             d = await client.describe(max(0.5, min(5.0, end - time.monotonic())))
             if d.target_voters is None:
                 return d
+            if progress is not None:
+                progress(d)
         except KraftError:
             pass
         if time.monotonic() > end:

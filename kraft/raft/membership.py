@@ -14,6 +14,7 @@ that commits (``RaftCore``). No I/O; answers go out as ``Respond`` effects.
 
 from __future__ import annotations
 
+import base64
 from typing import Callable
 
 from kraft.errors import ErrorCode
@@ -28,6 +29,14 @@ from kraft.raft.quorum_state import QuorumState
 from kraft.raft.rpcs import directory_bytes
 from kraft.raft.validation import cluster_ok, leader_only_error
 from kraft.types import Endpoint, ReplicaKey
+
+
+def replica_text(key: ReplicaKey) -> str:
+    """``1@<directory id in base64>`` for an operator's error message: Kafka's form of a Uuid, as
+    ``describe --status`` prints it, instead of a Python bytes repr."""
+    if key.directory_id is None:
+        return str(key.id)
+    return f"{key.id}@{base64.urlsafe_b64encode(bytes(key.directory_id)).decode('ascii').rstrip('=')}"
 
 NONE = ErrorCode.NONE
 NO_DEADLINE = 1 << 62
@@ -161,7 +170,8 @@ class Membership:
         current = voters.key(key.id)
         if current is None or current != key or len(voters) == 1:
             return self._respond(handle, kind, ErrorCode.VOTER_NOT_FOUND,
-                                 f"cannot remove {key.id} from the voters {voters.keys()}")
+                                 f"cannot remove {replica_text(key)} from the voters "
+                                 f"{', '.join(replica_text(k) for k in voters.keys())}")
         offset = self._append(s, voters.without_voter(key), now)
         self._park(s, PendingChange(handle, kind, key, offset, now + self.config.request_timeout_ms))
 

@@ -118,3 +118,22 @@ def test_a_log_without_a_snapshot_and_a_snapshot_file_alone(metadata_dir, tmp_pa
     r = subprocess.run([sys.executable, "-m", "kraft", "metadata-shell", "--snapshot", str(snap), "ls", "/topics"],
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0 and r.stdout.split() == ["t0", "t1", "t2"], r.stderr  # the log is not read
+
+
+def test_values_written_with_kraft_produce_are_counted_and_skipped(tmp_path):
+    """Issue 37 item 4. Before: one batch of ``kraft produce`` values in ``__cluster_metadata``
+    made metadata-shell refuse the whole log ("unknown metadata record frame version 114")."""
+    d = tmp_path / "__cluster_metadata-0"
+    d.mkdir()
+    topic = [encode_record(TopicRecord(name="a", topic_id=uuid.UUID(int=1)))]
+    produced = [b"record-0-xxxx", b"record-1-xxxx", b"record-2-xxxx"]
+    seg = records.build_batch(topic, base_offset=0, partition_leader_epoch=1, timestamp=1)
+    seg += records.build_batch(produced, base_offset=1, partition_leader_epoch=1, timestamp=2)
+    seg += records.build_batch([encode_record(TopicRecord(name="b", topic_id=uuid.UUID(int=2)))], base_offset=4,
+                               partition_leader_epoch=1, timestamp=3)
+    (d / "00000000000000000000.log").write_bytes(seg)
+    r = shell(tmp_path, "ls", "/topics")
+    assert r.returncode == 0 and r.stdout.split() == ["a", "b"], r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "note: skipped 3 record(s) in 1 batch(es) that are not metadata records "
+        "(values written into __cluster_metadata with `kraft produce`)"]

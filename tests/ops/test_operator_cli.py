@@ -204,7 +204,11 @@ def test_storage_info_shows_the_formatted_identity_and_features(tmp_path, capsys
     code, out, err = _kraft(capsys, "storage", "info", "-c", cfg)
     assert code == 0, out + err
     assert f"  {tmp_path / 'meta'}" in out and f"  {tmp_path / 'd1'}" in out
-    assert f"Found metadata: {{cluster.id={CLUSTER}, node.id=1, version=1}}" in out
+    # one line per directory, each with its directory.id (issue 37: info used to hide it)
+    from kraft.log.state_files import MetaProperties
+    for d in ("meta", "d1"):
+        dir_id = MetaProperties.read(str(tmp_path / d / "meta.properties")).directory_id
+        assert dir_id and f"Found metadata: {{cluster.id={CLUSTER}, directory.id={dir_id}, node.id=1, version=1}}" in out
     assert "metadata.version=21" in out and "3.9-IV0" in out
 
 

@@ -187,3 +187,14 @@ def test_a_voter_on_a_new_address_asks_the_leader_to_update_its_endpoints():
     updates[0].current_leader_epoch = leader.core.epoch
     assert send(leader, updates[0]).error_code == NONE
     assert leader.core.voters.endpoints(2) == moved
+
+
+def test_voter_not_found_names_replicas_as_kafka_prints_them():
+    """Issue 37: the message carried Python reprs (``ReplicaKey(id=2, directory_id=b'www...')``);
+    directory ids are now Kafka's base64, as ``describe --status`` shows them."""
+    import base64
+    r = standalone_leader(1, 2)
+    answer = send(r, remove_request(2, b"w" * 16))
+    assert answer.error_code == ErrorCode.VOTER_NOT_FOUND
+    assert "b'" not in answer.error_message and "ReplicaKey(" not in answer.error_message
+    assert f"2@{base64.urlsafe_b64encode(b'w' * 16).decode().rstrip('=')}" in answer.error_message
