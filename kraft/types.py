@@ -4,6 +4,7 @@ endpoint (``Endpoint``). Plain frozen values: this module imports nothing from k
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 
 
@@ -55,4 +56,10 @@ class Endpoint:
     port: int
 
 
-__all__ = ["Endpoint", "OffsetAndEpoch", "ReplicaKey", "SnapshotId"]
+def uuid_text(raw: bytes) -> str:
+    """Kafka's text form of a Uuid (``Uuid.toString``): URL-safe base64 of the 16 bytes, no
+    padding. The one place for it: operators compare ids across tools."""
+    return base64.urlsafe_b64encode(bytes(raw)).decode("ascii").rstrip("=")
+
+
+__all__ = ["Endpoint", "OffsetAndEpoch", "ReplicaKey", "SnapshotId", "uuid_text"]

@@ -191,8 +191,8 @@ def _is_uuid(v) -> bool:
 
 def _uuid_text(v) -> str:
     """A directory id as Kafka prints every Uuid (and ``describe --status`` shows it): base64."""
-    import base64
-    return base64.urlsafe_b64encode(bytes(v)).decode("ascii").rstrip("=")
+    from kraft.types import uuid_text
+    return uuid_text(v)
 
 
 def _plain(obj):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from kraft.config import parse_properties  # one Java .properties reader for the whole project
 from kraft.errors import StateFileError
 from kraft.log import files
+from kraft.types import uuid_text
 
 QUORUM_STATE_FILE = "quorum-state"
 META_PROPERTIES_FILE = "meta.properties"
@@ -50,7 +51,7 @@ def uuid_bytes_to_text(raw: bytes | None) -> str:
     """16 bytes as a Kafka uuid string (the zero uuid for None)."""
     if not raw:
         return ZERO_UUID
-    return base64.urlsafe_b64encode(bytes(raw)).decode().rstrip("=")
+    return uuid_text(raw)
 
 
 # --- quorum-state ---------------------------------------------------------------------------

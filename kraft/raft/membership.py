@@ -14,7 +14,6 @@ that commits (``RaftCore``). No I/O; answers go out as ``Respond`` effects.
 
 from __future__ import annotations
 
-import base64
 from typing import Callable
 
 from kraft.errors import ErrorCode
@@ -28,7 +27,7 @@ from kraft.raft.local_log import LocalLog
 from kraft.raft.quorum_state import QuorumState
 from kraft.raft.rpcs import directory_bytes
 from kraft.raft.validation import cluster_ok, leader_only_error
-from kraft.types import Endpoint, ReplicaKey
+from kraft.types import Endpoint, ReplicaKey, uuid_text
 
 
 def replica_text(key: ReplicaKey) -> str:
@@ -36,7 +35,7 @@ def replica_text(key: ReplicaKey) -> str:
     ``describe --status`` prints it, instead of a Python bytes repr."""
     if key.directory_id is None:
         return str(key.id)
-    return f"{key.id}@{base64.urlsafe_b64encode(bytes(key.directory_id)).decode('ascii').rstrip('=')}"
+    return f"{key.id}@{uuid_text(key.directory_id)}"
 
 NONE = ErrorCode.NONE
 NO_DEADLINE = 1 << 62

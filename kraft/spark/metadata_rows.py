@@ -11,7 +11,6 @@ No file access here: that is ``segment_reader``.
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 
@@ -21,6 +20,7 @@ from kraft.errors import CorruptRecordError
 from kraft.metadata import decode_record, record_json
 from kraft.metadata.batch_codec import PARTITION, decode_values, record_from_item
 from kraft.records import ControlType, decode_control_key, decode_control_record
+from kraft.types import uuid_text as _kafka_uuid_text
 
 METADATA_SCHEMA = pa.schema([
     ("node", pa.string()), ("source", pa.string()), ("offset", pa.int64()), ("leader_epoch", pa.int32()),
@@ -48,7 +48,7 @@ def uuid_text(u) -> str | None:
     if u is None:
         return None
     raw = u.bytes if isinstance(u, uuid.UUID) else bytes(u)
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+    return _kafka_uuid_text(raw)
 
 
 def _plain(obj):

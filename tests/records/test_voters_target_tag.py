@@ -52,4 +52,4 @@ def test_dump_log_shows_the_target(tmp_path):
     msg = doc["batches"][0]["records"][0]["control"]["message"]
     assert [v["voter_id"] for v in msg["voters"]] == [1]
     assert [v["voter_id"] for v in msg["target_voters"]] == [4, 5]
-    assert msg["target_voters"][0]["directory_id"] == "00" * 16  # any replica of node 4
+    assert msg["target_voters"][0]["directory_id"] == "AAAAAAAAAAAAAAAAAAAAAA"  # any replica of node 4 (the zero Uuid, in Kafka's base64)
