@@ -201,15 +201,7 @@ class SegmentIndex:
         old = (self.entries(), self.time_entries()) if self.loaded else None
         if old is None:
             old = self._read_files()
-        self.builder = hotloops.IndexBuilder(self.base_offset, self.interval)
-        self.rel, self.pos = _Column(np.int32), _Column(np.int32)
-        self.ts, self.trel = _Column(np.int64), _Column(np.int32)
-        rel, pos, ts, trel = self.builder.add(*_i64(positions, last_offsets, max_timestamps, sizes))
-        self.rel.extend(rel)
-        self.pos.extend(pos)
-        self.ts.extend(ts)
-        self.trel.extend(trel)
-        self.loaded = True
+        rel, pos, ts, trel = self._build(positions, last_offsets, max_timestamps, sizes)
         if old is not None and _same(old, (self.entries(), self.time_entries())):
             self._written = (self.rel.n, self.ts.n)
             return False
@@ -222,6 +214,12 @@ class SegmentIndex:
     def fill(self, positions, last_offsets, max_timestamps, sizes) -> None:
         """Build the entries in memory only (a cleaned segment before its swap: the files of
         that name still belong to the segment it replaces); ``sync`` writes them later."""
+        self._build(positions, last_offsets, max_timestamps, sizes)
+        self._written = (0, 0)
+
+    def _build(self, positions, last_offsets, max_timestamps, sizes):
+        """The entries from a whole segment's batches, in memory (files untouched); returns
+        the new entries' columns."""
         self.builder = hotloops.IndexBuilder(self.base_offset, self.interval)
         self.rel, self.pos = _Column(np.int32), _Column(np.int32)
         self.ts, self.trel = _Column(np.int64), _Column(np.int32)
@@ -231,7 +229,7 @@ class SegmentIndex:
         self.ts.extend(ts)
         self.trel.extend(trel)
         self.loaded = True
-        self._written = (0, 0)
+        return rel, pos, ts, trel
 
     def truncate_before_position(self, position: int, cut_offset: int) -> int:
         """Drop offset entries of batches at or after file ``position`` and time entries
