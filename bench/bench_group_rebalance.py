@@ -11,8 +11,6 @@ Not a test: nothing asserts a time. Prints a line per strategy and writes JSON t
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
 import sys
 import tempfile
@@ -22,6 +20,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from confluent_kafka import Consumer, KafkaException  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from bench_peers import write_results  # noqa: E402
 
 from kraft.cli.local_cluster import LocalCluster, wait_for  # noqa: E402
 
@@ -78,12 +78,7 @@ def main() -> None:
                   f"the last subscribe()")
     finally:
         cluster.close()
-    os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
-    path = os.path.join(os.path.dirname(__file__), "results",
-                        f"group_rebalance-{datetime.datetime.utcnow():%Y%m%dT%H%M%S}.json")
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1)
-    print("wrote", path)
+    print("wrote", write_results("group_rebalance", result))
 
 
 if __name__ == "__main__":

@@ -16,8 +16,6 @@ Not a test: nothing asserts a time. Prints a table and writes JSON to bench/resu
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
 import sys
 import tempfile
@@ -28,6 +26,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from bench_peers import write_results  # noqa: E402
 
 from kraft.cli.local_cluster import LocalCluster, wait_for  # noqa: E402
 from kraft.coordinator.group_records import OFFSETS_TOPIC, partition_for  # noqa: E402
@@ -154,12 +154,7 @@ def main() -> None:
               f"read back {got} (last acknowledged {n})")
     finally:
         cluster.close()
-    os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
-    path = os.path.join(os.path.dirname(__file__), "results",
-                        f"offset_commits-{datetime.datetime.utcnow():%Y%m%dT%H%M%S}.json")
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1)
-    print("wrote", path)
+    print("wrote", write_results("offset_commits", result))
 
 
 def _brokers(admin) -> int:

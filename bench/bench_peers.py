@@ -64,6 +64,18 @@ def pct(sorted_values: list[float], p: float) -> float | None:
     return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * p))]
 
 
+def write_results(name: str, result: dict) -> str:
+    """``result`` with the interpreter that ran, as ``bench/results/<name>-<UTC time>.json``;
+    returns the path."""
+    import datetime
+    directory = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"{name}-{datetime.datetime.now(datetime.timezone.utc):%Y%m%dT%H%M%S}.json")
+    with open(path, "w") as f:
+        json.dump({"interpreter": interpreter(), **result}, f, indent=1)
+    return path
+
+
 def interpreter() -> dict:
     """The interpreter that runs kraft's servers, PySyncObj's and every client process (they
     start with this one), recorded because it is part of what is measured: builds differ
