@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from kraft.coordinator.classic_group import (CLASSIC, COMPLETING, DEAD, EMPTY, PREPARING, STABLE, ClassicGroup,
                                              ClassicMember)
+from kraft.coordinator.consumer_group import CONSUMER, ConsumerGroup, TopicsView
+from kraft.coordinator.consumer_handlers import ConsumerHandlers
+from kraft.coordinator.consumer_records import ConsumerGroupMemberMetadataKey, ConsumerGroupMetadataKey
 from kraft.coordinator.group_records import GroupMetadataKey, OffsetCommitKey, decode_record, group_metadata_record
 from kraft.coordinator.offset_handlers import OffsetHandlers
 from kraft.coordinator.shard_state import (Append, GroupConfig, OffsetEntry, coordinator_error,
@@ -23,11 +26,16 @@ from kraft.protocol.messages.group_admin import DescribeGroupsResponse, ListGrou
 from kraft.protocol.messages.group_membership import (HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse,
                                                       SyncGroupResponse)
 
-class GroupShard(OffsetHandlers):
-    def __init__(self, partition: int, config: GroupConfig | None = None, *, new_member_id=None):
+class GroupShard(OffsetHandlers, ConsumerHandlers):
+    """Invariant: a group id is in ``groups`` (classic) or ``consumer_groups`` (KIP-848), never
+    both; committed offsets (``offsets``) are the same for both types."""
+
+    def __init__(self, partition: int, config: GroupConfig | None = None, *, new_member_id=None, topics=None):
         self.partition = partition
         self.config = config or GroupConfig()
         self.groups: dict[str, ClassicGroup] = {}
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
+        self.topics = topics or TopicsView()  # the cluster's topics: what consumer groups subscribe to
         self.offsets: dict[str, dict[tuple[str, int], OffsetEntry]] = {}
         self._counter = 0
         self.new_member_id = new_member_id or self._next_member_id
@@ -67,6 +75,20 @@ class GroupShard(OffsetHandlers):
                 self.groups.pop(k.group, None)
             else:
                 self.groups[k.group] = ClassicGroup.from_record(k.group, v, now_ms)
+        elif isinstance(k, ConsumerGroupMetadataKey) and v is None:
+            self.consumer_groups.pop(k.group_id, None)
+        else:  # a KIP-848 record
+            group = self.consumer_groups.get(k.group_id)
+            if group is None:
+                if v is None:
+                    return  # a tombstone of a group already gone
+                group = self.consumer_groups[k.group_id] = ConsumerGroup(k.group_id)
+            group.apply(k, v)
+            if isinstance(k, ConsumerGroupMemberMetadataKey) and v is not None:
+                # A loaded member must heartbeat within its session to stay.
+                member = group.members[k.member_id]
+                member.session_deadline = max(member.session_deadline,
+                                              now_ms + self.config.consumer_session_timeout_ms)
 
     def unload(self) -> None:
         """This broker no longer coordinates the shard: waiting answers get NOT_COORDINATOR."""
@@ -75,6 +97,7 @@ class GroupShard(OffsetHandlers):
                 self._answer_join(m, JoinGroupResponse(error_code=E.NOT_COORDINATOR, member_id=m.member_id))
                 self._answer_sync(m, E.NOT_COORDINATOR)
         self.groups.clear()
+        self.consumer_groups.clear()
         self.offsets.clear()
 
     # --- JoinGroup -----------------------------------------------------------------------------
@@ -90,6 +113,13 @@ class GroupShard(OffsetHandlers):
             return fail(E.INVALID_SESSION_TIMEOUT, req.member_id)
         if not req.protocol_type or not protocols or any(len(m) > cfg.max_metadata_bytes for _, m in protocols):
             return fail(E.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
+        modern = self.consumer_groups.get(req.group_id)
+        if modern is not None:
+            if modern.members or modern.deleted:
+                return fail(E.INCONSISTENT_GROUP_PROTOCOL, req.member_id)  # no mixed groups here
+            # An empty consumer group becomes a classic one (its offsets stay).
+            self._appends.append(Append(self.consumer_group_tombstones(modern)))
+            del self.consumer_groups[req.group_id]
         group = self.groups.get(req.group_id)
         if group is None:
             if req.member_id:
@@ -370,7 +400,8 @@ class GroupShard(OffsetHandlers):
     # --- timers --------------------------------------------------------------------------------
     def tick(self, now_ms: int) -> None:
         """Session expiries, the end of join phases, members that never synced, expired
-        pending member ids."""
+        pending member ids; consumer groups' session and rebalance timeouts."""
+        self.consumer_tick(now_ms)
         for group in list(self.groups.values()):
             for mid, deadline in list(group.pending_members.items()):
                 if deadline <= now_ms:
@@ -395,12 +426,22 @@ class GroupShard(OffsetHandlers):
                 continue
             out.append(ListGroupsResponse.Group(group_id=group.group_id, protocol_type=group.protocol_type or "",
                                                 group_state=group.state, group_type=CLASSIC))
+        for group in self.consumer_groups.values():
+            state = group.state
+            if state == DEAD or (states and state.lower() not in states) or (types and CONSUMER not in types):
+                continue
+            out.append(ListGroupsResponse.Group(group_id=group.group_id, protocol_type=CONSUMER, group_state=state,
+                                                group_type=CONSUMER))
         return out
 
     def describe(self, group_id: str):
         G = DescribeGroupsResponse.Group
         if not valid_group_id(group_id):
             return G(error_code=E.INVALID_GROUP_ID, group_id=group_id, group_state="", protocol_type="",
+                     protocol_data="")
+        if group_id in self.consumer_groups:
+            # Kafka: DescribeGroups is for classic groups (ConsumerGroupDescribe for these).
+            return G(error_code=E.GROUP_ID_NOT_FOUND, group_id=group_id, group_state="", protocol_type="",
                      protocol_data="")
         group = self.groups.get(group_id)
         if group is None:
