@@ -123,8 +123,9 @@ class ConsumerHandlers:
                 return bad, "TopicPartitions must be empty when (re-)joining."
             if not req.subscribed_topic_names and not req.subscribed_topic_regex:
                 return bad, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
-        elif epoch == STATIC_LEAVE_EPOCH and req.instance_id is None:
-            return bad, "InstanceId can't be null."
+        elif epoch == STATIC_LEAVE_EPOCH:
+            if req.instance_id is None:
+                return bad, "InstanceId can't be null."
         elif epoch < 0 and epoch != LEAVE_EPOCH:
             return bad, "MemberEpoch is invalid."
         if req.server_assignor is not None and req.server_assignor not in self.config.consumer_assignors:
