@@ -3,7 +3,8 @@
 partitions through the server-side assignor, every record is consumed, commits land, a member
 that leaves hands its partitions to the others; the admin client describes the group
 (ConsumerGroupDescribe) and lists it by type; the coordinator's node is SIGKILLed and the group
-goes on from its records on the new coordinator. One cluster for the module."""
+goes on from its records on the new coordinator; a regex subscription; a static member that
+restarts gets its partitions back. One cluster for the module."""
 
 from __future__ import annotations
 
@@ -48,11 +49,11 @@ def cluster(tmp_path_factory):
         c.close()
 
 
-def consumer(cluster, group: str) -> Consumer:
+def consumer(cluster, group: str, **extra) -> Consumer:
     # No session.timeout.ms / heartbeat.interval.ms: with the consumer protocol the broker sets them.
     return Consumer({"bootstrap.servers": cluster.broker_bootstrap, "group.id": group, "group.protocol": "consumer",
                      "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                     "topic.metadata.refresh.interval.ms": 1000, **QUIET})
+                     "topic.metadata.refresh.interval.ms": 1000, **QUIET, **extra})
 
 
 def partitions_of(c) -> set:
@@ -135,6 +136,39 @@ def test_the_admin_client_describes_and_lists_a_consumer_group(cluster):
     assert wait_for(lambda: admin.describe_consumer_groups([group])[group].result(timeout=10).state ==
                     ck.ConsumerGroupState.EMPTY, 10, 0.2)
     admin.delete_consumer_groups([group])[group].result(timeout=10)
+
+
+def test_a_regex_subscription_and_a_static_member_that_restarts(cluster):
+    """librdkafka sends ``^``-regexes as SubscribedTopicRegex (v1); a static member closing sends
+    epoch -2 and keeps its partitions until the same group.instance.id is back (no rebalance)."""
+    seen: list = []
+    r = consumer(cluster, "kip848-regex")
+    try:
+        r.subscribe(["^kip84.*"])
+        poll_until([r], lambda: split([r]), seen)
+    finally:
+        r.close()
+    group = "kip848-static"
+    a = consumer(cluster, group, **{"group.instance.id": "a"})
+    b = consumer(cluster, group, **{"group.instance.id": "b"})
+    again = None
+    try:
+        a.subscribe([TOPIC])
+        b.subscribe([TOPIC])
+        poll_until([a, b], lambda: split([a, b], PARTITIONS // 2), seen)
+        mine, theirs = partitions_of(b), partitions_of(a)
+        b.close()
+        for _ in range(20):  # a few of a's heartbeats (300 ms apart)
+            a.poll(0.05)
+        assert partitions_of(a) == theirs  # b's partitions wait for b
+        again = consumer(cluster, group, **{"group.instance.id": "b"})
+        again.subscribe([TOPIC])
+        poll_until([a, again], lambda: partitions_of(again) == mine, seen, timeout=10)
+        assert partitions_of(a) == theirs
+    finally:
+        for c in (a, again):
+            if c is not None:
+                c.close()
 
 
 def test_the_group_goes_on_after_the_coordinator_is_killed(cluster):
