@@ -84,7 +84,9 @@ class ConsumerHandlers:
             group = self.consumer_groups[req.group_id] = ConsumerGroup(req.group_id)
         member, code, message = self._heartbeat_member(group, req, records)
         if code != E.NONE:
-            if not group.members and not records:
+            if records:  # a classic group was converted: that stays written
+                return self._write(group, records, lambda: fail(code, message), lambda c: fail(code, message))
+            if not group.members:
                 self.consumer_groups.pop(req.group_id, None)  # created for nothing
             return fail(code, message)
         old_assigned = {t: set(ps) for t, ps in member.assigned.items()} if member.member_id in group.members else {}
