@@ -255,6 +255,8 @@ INT_SETTINGS.update({
     "group.consumer.heartbeat.interval.ms": (5000, 1),
     "group.consumer.session.timeout.ms": (45000, 1),
     "group.consumer.max.size": (INT32_MAX, 1),
+    # kraft's own: the heartbeat interval members get while their group rebalances
+    "kraft.group.consumer.rebalance.heartbeat.interval.ms": (250, 1),
 })
 LONG_SETTINGS = LONG_SETTINGS | {"offsets.retention.check.interval.ms"}
 LONG_SETTINGS = LONG_SETTINGS | {"log.retention.bytes", "log.retention.check.interval.ms", "log.flush.interval.ms",

@@ -96,6 +96,13 @@ class ConsumerGroup:
             return RECONCILING
         return STABLE_STATE
 
+    def rebalancing(self) -> bool:
+        """A member can take a step now: the target lags the group epoch, or a member (other
+        than a static member away for a while, who cannot) has not reached the target."""
+        return self.group_epoch > self.assignment_epoch or any(
+            m.member_epoch != STATIC_LEFT_EPOCH and not m.reconciled_to(self.assignment_epoch)
+            for m in self.members.values())
+
     def is_empty(self) -> bool:
         return not self.members
 

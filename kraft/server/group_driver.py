@@ -60,6 +60,8 @@ def group_config(values: dict) -> GroupConfig:
                        offsets_retention_ms=values["offsets.retention.minutes"] * 60_000,
                        consumer_heartbeat_interval_ms=values["group.consumer.heartbeat.interval.ms"],
                        consumer_session_timeout_ms=values["group.consumer.session.timeout.ms"],
+                       consumer_rebalance_heartbeat_interval_ms=values[
+                           "kraft.group.consumer.rebalance.heartbeat.interval.ms"],
                        consumer_max_size=values["group.consumer.max.size"],
                        consumer_assignors=tuple(a.strip() for a in values["group.consumer.assignors"].split(",")
                                                 if a.strip()) or ("uniform", "range"))

@@ -307,3 +307,16 @@ def test_the_range_assignor_gives_contiguous_ranges_per_topic():
 
 def test_member_state_values_are_kafkas():
     assert (STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS) == (0, 1, 2)
+
+
+def test_members_heartbeat_faster_while_their_group_rebalances():
+    """kraft's rebalance heartbeat interval: owners hear of revocations and waiting members come
+    back for released partitions sooner; a static member away does not keep the group fast."""
+    h = Shard()
+    assert h.heartbeat("a", 0, instance="i-a").heartbeat_interval_ms == 5000  # alone: Stable at once
+    assert h.heartbeat("b", 0).heartbeat_interval_ms == 250  # a must revoke, b waits
+    a = h.heartbeat("a", 1, instance="i-a", owned={"t": range(6)})
+    a = h.heartbeat("a", 1, instance="i-a", owned={"t": names(a)[T]})
+    assert h.heartbeat("b", 2, owned={}).heartbeat_interval_ms == 5000  # Stable again
+    h.heartbeat("a", -2, instance="i-a")
+    assert h.heartbeat("b", 2, owned={"t": [3, 4, 5]}).heartbeat_interval_ms == 5000
