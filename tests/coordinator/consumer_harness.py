@@ -26,21 +26,20 @@ class Shard:
     def __init__(self, topics=None, **config):
         self.view = TopicsView({n: (topic_id(n), c) for n, c in (topics or {"t": 6}).items()})
         self.shard = GroupShard(0, GroupConfig(**config), topics=self.view)
-        self.log = []  # every record appended, as (key bytes, value bytes)
+        self.log = []  # every record made durable, in log order, as (key bytes, value bytes)
         self.pending = []
 
     def add_topic(self, name, partitions):
         self.view.by_name[name] = (topic_id(name), partitions)
 
     def collect(self):
-        for a in self.shard.take_appends():
-            self.log.extend((r.key, r.value) for r in a.records)
-            self.pending.append(a)
+        self.pending.extend(self.shard.take_appends())
 
     def flush(self):
         self.collect()
         while self.pending:
             a = self.pending.pop(0)
+            self.log.extend((r.key, r.value) for r in a.records)
             if a.on_durable:
                 a.on_durable()
             self.collect()
@@ -85,11 +84,18 @@ class Shard:
                 out.setdefault(tp, []).append(m.member_id)
         return out
 
-    def replayed(self) -> GroupShard:
+    def failover(self, now=0):
+        """The coordinator moves: writes not yet durable are lost (their answers are errors) and
+        the new coordinator replays the log."""
+        self.fail(E.NOT_LEADER_OR_FOLLOWER)
+        self.shard.unload()
+        self.shard = self.replayed(now)
+
+    def replayed(self, now=0) -> GroupShard:
         """A new coordinator that loaded this shard's log (a failover)."""
         other = GroupShard(0, self.shard.config, topics=self.view)
         for key, value in self.log:
-            other.apply(decode_record(key, value), 0)
+            other.apply(decode_record(key, value), now)
         return other
 
 
@@ -130,6 +136,8 @@ class Client:
             return resp
         if resp.error_code in (E.FENCED_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID):
             self.epoch, self.owned = 0, {}
+        elif resp.error_code != E.NONE:
+            self.full = True  # e.g. NOT_COORDINATOR: the same again, in full, to the new coordinator
         elif resp.error_code == E.NONE:
             self.epoch = resp.member_epoch
             if resp.assignment is not None:

@@ -1,6 +1,7 @@
 """Random runs of KIP-848 consumer groups (seeded, so a failure replays): members join, heartbeat
 (saying what they own or not), lose answers, leave, crash (their sessions expire), topics grow;
-writes become durable late. After every step: no partition is owned by two members, neither in
+writes become durable late; the coordinator moves (what was not durable is lost, the new one
+replays the log). After every step: no partition is owned by two members, neither in
 the coordinator's state nor in what the live clients consume (reconciliation revokes before it
 assigns). At the end, with no more faults, the group settles: Stable, every partition owned by
 exactly one client, balanced, and a coordinator that replays the log has the same group."""
@@ -47,9 +48,11 @@ def test_random_membership_never_gives_a_partition_to_two_members(seed):
             clients.pop(rng.randrange(len(clients)))  # crashed: its session will expire
         elif roll < 0.22:
             h.add_topic("t", h.view.by_name["t"][1] + 1)  # partitions added
-        elif roll < 0.30:
+        elif roll < 0.28:
             h.shard.tick(now)
             h.flush()
+        elif roll < 0.30:
+            h.failover(now)  # what was not durable is lost
         elif clients:
             c = rng.choice(clients)
             c.heartbeat(now=now, lose_answer=rng.random() < 0.1, flush=rng.random() < 0.8)
