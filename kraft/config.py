@@ -280,6 +280,8 @@ STR_SETTINGS.update({"log.retention.ms": "", "log.retention.minutes": "", "log.m
 STR_SETTINGS["log.cleaner.io.max.bytes.per.second"] = ""
 #: KIP-848 server-side assignors, the first the default (Kafka's group.consumer.assignors)
 STR_SETTINGS["group.consumer.assignors"] = "uniform,range"
+#: online upgrade/downgrade between classic and consumer groups: disabled, upgrade, downgrade, bidirectional
+STR_SETTINGS["group.consumer.migration.policy"] = "bidirectional"
 
 
 def log_retention_ms(values: dict) -> int:

@@ -33,7 +33,7 @@ STATIC_LEFT_EPOCH = -2  # a static member that left for a while keeps its assign
 class ConsumerMember:
     __slots__ = ("member_id", "instance_id", "rack_id", "client_id", "client_host", "topics", "regex",
                  "rebalance_timeout_ms", "server_assignor", "member_epoch", "previous_epoch", "state", "assigned",
-                 "pending_revocation", "session_deadline", "rebalance_deadline")
+                 "pending_revocation", "classic", "session_deadline", "rebalance_deadline")
 
     def __init__(self, member_id: str):
         self.member_id = member_id
@@ -49,6 +49,7 @@ class ConsumerMember:
         self.state = STABLE
         self.assigned: dict = {}  # topic id -> set of partitions it may consume now
         self.pending_revocation: dict = {}  # topic id -> set of partitions it must give up first
+        self.classic = None  # ClassicMemberMetadata of a member speaking JoinGroup/SyncGroup, else None
         # Not in records: timers start again when a coordinator loads the group.
         self.session_deadline = 0
         self.rebalance_deadline = None
@@ -120,6 +121,15 @@ class ConsumerGroup:
     def free(self, topic_id, partition: int) -> bool:
         return (topic_id, partition) not in self.partition_epochs
 
+    def waiting_on_unreleased(self, member) -> bool:
+        """Kafka's ``waitingOnUnreleasedPartition``: a partition of the member's target that it
+        does not have is still owned by another member."""
+        for tid, ps in self.target.get(member.member_id, {}).items():
+            have = member.assigned.get(tid, ())
+            if any(p not in have and not self.free(tid, p) for p in ps):
+                return True
+        return False
+
     # --- replaying records ------------------------------------------------------------------------
     def apply(self, key, value) -> None:
         """One record of this group, in log order (value None: a tombstone). The group's own
@@ -158,6 +168,7 @@ class ConsumerGroup:
         member.regex = value.subscribed_topic_regex
         member.rebalance_timeout_ms = value.rebalance_timeout_ms
         member.server_assignor = value.server_assignor
+        member.classic = value.classic_member_metadata
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member_id
 

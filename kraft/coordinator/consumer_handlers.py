@@ -71,17 +71,21 @@ class ConsumerHandlers:
         group = self.consumer_groups.get(req.group_id)
         if group is None:
             classic = self.groups.get(req.group_id)
-            if classic is not None and (classic.members or classic.state not in ("Empty", "Dead")):
+            live = classic is not None and (classic.members or classic.state not in ("Empty", "Dead"))
+            if live and (req.member_epoch != 0 or not self.can_upgrade(classic)):
                 return fail(E.GROUP_ID_NOT_FOUND, f"group {req.group_id} is not a consumer group")
             if req.member_epoch != 0:
                 # The group is gone (deleted, or its records were lost): the member rejoins.
                 return fail(E.UNKNOWN_MEMBER_ID, f"group {req.group_id} has no member {req.member_id}")
-            if classic is not None:
+            if live:
+                group = self.upgrade(classic, records, now_ms)  # the online upgrade (a classic member left alone)
+            elif classic is not None:
                 # An empty classic group (e.g. offsets committed by an admin) becomes a consumer
                 # group; its offsets stay.
                 records.append(group_tombstone(req.group_id))
                 del self.groups[req.group_id]
-            group = self.consumer_groups[req.group_id] = ConsumerGroup(req.group_id)
+            if group is None:
+                group = self.consumer_groups[req.group_id] = ConsumerGroup(req.group_id)
         member, code, message = self._heartbeat_member(group, req, records)
         if code != E.NONE:
             if records:  # a classic group was converted: that stays written
@@ -336,14 +340,18 @@ class ConsumerHandlers:
                            partitions_pending_revocation=[]))
             member.rebalance_deadline = None
         else:
-            self._fence(group, member, records)
+            self._fence(group, member, records, now_ms)
         answer = R(error_code=E.NONE, member_id=req.member_id, member_epoch=req.member_epoch)
         self._write(group, records, lambda: respond(answer), lambda c: fail(coordinator_error(c)))
 
-    def _fence(self, group, member, records) -> None:
+    def _fence(self, group, member, records, now_ms: int) -> None:
         """Kafka's ``consumerGroupFenceMember``: the member's records go, the group epoch moves
-        (the others get its partitions with the next target)."""
+        (the others get its partitions with the next target); if only classic members are left,
+        the group becomes a classic group (the online downgrade)."""
+        downgrade = self.can_downgrade(group, member.member_id)
         self._remove_member_records(group, member, records)
+        if downgrade:
+            return self.downgrade(group, records, now_ms)
         self._maybe_bump(group, records, force=True)
 
     def _remove_member_records(self, group, member, records) -> None:
@@ -360,9 +368,9 @@ class ConsumerHandlers:
                 expired = member.session_deadline <= now_ms
                 stuck = member.rebalance_deadline is not None and member.rebalance_deadline <= now_ms \
                     and member.state == UNREVOKED_PARTITIONS
-                if expired or stuck:
+                if (expired or stuck) and self.consumer_groups.get(group.group_id) is group:
                     records: list = []
-                    self._fence(group, member, records)
+                    self._fence(group, member, records, now_ms)
                     self._write(group, records)
 
     # --- writing -------------------------------------------------------------------------------
@@ -411,6 +419,8 @@ class ConsumerHandlers:
         member = group.members.get(member_id)
         if member is None:
             return E.UNKNOWN_MEMBER_ID
+        if member.classic is not None:  # its generation is its member epoch
+            return E.NONE if epoch == member.member_epoch else E.ILLEGAL_GENERATION
         if version < 9:
             return E.UNSUPPORTED_VERSION  # a consumer-protocol member commits with its member epoch
         if epoch != member.member_epoch:
@@ -471,7 +481,7 @@ def _metadata_value(member) -> ConsumerGroupMemberMetadataValue:
         instance_id=member.instance_id, rack_id=member.rack_id, client_id=member.client_id,
         client_host=member.client_host, subscribed_topic_names=list(member.topics),
         subscribed_topic_regex=member.regex, rebalance_timeout_ms=member.rebalance_timeout_ms,
-        server_assignor=member.server_assignor)
+        server_assignor=member.server_assignor, classic_member_metadata=member.classic)
 
 
 def group_records(group) -> list:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 
 from kraft.coordinator.group_records import GroupRecord, _GroupRecord
-from kraft.protocol.schema import INT8, INT32, STRING, UUID, Array, Field, Struct
+from kraft.protocol.schema import BYTES, INT8, INT32, STRING, UUID, Array, Field, Struct
 
 GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
 TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT = 6, 7, 8
@@ -79,12 +79,26 @@ class ConsumerGroupMemberMetadataKey(_GroupRecord):
     FIELDS = (Field("group_id", STRING), Field("member_id", STRING))
 
 
+class ClassicMemberMetadata(Struct):
+    """A member of a consumer group that speaks the classic protocol (JoinGroup/SyncGroup):
+    its session timeout and the protocols of its JoinGroup."""
+
+    class ClassicProtocol(Struct):
+        FIELDS = (
+            Field("name", STRING),
+            Field("metadata", BYTES),
+        )
+
+    FIELDS = (
+        Field("session_timeout_ms", INT32),
+        Field("supported_protocols", Array(ClassicProtocol)),
+    )
+
+
 class ConsumerGroupMemberMetadataValue(_GroupRecord):
     API_KEY = 1015
     VERSIONS = "0"
     FLEXIBLE = "0+"
-    # Tag 0 (ClassicMemberMetadata, a classic member of a consumer group) is not written by
-    # this coordinator; a record of Kafka's with it keeps it as an unknown tag.
     FIELDS = (
         Field("instance_id", STRING, nullable="0+", default=None),
         Field("rack_id", STRING, nullable="0+", default=None),
@@ -94,6 +108,7 @@ class ConsumerGroupMemberMetadataValue(_GroupRecord):
         Field("subscribed_topic_regex", STRING, nullable="0+", default=None),
         Field("rebalance_timeout_ms", INT32, default=-1),
         Field("server_assignor", STRING, nullable="0+", default=None),
+        Field("classic_member_metadata", ClassicMemberMetadata, nullable="0+", default=None, tag=0),
     )
 
 

@@ -16,6 +16,7 @@ from kraft.coordinator.classic_group import (CLASSIC, COMPLETING, DEAD, EMPTY, P
                                              ClassicMember)
 from kraft.coordinator.consumer_group import CONSUMER, ConsumerGroup, TopicsView
 from kraft.coordinator.consumer_handlers import ConsumerHandlers
+from kraft.coordinator.mixed_groups import MixedGroupHandlers
 from kraft.coordinator.consumer_records import ConsumerGroupMemberMetadataKey, ConsumerGroupMetadataKey
 from kraft.coordinator.group_records import GroupMetadataKey, OffsetCommitKey, decode_record, group_metadata_record
 from kraft.coordinator.offset_handlers import OffsetHandlers
@@ -26,7 +27,7 @@ from kraft.protocol.messages.group_admin import DescribeGroupsResponse, ListGrou
 from kraft.protocol.messages.group_membership import (HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse,
                                                       SyncGroupResponse)
 
-class GroupShard(OffsetHandlers, ConsumerHandlers):
+class GroupShard(OffsetHandlers, ConsumerHandlers, MixedGroupHandlers):
     """Invariant: a group id is in ``groups`` (classic) or ``consumer_groups`` (KIP-848), never
     both; committed offsets (``offsets``) are the same for both types."""
 
@@ -87,8 +88,9 @@ class GroupShard(OffsetHandlers, ConsumerHandlers):
             if isinstance(k, ConsumerGroupMemberMetadataKey) and v is not None:
                 # A loaded member must heartbeat within its session to stay.
                 member = group.members[k.member_id]
-                member.session_deadline = max(member.session_deadline,
-                                              now_ms + self.config.consumer_session_timeout_ms)
+                session = member.classic.session_timeout_ms if member.classic is not None \
+                    else self.config.consumer_session_timeout_ms
+                member.session_deadline = max(member.session_deadline, now_ms + session)
 
     def unload(self) -> None:
         """This broker no longer coordinates the shard: waiting answers get NOT_COORDINATOR."""
@@ -115,8 +117,10 @@ class GroupShard(OffsetHandlers, ConsumerHandlers):
             return fail(E.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
         modern = self.consumer_groups.get(req.group_id)
         if modern is not None:
-            if modern.members or modern.deleted:
-                return fail(E.INCONSISTENT_GROUP_PROTOCOL, req.member_id)  # no mixed groups here
+            if modern.deleted:
+                return fail(E.COORDINATOR_NOT_AVAILABLE, req.member_id)
+            if modern.members:  # a classic member in a consumer group
+                return self.classic_join(modern, req, version, now_ms, client_id, client_host, respond)
             # An empty consumer group becomes a classic one (its offsets stay).
             self._appends.append(Append(self.consumer_group_tombstones(modern)))
             del self.consumer_groups[req.group_id]
@@ -285,6 +289,8 @@ class GroupShard(OffsetHandlers, ConsumerHandlers):
     def sync(self, req, version: int, now_ms: int, respond) -> None:
         def fail(code):
             respond(SyncGroupResponse(error_code=code, assignment=b""))
+        if req.group_id in self.consumer_groups:
+            return self.classic_sync(self.consumer_groups[req.group_id], req, now_ms, respond)
         group = self.groups.get(req.group_id)
         code = self._check_member(group, req.group_id, req.member_id, req.group_instance_id, req.generation_id)
         if code != E.NONE:
@@ -345,6 +351,8 @@ class GroupShard(OffsetHandlers, ConsumerHandlers):
 
     # --- Heartbeat -----------------------------------------------------------------------------
     def heartbeat(self, req, now_ms: int) -> HeartbeatResponse:
+        if req.group_id in self.consumer_groups:
+            return self.classic_heartbeat(self.consumer_groups[req.group_id], req, now_ms)
         group = self.groups.get(req.group_id)
         code = self._check_member(group, req.group_id, req.member_id, req.group_instance_id, req.generation_id)
         if code == E.NONE:
@@ -359,6 +367,8 @@ class GroupShard(OffsetHandlers, ConsumerHandlers):
         R = LeaveGroupResponse
         if not valid_group_id(req.group_id):
             return R(error_code=E.INVALID_GROUP_ID)
+        if req.group_id in self.consumer_groups:
+            return self.classic_leave(self.consumer_groups[req.group_id], req, version, now_ms)
         group = self.groups.get(req.group_id)
         if group is None or group.state == DEAD:
             return R(error_code=E.UNKNOWN_MEMBER_ID if group is None else E.COORDINATOR_NOT_AVAILABLE)

@@ -27,6 +27,7 @@ class GroupConfig:
     consumer_rebalance_heartbeat_interval_ms: int = 250  # kraft.group.consumer.rebalance.heartbeat.interval.ms
     consumer_max_size: int = 2**31 - 1             # group.consumer.max.size
     consumer_assignors: tuple = ("uniform", "range")  # group.consumer.assignors: the first is the default
+    consumer_migration_policy: str = "bidirectional"  # group.consumer.migration.policy (online up/downgrade)
 
 
 @dataclass

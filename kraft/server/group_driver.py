@@ -63,6 +63,7 @@ def group_config(values: dict) -> GroupConfig:
                        consumer_rebalance_heartbeat_interval_ms=values[
                            "kraft.group.consumer.rebalance.heartbeat.interval.ms"],
                        consumer_max_size=values["group.consumer.max.size"],
+                       consumer_migration_policy=values["group.consumer.migration.policy"].strip().lower(),
                        consumer_assignors=tuple(a.strip() for a in values["group.consumer.assignors"].split(",")
                                                 if a.strip()) or ("uniform", "range"))
 
