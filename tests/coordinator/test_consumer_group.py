@@ -3,7 +3,8 @@ CurrentAssignmentBuilder rules), driven heartbeat by heartbeat with a virtual cl
 assignment in the first heartbeat, revocation before assignment, epochs that fence stale and
 unknown members, leave and static leave, session and rebalance timeouts, the records a shard
 writes replayed by a new coordinator, offsets checks, describe/list, regex subscriptions, and
-the empty-group conversions between the classic and the consumer protocol."""
+the empty-group conversions between the classic and the consumer protocol (live groups:
+test_mixed_groups)."""
 
 from __future__ import annotations
 
@@ -244,7 +245,7 @@ def test_invalid_heartbeats_get_invalid_request():
     assert "g" not in h.shard.consumer_groups
 
 
-def test_empty_groups_change_protocol_and_live_ones_do_not():
+def test_empty_groups_change_protocol():
     h = Shard()
     C = OffsetCommitRequest
     h.shard.commit(C(group_id="g", generation_id_or_member_epoch=-1, member_id="", topics=[C.Topic(
@@ -258,7 +259,7 @@ def test_empty_groups_change_protocol_and_live_ones_do_not():
     join = J(group_id="g", session_timeout_ms=10_000, rebalance_timeout_ms=10_000, member_id="", protocol_type="consumer",
              protocols=[J.Protocol(name="range", metadata=b"")])
     h.shard.join(join, 5, 0, "c", "/h", box.append)
-    assert box[0].error_code == E.INCONSISTENT_GROUP_PROTOCOL
+    assert box[0].error_code == E.INCONSISTENT_GROUP_PROTOCOL  # no consumer subscription in it (test_mixed_groups)
     h.heartbeat("a", -1)
     box.clear()
     h.shard.join(join, 5, 0, "c", "/h", box.append)

@@ -4,7 +4,8 @@ partitions through the server-side assignor, every record is consumed, commits l
 that leaves hands its partitions to the others; the admin client describes the group
 (ConsumerGroupDescribe) and lists it by type; the coordinator's node is SIGKILLed and the group
 goes on from its records on the new coordinator; a regex subscription; a static member that
-restarts gets its partitions back. One cluster for the module."""
+restarts gets its partitions back; a live classic group upgrades to a consumer group when a
+consumer-protocol member joins, and downgrades when it leaves. One cluster for the module."""
 
 from __future__ import annotations
 
@@ -169,6 +170,37 @@ def test_a_regex_subscription_and_a_static_member_that_restarts(cluster):
         for c in (a, again):
             if c is not None:
                 c.close()
+
+
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_a_live_classic_group_upgrades_to_a_consumer_group_and_back(cluster, strategy):
+    """Kafka 4's online migration: a group.protocol=consumer member joins two classic consumers,
+    the group becomes a consumer group in which the classic members keep consuming (the
+    coordinator assigns them through JoinGroup/SyncGroup); when it leaves, the group is classic
+    again."""
+    group = f"kip848-mixed-{strategy}"
+    admin = AdminClient({"bootstrap.servers": cluster.broker_bootstrap, **QUIET})
+    seen: list = []
+    classic = [Consumer({"bootstrap.servers": cluster.broker_bootstrap, "group.id": group, "session.timeout.ms": 6000,
+                         "heartbeat.interval.ms": 300, "partition.assignment.strategy": strategy,
+                         "auto.offset.reset": "earliest", **QUIET}) for _ in range(2)]
+    modern = None
+    try:
+        for c in classic:
+            c.subscribe([TOPIC])
+        poll_until(classic, lambda: split(classic, 3), seen)
+        modern = consumer(cluster, group)
+        modern.subscribe([TOPIC])
+        poll_until(classic + [modern], lambda: split(classic + [modern], 2), seen)
+        assert admin.describe_consumer_groups([group])[group].result(timeout=10).type == ck.ConsumerGroupType.CONSUMER
+        poll_until(classic + [modern], lambda: VALUES <= set(seen), seen)
+        modern.close()
+        modern = None
+        poll_until(classic, lambda: split(classic, 3), seen)
+        assert admin.describe_consumer_groups([group])[group].result(timeout=10).type == ck.ConsumerGroupType.CLASSIC
+    finally:
+        for c in classic + ([modern] if modern else []):
+            c.close()
 
 
 def test_the_group_goes_on_after_the_coordinator_is_killed(cluster):
