@@ -449,12 +449,8 @@ class GroupShard(OffsetHandlers, ConsumerHandlers, MixedGroupHandlers):
         if not valid_group_id(group_id):
             return G(error_code=E.INVALID_GROUP_ID, group_id=group_id, group_state="", protocol_type="",
                      protocol_data="")
-        if group_id in self.consumer_groups:
-            # Kafka: DescribeGroups is for classic groups (ConsumerGroupDescribe for these).
-            return G(error_code=E.GROUP_ID_NOT_FOUND, group_id=group_id, group_state="", protocol_type="",
-                     protocol_data="")
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None:  # also a consumer group: Kafka's DescribeGroups v0-5 answer Dead (see ConsumerGroupDescribe)
             return G(error_code=E.NONE, group_id=group_id, group_state=DEAD, protocol_type="", protocol_data="")
         stable = group.state == STABLE
         members = [G.Member(member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,
