@@ -78,7 +78,7 @@ class ConsumerHandlers:
                 # The group is gone (deleted, or its records were lost): the member rejoins.
                 return fail(E.UNKNOWN_MEMBER_ID, f"group {req.group_id} has no member {req.member_id}")
             if live:
-                group = self.upgrade(classic, records, now_ms)  # the online upgrade (a classic member left alone)
+                group = self.upgrade(classic, records, now_ms)  # the online upgrade: its members stay
             elif classic is not None:
                 # An empty classic group (e.g. offsets committed by an admin) becomes a consumer
                 # group; its offsets stay.
@@ -88,7 +88,7 @@ class ConsumerHandlers:
                 group = self.consumer_groups[req.group_id] = ConsumerGroup(req.group_id)
         member, code, message = self._heartbeat_member(group, req, records)
         if code != E.NONE:
-            if records:  # a classic group was converted: that stays written
+            if records:  # a classic group was converted (or upgraded): that stays written
                 return self._write(group, records, lambda: fail(code, message), lambda c: fail(code, message))
             if not group.members:
                 self.consumer_groups.pop(req.group_id, None)  # created for nothing
