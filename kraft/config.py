@@ -252,6 +252,11 @@ INT_SETTINGS.update({
     "group.min.session.timeout.ms": (6000, 0),
     "group.max.session.timeout.ms": (1_800_000, 0),
     "group.max.size": (INT32_MAX, 1),
+    "group.consumer.heartbeat.interval.ms": (5000, 1),
+    "group.consumer.session.timeout.ms": (45000, 1),
+    "group.consumer.max.size": (INT32_MAX, 1),
+    # kraft's own: the heartbeat interval members get while their group rebalances
+    "kraft.group.consumer.rebalance.heartbeat.interval.ms": (250, 1),
 })
 LONG_SETTINGS = LONG_SETTINGS | {"offsets.retention.check.interval.ms"}
 LONG_SETTINGS = LONG_SETTINGS | {"log.retention.bytes", "log.retention.check.interval.ms", "log.flush.interval.ms",
@@ -273,6 +278,10 @@ def log_flush_messages(values: dict) -> int | None:
 STR_SETTINGS.update({"log.retention.ms": "", "log.retention.minutes": "", "log.message.timestamp.type": "CreateTime"})
 #: the log cleaner's I/O cap, a DOUBLE in Kafka (empty: no cap)
 STR_SETTINGS["log.cleaner.io.max.bytes.per.second"] = ""
+#: KIP-848 server-side assignors, the first the default (Kafka's group.consumer.assignors)
+STR_SETTINGS["group.consumer.assignors"] = "uniform,range"
+#: online upgrade/downgrade between classic and consumer groups: disabled, upgrade, downgrade, bidirectional
+STR_SETTINGS["group.consumer.migration.policy"] = "bidirectional"
 
 
 def log_retention_ms(values: dict) -> int:

@@ -135,6 +135,8 @@ cdef object get_value(Plan plan, Slot s, int kind, bint nullable, Reader *r, obj
     if kind == K_BYTES or kind == K_RECORDS:
         return get_blob(h, r, view, kind == K_RECORDS, plan.flexible, nullable)
     if kind == K_STRUCT:
+        if nullable and <int8_t>need(r, 1)[0] < 0:
+            return None
         return decode_struct(s.sub, r, view)
     return get_array(plan, s, r, view)
 

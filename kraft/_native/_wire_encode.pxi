@@ -187,8 +187,14 @@ cdef void put_value(Plan plan, Slot s, int kind, bint nullable, object out, obje
     elif kind == K_BYTES or kind == K_RECORDS:
         put_blob(h, out, v, compact, nullable)
     elif kind == K_STRUCT:
+        # A nullable struct is Kafka's int8 marker (-1 null, 1 present) before its fields.
         if v is None:
-            raise h.not_null(plan.owner, s.name)
+            if not nullable:
+                raise h.not_null(plan.owner, s.name)
+            put(out, b"\xff", 1)
+            return
+        if nullable:
+            put(out, b"\x01", 1)
         encode_struct(s.sub, v, out)
     else:
         put_array(plan, s, out, v)

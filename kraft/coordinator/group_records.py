@@ -126,8 +126,8 @@ def group_tombstone(group: str) -> GroupRecord:
 
 def decode_record(key, value):
     """(key struct, value struct or None) of a ``__consumer_offsets`` record; None for a record
-    type this coordinator does not know (KIP-848 and share-group types are skipped, as a
-    loader of an older version would). ProtocolError for bytes that do not decode."""
+    type this coordinator does not know (share-group types are skipped, as a loader of an
+    older version would). ProtocolError for bytes that do not decode."""
     if key is None or len(key) < 2:
         raise ProtocolError("a __consumer_offsets record without a key")
     (kind,) = _I16.unpack_from(key, 0)
@@ -137,6 +137,9 @@ def decode_record(key, value):
     elif kind == GROUP_METADATA_KEY_TYPE:
         k = GroupMetadataKey.decode(memoryview(key)[2:], kind)
         cls = GroupMetadataValue
+    elif kind in _consumer_types():
+        key_cls, cls = _consumer_types()[kind]
+        k = key_cls.decode(memoryview(key)[2:], kind)
     else:
         return None
     if value is None:
@@ -147,6 +150,17 @@ def decode_record(key, value):
     if not cls.supports(version):
         raise ProtocolError(f"{cls.__name__} version {version} is unknown")
     return k, cls.decode(memoryview(value)[2:], version)
+
+
+_CONSUMER_TYPES: dict = {}
+
+
+def _consumer_types() -> dict:
+    """The KIP-848 record types (``consumer_records`` imports this module, hence the late import)."""
+    if not _CONSUMER_TYPES:
+        from kraft.coordinator.consumer_records import RECORD_TYPES
+        _CONSUMER_TYPES.update(RECORD_TYPES)
+    return _CONSUMER_TYPES
 
 
 def java_string_hashcode(s: str) -> int:

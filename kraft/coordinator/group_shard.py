@@ -14,6 +14,10 @@ from __future__ import annotations
 
 from kraft.coordinator.classic_group import (CLASSIC, COMPLETING, DEAD, EMPTY, PREPARING, STABLE, ClassicGroup,
                                              ClassicMember)
+from kraft.coordinator.consumer_group import CONSUMER, ConsumerGroup, TopicsView
+from kraft.coordinator.consumer_handlers import ConsumerHandlers
+from kraft.coordinator.mixed_groups import MixedGroupHandlers
+from kraft.coordinator.consumer_records import ConsumerGroupMemberMetadataKey, ConsumerGroupMetadataKey
 from kraft.coordinator.group_records import GroupMetadataKey, OffsetCommitKey, decode_record, group_metadata_record
 from kraft.coordinator.offset_handlers import OffsetHandlers
 from kraft.coordinator.shard_state import (Append, GroupConfig, OffsetEntry, coordinator_error,
@@ -23,11 +27,16 @@ from kraft.protocol.messages.group_admin import DescribeGroupsResponse, ListGrou
 from kraft.protocol.messages.group_membership import (HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse,
                                                       SyncGroupResponse)
 
-class GroupShard(OffsetHandlers):
-    def __init__(self, partition: int, config: GroupConfig | None = None, *, new_member_id=None):
+class GroupShard(OffsetHandlers, ConsumerHandlers, MixedGroupHandlers):
+    """Invariant: a group id is in ``groups`` (classic) or ``consumer_groups`` (KIP-848), never
+    both; committed offsets (``offsets``) are the same for both types."""
+
+    def __init__(self, partition: int, config: GroupConfig | None = None, *, new_member_id=None, topics=None):
         self.partition = partition
         self.config = config or GroupConfig()
         self.groups: dict[str, ClassicGroup] = {}
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
+        self.topics = topics or TopicsView()  # the cluster's topics: what consumer groups subscribe to
         self.offsets: dict[str, dict[tuple[str, int], OffsetEntry]] = {}
         self._counter = 0
         self.new_member_id = new_member_id or self._next_member_id
@@ -67,6 +76,21 @@ class GroupShard(OffsetHandlers):
                 self.groups.pop(k.group, None)
             else:
                 self.groups[k.group] = ClassicGroup.from_record(k.group, v, now_ms)
+        elif isinstance(k, ConsumerGroupMetadataKey) and v is None:
+            self.consumer_groups.pop(k.group_id, None)
+        else:  # a KIP-848 record
+            group = self.consumer_groups.get(k.group_id)
+            if group is None:
+                if v is None:
+                    return  # a tombstone of a group already gone
+                group = self.consumer_groups[k.group_id] = ConsumerGroup(k.group_id)
+            group.apply(k, v)
+            if isinstance(k, ConsumerGroupMemberMetadataKey) and v is not None:
+                # A loaded member must heartbeat within its session to stay.
+                member = group.members[k.member_id]
+                session = member.classic.session_timeout_ms if member.classic is not None \
+                    else self.config.consumer_session_timeout_ms
+                member.session_deadline = max(member.session_deadline, now_ms + session)
 
     def unload(self) -> None:
         """This broker no longer coordinates the shard: waiting answers get NOT_COORDINATOR."""
@@ -75,6 +99,7 @@ class GroupShard(OffsetHandlers):
                 self._answer_join(m, JoinGroupResponse(error_code=E.NOT_COORDINATOR, member_id=m.member_id))
                 self._answer_sync(m, E.NOT_COORDINATOR)
         self.groups.clear()
+        self.consumer_groups.clear()
         self.offsets.clear()
 
     # --- JoinGroup -----------------------------------------------------------------------------
@@ -90,6 +115,15 @@ class GroupShard(OffsetHandlers):
             return fail(E.INVALID_SESSION_TIMEOUT, req.member_id)
         if not req.protocol_type or not protocols or any(len(m) > cfg.max_metadata_bytes for _, m in protocols):
             return fail(E.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
+        modern = self.consumer_groups.get(req.group_id)
+        if modern is not None:
+            if modern.deleted:
+                return fail(E.COORDINATOR_NOT_AVAILABLE, req.member_id)
+            if modern.members:  # a classic member in a consumer group
+                return self.classic_join(modern, req, version, now_ms, client_id, client_host, respond)
+            # An empty consumer group becomes a classic one (its offsets stay).
+            self._appends.append(Append(self.consumer_group_tombstones(modern)))
+            del self.consumer_groups[req.group_id]
         group = self.groups.get(req.group_id)
         if group is None:
             if req.member_id:
@@ -255,6 +289,8 @@ class GroupShard(OffsetHandlers):
     def sync(self, req, version: int, now_ms: int, respond) -> None:
         def fail(code):
             respond(SyncGroupResponse(error_code=code, assignment=b""))
+        if req.group_id in self.consumer_groups:
+            return self.classic_sync(self.consumer_groups[req.group_id], req, now_ms, respond)
         group = self.groups.get(req.group_id)
         code = self._check_member(group, req.group_id, req.member_id, req.group_instance_id, req.generation_id)
         if code != E.NONE:
@@ -315,6 +351,8 @@ class GroupShard(OffsetHandlers):
 
     # --- Heartbeat -----------------------------------------------------------------------------
     def heartbeat(self, req, now_ms: int) -> HeartbeatResponse:
+        if req.group_id in self.consumer_groups:
+            return self.classic_heartbeat(self.consumer_groups[req.group_id], req, now_ms)
         group = self.groups.get(req.group_id)
         code = self._check_member(group, req.group_id, req.member_id, req.group_instance_id, req.generation_id)
         if code == E.NONE:
@@ -329,6 +367,8 @@ class GroupShard(OffsetHandlers):
         R = LeaveGroupResponse
         if not valid_group_id(req.group_id):
             return R(error_code=E.INVALID_GROUP_ID)
+        if req.group_id in self.consumer_groups:
+            return self.classic_leave(self.consumer_groups[req.group_id], req, version, now_ms)
         group = self.groups.get(req.group_id)
         if group is None or group.state == DEAD:
             return R(error_code=E.UNKNOWN_MEMBER_ID if group is None else E.COORDINATOR_NOT_AVAILABLE)
@@ -370,7 +410,8 @@ class GroupShard(OffsetHandlers):
     # --- timers --------------------------------------------------------------------------------
     def tick(self, now_ms: int) -> None:
         """Session expiries, the end of join phases, members that never synced, expired
-        pending member ids."""
+        pending member ids; consumer groups' session and rebalance timeouts."""
+        self.consumer_tick(now_ms)
         for group in list(self.groups.values()):
             for mid, deadline in list(group.pending_members.items()):
                 if deadline <= now_ms:
@@ -395,6 +436,12 @@ class GroupShard(OffsetHandlers):
                 continue
             out.append(ListGroupsResponse.Group(group_id=group.group_id, protocol_type=group.protocol_type or "",
                                                 group_state=group.state, group_type=CLASSIC))
+        for group in self.consumer_groups.values():
+            state = group.state
+            if state == DEAD or (states and state.lower() not in states) or (types and CONSUMER not in types):
+                continue
+            out.append(ListGroupsResponse.Group(group_id=group.group_id, protocol_type=CONSUMER, group_state=state,
+                                                group_type=CONSUMER))
         return out
 
     def describe(self, group_id: str):
@@ -403,7 +450,7 @@ class GroupShard(OffsetHandlers):
             return G(error_code=E.INVALID_GROUP_ID, group_id=group_id, group_state="", protocol_type="",
                      protocol_data="")
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None:  # also a consumer group: Kafka's DescribeGroups v0-5 answer Dead (see ConsumerGroupDescribe)
             return G(error_code=E.NONE, group_id=group_id, group_state=DEAD, protocol_type="", protocol_data="")
         stable = group.state == STABLE
         members = [G.Member(member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,

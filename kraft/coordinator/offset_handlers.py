@@ -21,12 +21,18 @@ class OffsetHandlers:
                 R.Topic.Partition(partition_index=p.partition_index, error_code=code_of(t.name, p))
                 for p in t.partitions]) for t in req.topics]))
         group = self.groups.get(req.group_id)
-        code = self._check_commit(group, req, version)
+        modern = self.consumer_groups.get(req.group_id)
+        if modern is not None:
+            code = E.COORDINATOR_NOT_AVAILABLE if modern.deleted else self.check_consumer_commit(
+                modern, req.member_id if version >= 1 else "", req.generation_id_or_member_epoch if version >= 1
+                else -1, version)
+        else:
+            code = self._check_commit(group, req, version)
         if code != E.NONE:
             return answer(lambda t, p: code)
-        if group is None:
+        if group is None and modern is None:
             group = self.groups[req.group_id] = ClassicGroup(req.group_id, now_ms)  # a "simple" group
-        if group.members and req.member_id in group.members:
+        if group is not None and group.members and req.member_id in group.members:
             m = group.members[req.member_id]
             m.heartbeat_deadline = max(m.heartbeat_deadline, now_ms + m.session_timeout_ms)
         limit = self.config.offset_metadata_max_bytes
@@ -78,11 +84,16 @@ class OffsetHandlers:
             return E.REBALANCE_IN_PROGRESS
         return E.NONE
 
-    def fetch_offsets(self, group_id: str, topics) -> tuple[int, list]:
+    def fetch_offsets(self, group_id: str, topics, member_id=None, member_epoch: int = -1) -> tuple[int, list]:
         """(error, [(topic, [(partition, OffsetEntry or None)])]) for ``topics`` = [(name,
-        [partitions])], or every committed offset of the group when ``topics`` is None."""
-        if not valid_group_id(group_id):
-            return E.INVALID_GROUP_ID, [(name, [(p, None) for p in parts]) for name, parts in topics or ()]
+        [partitions])], or every committed offset of the group when ``topics`` is None. A
+        consumer group's member (OffsetFetch v9+) must be one, in its current epoch."""
+        code = E.NONE if valid_group_id(group_id) else E.INVALID_GROUP_ID
+        modern = self.consumer_groups.get(group_id)
+        if code == E.NONE and modern is not None:
+            code = self.check_consumer_fetch(modern, member_id, member_epoch)
+        if code != E.NONE:
+            return code, [(name, [(p, None) for p in parts]) for name, parts in topics or ()]
         offsets = self.offsets.get(group_id, {})
         if topics is None:
             by_topic: dict = {}
@@ -94,13 +105,16 @@ class OffsetHandlers:
     def delete_offsets(self, group_id: str, topics, respond) -> None:
         """OffsetDelete: ``topics`` = [(name, [partitions])]; respond(error, {(t, p): code})."""
         group = self.groups.get(group_id)
+        modern = self.consumer_groups.get(group_id)
         if not valid_group_id(group_id):
             return respond(E.INVALID_GROUP_ID, {})
-        if group is None and group_id not in self.offsets:
+        if group is None and modern is None and group_id not in self.offsets:
             return respond(E.GROUP_ID_NOT_FOUND, {})
         if group is not None and group.state != EMPTY and group.protocol_type != "consumer" and group.members:
             return respond(E.NON_EMPTY_GROUP, {})
         subscribed = group.subscribed_topics() if group is not None and group.members else set()
+        if modern is not None:
+            subscribed = {t for m in modern.members.values() for t in self._member_topics(m)}
         codes, records = {}, []
         offsets = self.offsets.get(group_id, {})
         for name, parts in topics:
@@ -125,16 +139,21 @@ class OffsetHandlers:
         codes, records, doomed = {}, [], []
         for gid in group_ids:
             group = self.groups.get(gid)
+            modern = self.consumer_groups.get(gid)
             if not valid_group_id(gid):
                 codes[gid] = E.INVALID_GROUP_ID
-            elif group is None and gid not in self.offsets:
+            elif group is None and (modern is None or modern.deleted) and gid not in self.offsets:
                 codes[gid] = E.GROUP_ID_NOT_FOUND
-            elif group is not None and group.state not in (EMPTY, DEAD):
+            elif (group is not None and group.state not in (EMPTY, DEAD)) or (modern is not None and modern.members):
                 codes[gid] = E.NON_EMPTY_GROUP
             else:
                 codes[gid] = E.NONE
                 records.extend(offset_tombstone(gid, t, p) for (t, p) in self.offsets.get(gid, {}))
-                records.append(group_tombstone(gid))
+                if modern is not None:
+                    records.extend(self.consumer_group_tombstones(modern))
+                    modern.deleted = True
+                else:
+                    records.append(group_tombstone(gid))
                 doomed.append(gid)
                 if group is not None:
                     group.transition(DEAD, group.state_since_ms)
@@ -143,6 +162,9 @@ class OffsetHandlers:
             for gid in doomed:
                 self.groups.pop(gid, None)
                 self.offsets.pop(gid, None)
+                modern = self.consumer_groups.get(gid)
+                if modern is not None and modern.deleted:
+                    del self.consumer_groups[gid]
             respond(codes)
 
         def failed(code):
@@ -150,6 +172,8 @@ class OffsetHandlers:
                 group = self.groups.get(gid)
                 if group is not None:
                     group.state = EMPTY  # back as it was: nothing was deleted
+                if gid in self.consumer_groups:
+                    self.consumer_groups[gid].deleted = False
                 codes[gid] = coordinator_error(code)
             respond(codes)
         if not records:
@@ -162,8 +186,22 @@ class OffsetHandlers:
         group becoming Empty; an Empty group left without offsets is deleted."""
         retention = self.config.offsets_retention_ms
         records, expired = [], []
-        for gid in set(self.offsets) | set(self.groups):
+        for gid in set(self.offsets) | set(self.groups) | set(self.consumer_groups):
             group = self.groups.get(gid)
+            modern = self.consumer_groups.get(gid)
+            if modern is not None:
+                # A consumer group's offsets expire once it has no members; the empty group
+                # goes with its last offset.
+                if modern.members or modern.deleted:
+                    continue
+                offsets = self.offsets.get(gid, {})
+                gone = [k for k, e in offsets.items() if e.commit_ms + retention <= now_ms]
+                records.extend(offset_tombstone(gid, t, p) for t, p in gone)
+                expired.extend((gid, k) for k in gone)
+                if len(gone) == len(offsets):
+                    records.extend(self.consumer_group_tombstones(modern))
+                    expired.append((gid, None))
+                continue
             if group is not None and group.state != EMPTY:
                 continue
             since = group.state_since_ms if group is not None else 0
@@ -181,6 +219,9 @@ class OffsetHandlers:
                     group = self.groups.get(gid)
                     if group is not None and group.state == EMPTY and not self.offsets.get(gid):
                         del self.groups[gid]
+                    modern = self.consumer_groups.get(gid)
+                    if modern is not None and not modern.members and not self.offsets.get(gid):
+                        del self.consumer_groups[gid]
                 else:
                     self.offsets.get(gid, {}).pop(k, None)
                     if gid in self.offsets and not self.offsets[gid]:

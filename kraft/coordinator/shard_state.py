@@ -21,6 +21,13 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes
     new_member_join_timeout_ms: int = 5 * 60 * 1000   # Kafka's GroupCoordinator.NewMemberJoinTimeoutMs
     max_metadata_bytes: int = 1 << 20              # per member protocol metadata (hostile input bound)
+    # KIP-848 consumer groups (Kafka's GroupCoordinatorConfig)
+    consumer_heartbeat_interval_ms: int = 5000     # group.consumer.heartbeat.interval.ms
+    consumer_session_timeout_ms: int = 45000       # group.consumer.session.timeout.ms
+    consumer_rebalance_heartbeat_interval_ms: int = 250  # kraft.group.consumer.rebalance.heartbeat.interval.ms
+    consumer_max_size: int = 2**31 - 1             # group.consumer.max.size
+    consumer_assignors: tuple = ("uniform", "range")  # group.consumer.assignors: the first is the default
+    consumer_migration_policy: str = "bidirectional"  # group.consumer.migration.policy (online up/downgrade)
 
 
 @dataclass

@@ -152,6 +152,15 @@ _READ_ONLY = [
     _read_only("group.min.session.timeout.ms", T.INT, "6000", "The smallest session timeout a member may ask."),
     _read_only("group.max.session.timeout.ms", T.INT, "1800000", "The largest session timeout a member may ask."),
     _read_only("group.max.size", T.INT, str(INT_MAX), "The most members a classic group may have."),
+    _read_only("group.consumer.heartbeat.interval.ms", T.INT, "5000", "The heartbeat interval KIP-848 consumer "
+               "group members are given."),
+    _read_only("group.consumer.session.timeout.ms", T.INT, "45000", "How long a KIP-848 consumer group member "
+               "stays without a heartbeat."),
+    _read_only("group.consumer.max.size", T.INT, str(INT_MAX), "The most members a consumer group may have."),
+    _read_only("group.consumer.assignors", T.LIST, "uniform,range", "The server-side assignors of consumer "
+               "groups; the first is the default."),
+    _read_only("group.consumer.migration.policy", T.STRING, "bidirectional", "Online conversions between "
+               "classic and consumer groups: disabled, upgrade, downgrade or bidirectional."),
     _read_only("offset.metadata.max.bytes", T.INT, "4096", "The largest metadata string of a committed offset."),
     _read_only("offsets.commit.timeout.ms", T.INT, "5000", "How long a commit waits for its replicas."),
     _read_only("offsets.retention.check.interval.ms", T.LONG, "600000", "How often expired offsets are removed."),

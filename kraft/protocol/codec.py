@@ -189,6 +189,9 @@ class _Builder:
             return [f"{ind}{self.bind(_WRITERS[(t.name, self.flexible, nullable)])}({out}, {expr})"]
         if is_struct(t):
             enc = self.bind(plan(t, self.version, self.flexible, "python").encode)
+            if nullable:  # Kafka's int8 marker: -1 null, 1 present
+                return [f"{ind}if {expr} is None:", f"{ind}    {out} += b'\\xff'", f"{ind}else:",
+                        f"{ind}    {out} += b'\\x01'", f"{ind}    {enc}({expr}, {out})"]
             return [f"{ind}if {expr} is None: raise _not_null({self.owner!r}, {f.name!r})",
                     f"{ind}{enc}({expr}, {out})"]
         # Array: count, then the elements.
@@ -227,6 +230,9 @@ class _Builder:
             return [f"{ind}{target}, {pos} = {self.bind(_READERS[(t.name, self.flexible, nullable)])}(buf, {pos})"]
         if is_struct(t):
             dec = self.bind(plan(t, self.version, self.flexible, "python").decode)
+            if nullable:
+                return [f"{ind}if buf[{pos}] >= 0x80:", f"{ind}    {target} = None", f"{ind}    {pos} += 1",
+                        f"{ind}else:", f"{ind}    {target}, {pos} = {dec}(buf, {pos} + 1)"]
             return [f"{ind}{target}, {pos} = {dec}(buf, {pos})"]
         elem = t.elem
         reader = self.bind(_COUNT_READERS[(self.flexible, nullable)])
@@ -301,7 +307,7 @@ class _Builder:
             flush_run()
             enc += self.encode_value(f, f.type, f"o.{f.name}", "out", "    ")
             dec += self.decode_value(f, f.type, f"o.{f.name}", "pos", "    ")
-            self.min_size += self.value_min_size(f.type)
+            self.min_size += 1 if is_struct(f.type) and self.nullable_now(f) else self.value_min_size(f.type)
         flush_run()
 
         for f in tagged:
@@ -404,7 +410,8 @@ def _native_plan(cls, version: int, flexible: bool) -> Plan:
         sub = plan(struct_t, version, flexible, "native").native if struct_t is not None else None
         return _wire.Slot(f.name, _kind(t), _kind(elem) if elem is not None else -1, v in f.nullable, sub,
                           max(1, builder.value_min_size(elem)) if elem is not None else 1, tag,
-                          f.default_value(), f.factory, f, f.ignorable, _defaults(t) if is_struct(t) else None)
+                          f.default_value(), f.factory, f, f.ignorable,
+                          _defaults(t) if is_struct(t) and not f.null_struct else None)
 
     present = [f for f in cls.FIELDS if v in f.versions]
     tagged = sorted((f for f in present if f.tagged_in(v, flexible)), key=lambda f: f.tag)

@@ -128,7 +128,8 @@ class Field:
     """One field of a struct: Kafka's name/type/versions/nullableVersions/taggedVersions/tag/
     default/ignorable, with ``name`` in snake_case."""
 
-    __slots__ = ("name", "type", "versions", "nullable", "tag", "tagged", "default", "ignorable", "factory")
+    __slots__ = ("name", "type", "versions", "nullable", "tag", "tagged", "default", "ignorable", "factory",
+                 "null_struct")
 
     def __init__(self, name: str, type, versions="0+", *, nullable=None, tag: int | None = None,
                  tagged=None, default=_MISSING, ignorable: bool = False):
@@ -142,7 +143,7 @@ class Field:
         self.nullable = Versions.parse(nullable)
         if not self.nullable.empty:
             kind = type.name if isinstance(type, Primitive) else ("array" if isinstance(type, Array) else "struct")
-            if kind not in _NULLABLE_KINDS and kind != "array":
+            if kind not in _NULLABLE_KINDS and kind not in ("array", "struct"):
                 raise TypeError(f"field {name}: {kind} cannot be nullable")
         if tag is None and tagged is not None:
             raise TypeError(f"field {name}: tagged versions without a tag")
@@ -157,8 +158,11 @@ class Field:
             if default is not None:
                 raise TypeError(f"field {name}: only null may be given as an array/struct default")
         self.default = default
-        # Builds a fresh default for arrays and structs (never shared: messages are mutable).
-        self.factory = type.new_default if is_struct(type) else (list if self.mutable_default else None)
+        # Builds a fresh default for arrays and structs (never shared: messages are mutable); a
+        # nullable struct whose default is null has none.
+        self.null_struct = is_struct(type) and default is None and not self.nullable.empty
+        self.factory = None if self.null_struct else (
+            type.new_default if is_struct(type) else (list if self.mutable_default else None))
 
     def _type_default(self):
         t = self.type
@@ -173,7 +177,8 @@ class Field:
     @property
     def mutable_default(self) -> bool:
         """True when each instance needs its own default (an empty list or a struct)."""
-        return (isinstance(self.type, Array) and self.default is not None) or is_struct(self.type)
+        return (isinstance(self.type, Array) and self.default is not None) or \
+            (is_struct(self.type) and not self.null_struct)
 
     def default_value(self):
         """A fresh default value for this field."""

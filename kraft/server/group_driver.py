@@ -27,7 +27,9 @@ from kraft.coordinator.group_records import OFFSETS_TOPIC, decode_record, partit
 from kraft.coordinator.group_shard import GroupConfig, GroupShard
 from kraft.errors import ErrorCode as E
 from kraft.errors import KraftError
-from kraft.protocol import (CreateTopicsRequest, DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
+from kraft.protocol import (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
+                            ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, CreateTopicsRequest,
+                            DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
                             DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
                             HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse,
                             LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse,
@@ -55,7 +57,34 @@ def group_config(values: dict) -> GroupConfig:
                        initial_rebalance_delay_ms=values["group.initial.rebalance.delay.ms"],
                        max_size=values["group.max.size"],
                        offset_metadata_max_bytes=values["offset.metadata.max.bytes"],
-                       offsets_retention_ms=values["offsets.retention.minutes"] * 60_000)
+                       offsets_retention_ms=values["offsets.retention.minutes"] * 60_000,
+                       consumer_heartbeat_interval_ms=values["group.consumer.heartbeat.interval.ms"],
+                       consumer_session_timeout_ms=values["group.consumer.session.timeout.ms"],
+                       consumer_rebalance_heartbeat_interval_ms=values[
+                           "kraft.group.consumer.rebalance.heartbeat.interval.ms"],
+                       consumer_max_size=values["group.consumer.max.size"],
+                       consumer_migration_policy=values["group.consumer.migration.policy"].strip().lower(),
+                       consumer_assignors=tuple(a.strip() for a in values["group.consumer.assignors"].split(",")
+                                                if a.strip()) or ("uniform", "range"))
+
+
+class ImageTopics:
+    """The topics of the broker's current metadata image, as a shard's consumer groups see
+    them (``kraft.coordinator.consumer_group.TopicsView``'s interface)."""
+
+    def __init__(self, state):
+        self.state = state
+
+    def lookup(self, name: str):
+        t = self.state.image.topics.by_name.get(name)
+        return None if t is None else (t.id, len(t.partitions))
+
+    def name_of(self, topic_id):
+        t = self.state.image.topics.by_id.get(topic_id)
+        return None if t is None else t.name
+
+    def names(self):
+        return self.state.image.topics.by_name.keys()
 
 
 def read_partition_records(plog) -> tuple[list, int]:
@@ -163,7 +192,8 @@ class GroupDriver:
                 self._load(p, epoch, plog)
 
     def _load(self, p: int, epoch: int, plog) -> None:
-        shard = GroupShard(p, self.config, new_member_id=lambda client_id: f"{client_id}-{uuid.uuid4()}")
+        shard = GroupShard(p, self.config, new_member_id=lambda client_id: f"{client_id}-{uuid.uuid4()}",
+                           topics=ImageTopics(self.state))
         loaded = self.shards[p] = _Loaded(shard, epoch, plog)
         began = time.monotonic()
         fut = asyncio.get_running_loop().run_in_executor(self.executor, read_partition_records, plog)
@@ -319,6 +349,18 @@ class GroupDriver:
         if kind is LeaveGroupRequest:
             return self._answer(self._call(request.group_id, lambda s, r: r(s.leave(request, version, now)),
                                            lambda c: (LeaveGroupResponse(error_code=c),)), lambda x: x)
+        if kind is ConsumerGroupHeartbeatRequest:
+            host = "/" + ctx.peer.rsplit(":", 1)[0]
+            return self._answer(self._call(request.group_id, lambda s, r: s.consumer_heartbeat(
+                request, version, now, ctx.header.client_id or "", host, r),
+                lambda c: (ConsumerGroupHeartbeatResponse(error_code=c),)), lambda x: x)
+        if kind is ConsumerGroupDescribeRequest:
+            G = ConsumerGroupDescribeResponse.Group
+            out = []
+            for gid in request.group_ids:
+                code, shard = self._shard(gid)
+                out.append(shard.consumer_describe(gid) if shard is not None else G(error_code=code, group_id=gid))
+            return ConsumerGroupDescribeResponse(groups=out)
         if kind is OffsetCommitRequest:
             return self.offset_commit(request, version, now)
         if kind is OffsetFetchRequest:
@@ -445,15 +487,16 @@ class GroupDriver:
         R = OffsetFetchResponse
         if version >= 8:
             asks = [(g.group_id, None if g.topics is None else [(t.name, list(t.partition_indexes))
-                                                                 for t in g.topics]) for g in request.groups]
+                                                                 for t in g.topics], g.member_id, g.member_epoch)
+                    for g in request.groups]
         else:
             asks = [(request.group_id, None if request.topics is None else
-                     [(t.name, list(t.partition_indexes)) for t in request.topics])]
+                     [(t.name, list(t.partition_indexes)) for t in request.topics], None, -1)]
         results = []
-        for gid, topics in asks:
+        for gid, topics, member_id, member_epoch in asks:
             code, shard = self._shard(gid)
             if shard is not None:
-                code, found = shard.fetch_offsets(gid, topics)
+                code, found = shard.fetch_offsets(gid, topics, member_id, member_epoch)
             else:
                 found = [(n, [(p, None) for p in parts]) for n, parts in (topics or [])]
             results.append((gid, code, found))

@@ -162,3 +162,27 @@ async def check_group_versions(conn, port: int, topic: str, checked: set) -> Non
     resp = await conn.ask(P(transactional_id=None, acks=1, timeout_ms=1000, topic_data=[P.Topic(
         name=OFFSETS, partition_data=[P.Topic.Partition(index=0, records=build_batch([b"x"], keys=[b"k"]))])]), 9)
     assert resp.responses[0].partition_responses[0].error_code == E.INVALID_TOPIC_EXCEPTION
+
+
+async def check_consumer_group_versions(conn, topic: str, topic_id, checked: set) -> None:
+    """KIP-848: ConsumerGroupHeartbeat v0-1 (join, error) and ConsumerGroupDescribe v0."""
+    from kraft.protocol import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
+    H = ConsumerGroupHeartbeatRequest
+    for v in range(0, 2):
+        join = H(group_id=f"kip848-{v}", member_id=f"m{v}", member_epoch=0, rebalance_timeout_ms=30000,
+                 subscribed_topic_names=[topic] if v == 0 else [], topic_partitions=[])
+        if v >= 1:
+            join.subscribed_topic_regex = topic[0] + ".*"
+        resp = await conn.ask(join, v)
+        assert (resp.error_code, resp.member_id, resp.member_epoch) == (0, f"m{v}", 1), (v, resp)
+        assert [(t.topic_id, t.partitions) for t in resp.assignment.topic_partitions] == [(topic_id, [0])], v
+        resp = await conn.ask(H(group_id=f"kip848-{v}", member_id="nobody", member_epoch=3), v)
+        assert (resp.error_code, resp.assignment) == (E.UNKNOWN_MEMBER_ID, None), v
+        checked.add((68, v))
+    D = ConsumerGroupDescribeRequest
+    resp = await conn.ask(D(group_ids=["kip848-0", "j1", "nope"], include_authorized_operations=False), 0)
+    [g, classic, missing] = resp.groups
+    assert (g.error_code, g.group_state, g.group_epoch, g.assignor_name) == (0, "Stable", 1, "uniform")
+    assert [(m.member_id, m.assignment.topic_partitions[0].topic_name) for m in g.members] == [("m0", topic)]
+    assert (classic.error_code, missing.error_code) == (E.GROUP_ID_NOT_FOUND, E.GROUP_ID_NOT_FOUND)
+    checked.add((69, 0))

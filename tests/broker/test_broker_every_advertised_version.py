@@ -16,7 +16,7 @@ from kraft.protocol import (ApiVersionsRequest, DescribeLogDirsRequest, FetchReq
 from kraft.records import build_batch, iter_batches
 from kraft.server.broker_node import BrokerNode, broker_config, static_image
 
-from group_version_cases import OFFSETS, check_group_versions
+from group_version_cases import OFFSETS, check_consumer_group_versions, check_group_versions
 
 E = ErrorCode
 TOPIC = "t"
@@ -84,13 +84,14 @@ async def _scenario(tmp_path):
             checked.add((18, v))
         assert table == {0: (3, 11), 1: (4, 13), 2: (1, 8), 3: (0, 12), 18: (0, 4), 22: (0, 5), 23: (2, 4),
                          35: (1, 4), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5),
-                         14: (0, 5), 15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0)}
+                         14: (0, 5), 15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0), 68: (0, 1), 69: (0, 0)}
         # the group coordinator loads its shard on its first tick
         for _ in range(100):
             if node.handlers.groups.shards.get(0) is not None and node.handlers.groups.shards[0].ready:
                 break
             await asyncio.sleep(0.02)
         await check_group_versions(conn, node.port(), TOPIC, checked)
+        await check_consumer_group_versions(conn, TOPIC, topic_id, checked)
 
         for v in range(0, 13):
             resp = await conn.ask(MetadataRequest(topics=[] if v == 0 else None), v)

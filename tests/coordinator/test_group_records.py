@@ -59,8 +59,10 @@ def test_tombstones_have_null_values():
 
 
 def test_unknown_record_types_are_skipped():
-    """KIP-848 and share-group records (key types 3+) are skipped by a classic-only loader."""
-    assert decode_record(struct.pack(">h", 3) + s16("g"), b"\x00\x00") is None
+    """Share-group records (key types 9+) are skipped; KIP-848's (3-8) decode."""
+    assert decode_record(struct.pack(">h", 10) + s16("g"), b"\x00\x00") is None
+    key, value = decode_record(struct.pack(">h", 3) + s16("g"), b"\x00\x00" + struct.pack(">i", 7) + b"\x00")
+    assert (key.group_id, value.epoch) == ("g", 7)
 
 
 @pytest.mark.parametrize("text,want", [("", 0), ("hello", 99162322), ("polygenelubricants", -2147483648),

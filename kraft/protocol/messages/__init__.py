@@ -13,6 +13,8 @@ from kraft.protocol.messages.api_versions import ApiVersionsRequest, ApiVersions
 from kraft.protocol.messages.broker_lifecycle import (BrokerHeartbeatRequest, BrokerHeartbeatResponse,
                                                       BrokerRegistrationRequest, BrokerRegistrationResponse,
                                                       UnregisterBrokerRequest, UnregisterBrokerResponse)
+from kraft.protocol.messages.consumer_group import (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
+                                                    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse)
 from kraft.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from kraft.protocol.messages.configs import (AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest,
                                              DescribeConfigsResponse, IncrementalAlterConfigsRequest,
@@ -52,6 +54,8 @@ from kraft.protocol.messages.update_features import UpdateFeaturesRequest, Updat
 from kraft.protocol.messages.vote import VoteRequest, VoteResponse
 
 __all__ = [
+    "ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse",
+    "ConsumerGroupHeartbeatRequest", "ConsumerGroupHeartbeatResponse",
     "DeleteGroupsRequest", "DeleteGroupsResponse",
     "DescribeGroupsRequest", "DescribeGroupsResponse",
     "ListGroupsRequest", "ListGroupsResponse",
