@@ -34,7 +34,7 @@ run_pytest() {
 }
 
 echo "+ pytest (native extensions)"
-run_pytest -q -m "not slow" --durations=25 tests
+run_pytest -q -m "not slow" --durations=60 tests
 
 echo "+ pytest (pure-Python codecs, KRAFT_NO_EXTENSIONS=1)"
 KRAFT_NO_EXTENSIONS=1 run_pytest -q -m "not slow" tests/records tests/protocol $( [ -d tests/log ] && echo tests/log )

@@ -1,4 +1,5 @@
-"""One local SparkSession per test module (``local[2]``); the log builders are in
+"""One local SparkSession for the whole run (``local[2]``: a JVM start is ~10 s, so one per
+module cost a minute of CI); no test changes its conf. The log builders are in
 ``spark_builders``."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'kr
 pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'kraft[spark]')")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark():
     if shutil.which("java") is None:
         pytest.skip("Spark needs Java (no `java` on PATH)")
