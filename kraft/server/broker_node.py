@@ -46,6 +46,7 @@ from kraft.metadata.config_defs import parse_value
 from kraft.metadata.configs import BROKER
 from kraft.metadata.image import EMPTY_IMAGE, MetadataImage
 from kraft.server.group_driver import GroupDriver
+from kraft.server.group_lag import GroupLag
 from kraft.server.network import KafkaServer, connection_limits
 from kraft.server.replication_driver import ReplicationDriver
 from kraft.server.allocator import keep_freed_pages
@@ -75,6 +76,8 @@ class BrokerNode:
         self.replication: ReplicationDriver | None = None
         #: compacts the logs of cleanup.policy=compact topics on its own threads
         self.cleaner: LogCleaner | None = None
+        #: consumer lag of the groups this broker coordinates, for /metrics
+        self.group_lag: GroupLag | None = None
         self.servers: dict[str, KafkaServer] = {}
         self._locks = None
         self._timers: list[asyncio.TimerHandle] = []
@@ -128,6 +131,9 @@ class BrokerNode:
         self.replication.start()
         self.handlers.groups = GroupDriver(self.state, self.handlers.produce, v, create_topic=self.create_topic)
         self.handlers.groups.start()
+        self.group_lag = GroupLag(state, self.handlers.groups, self.replication.listener,
+                                  v["kraft.group.lag.interval.ms"])
+        self.group_lag.start()
         controller_names = set(cfg.controller_listener_names)
         for ep in cfg.listeners:
             if ep.name in controller_names:
@@ -235,6 +241,8 @@ class BrokerNode:
             self.cleaner.request_stop()
             await asyncio.get_running_loop().run_in_executor(None, self.cleaner.stop)
             self.cleaner = None
+        if self.group_lag is not None:
+            await self.group_lag.close()
         if self.replication is not None:
             await self.replication.close()
         if self.handlers is not None:

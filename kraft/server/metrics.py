@@ -81,6 +81,34 @@ class Histogram:
         return out
 
 
+def label_value(text: str) -> str:
+    """A Prometheus label value: backslash, double quote and newline escaped (group ids and
+    topic names come from clients)."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+class GaugeTable:
+    """Gauges of one name told apart by several labels (``group``, ``topic``, ``partition``),
+    the whole table replaced at once by whoever samples it (``replace``)."""
+
+    kind = "gauge"
+
+    def __init__(self, name: str, help: str, labels: tuple[str, ...]):
+        self.name, self.help, self.labels = name, help, tuple(labels)
+        self.rows: dict[tuple, float] = {}
+
+    def replace(self, rows: dict[tuple, float]) -> None:
+        self.rows = rows
+
+    def render(self, labels: str) -> list[str]:
+        inner = labels[1:-1] + "," if labels else ""
+        out = []
+        for key in sorted(self.rows):
+            pairs = ",".join(f'{n}="{label_value(str(v))}"' for n, v in zip(self.labels, key))
+            out.append(f"{self.name}{{{inner}{pairs}}} {self.rows[key]}")
+        return out
+
+
 # Milliseconds, for Kafka's *Ms controller histograms: 1-2.5-5 steps from 0.05 ms to 30 s.
 MS_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0,
               5000.0, 10000.0, 30000.0)

@@ -272,6 +272,8 @@ class KraftNode:
             controller_gauges(self.metrics, self.controller)
         if self.broker is not None:
             fetch_session_gauges(self.metrics, self.broker.node.handlers.fetch.sessions.cache)
+            if self.broker.node.group_lag is not None:
+                self.broker.node.group_lag.export(self.metrics)
         self.driver.start()
         if self.controller is not None:
             self.controller_requests.start()
