@@ -174,14 +174,24 @@ def _row(group, t, p, committed, ends, member, host, client) -> list[str]:
     return [group, t, str(p), show(offset), show(end), show(lag), member, host, client]
 
 
-def print_table(header: list[str], rows: list[list[str]], widths: list[int | None]) -> None:
-    """Kafka's ``%-Ns`` columns, a blank line before the header (its ``\\n%...`` formats)."""
+def table_lines(header: list[str], rows: list[list[str]], widths: list[int | None]) -> list[str]:
+    """Kafka's ``%-Ns`` columns (a column at least N wide, wider for a longer value)."""
     cols = []
     for i, w in enumerate(widths):
         cols.append(None if w is None else max([w] + [len(r[i]) for r in rows]))
+    return [" ".join(v if w is None else v.ljust(w) for v, w in zip(row, cols)).rstrip() for row in [header] + rows]
+
+
+def print_table(header: list[str], rows: list[list[str]], widths: list[int | None]) -> None:
+    """A blank line, then the table: Kafka's formats start with ``\\n``."""
     print()
-    for row in [header] + rows:
-        print(" ".join(v if w is None else v.ljust(w) for v, w in zip(row, cols)).rstrip())
+    for line in table_lines(header, rows, widths):
+        print(line)
+
+
+OFFSETS_HEADER = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+                  "CLIENT-ID"]
+OFFSETS_WIDTHS = [15, 15, 10, 15, 15, 15, 15, 15, None]
 
 
 def _describe(adm, args) -> int:
@@ -209,8 +219,7 @@ def _describe(adm, args) -> int:
             rows = offset_rows(adm, args, group, desc)
             if not _member_state(group, state, len(rows)):
                 continue
-            print_table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
-                         "HOST", "CLIENT-ID"], rows, [15, 15, 10, 15, 15, 15, 15, 15, None])
+            print_table(OFFSETS_HEADER, rows, OFFSETS_WIDTHS)
     return 0
 
 

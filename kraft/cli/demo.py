@@ -2,7 +2,8 @@
 (broker + controller) nodes as separate ``kraft server start`` processes on loopback in a
 temporary directory, writes records through the quorum leader, shows ``describe --status``,
 kills the leader with SIGKILL, shows the new leader and that writes continue; then a real
-Kafka client (confluent-kafka) creates a topic, produces and consumes through the brokers
+Kafka client (confluent-kafka) creates a topic, produces, and consumes through a consumer group
+(commits, lag shown)
 (``demo_clients.py``); then everything stops (SIGTERM) and it prints where the files are.
 ``--clients`` keeps the cluster up, prints kcat / confluent-kafka lines to paste, and restarts
 a node that exits (try ``kill -9``); the demo topic has replication factor 3, so clients keep
@@ -29,7 +30,9 @@ from kraft.cli.local_cluster import LocalCluster
 
 
 # A shorter broker session than Kafka's 9 s, so the killed node's broker is back within the demo.
-DEMO_SETTINGS = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"}
+# No initial rebalance delay (Kafka's 3 s lets more members join first): the demo has one.
+DEMO_SETTINGS = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500",
+                 "group.initial.rebalance.delay.ms": "0"}
 
 
 def _say(msg: str = "") -> None:

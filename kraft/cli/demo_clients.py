@@ -1,8 +1,9 @@
 """The client half of ``kraft demo``: a real Kafka client library (confluent-kafka, i.e.
 librdkafka) against the demo's brokers, unmodified. Creates a topic through a broker (the
 broker forwards it to the active controller, answered after commit), produces keyed records
-with acks=all and lz4, reads every partition back from the beginning with ``assign``, checks
-that nothing acknowledged is missing and that each key's records came back in order, and
+with acks=all and lz4, reads them back through a consumer group (subscribe; half, commit, the
+lag as ``kraft consumer-groups --describe`` shows it; the rest, commit, lag 0), checks that
+nothing acknowledged is missing and that each key's records came back in order, and
 prints command lines a user can paste (kcat, confluent-kafka). Fails with a one-line reason.
 """
 
@@ -80,28 +81,59 @@ def run_clients(bootstrap: str, say, *, topic: str = "demo", partitions: int = 3
     secs = time.monotonic() - start
     say(f"  confluent-kafka Producer (acks=all, lz4): {len(acked)} records acknowledged in {secs * 1000:.0f} ms")
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kraft-demo", "enable.auto.commit": False,
-                         **QUIET})
-    consumer.assign([TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in range(partitions)])
-    got = []
-    start = time.monotonic()
-    try:
-        while len(got) < len(acked) and time.monotonic() - start < 30:
-            m = consumer.poll(0.2)
-            if m is not None and m.error() is None:
-                got.append((m.partition(), m.offset(), m.key(), m.value()))
-    finally:
-        consumer.close()
+    got = _consume_through_group(bootstrap, topic, len(acked), admin, say)
     missing = set(acked) - set(got)
     if missing:
         raise KraftError(f"{len(missing)} acknowledged records not read back, e.g. {sorted(missing)[0]}")
     by_key: dict = {}
-    for _, _, key, value in sorted(got, key=lambda r: (r[0], r[1])):
+    for _, _, key, value in sorted(set(got), key=lambda r: (r[0], r[1])):
         by_key.setdefault(key, []).append(int(value.split(b"-")[1]))
     if any(v != sorted(v) for v in by_key.values()):
         raise KraftError("a key's records came back out of order")
-    say(f"  confluent-kafka Consumer (assign, from the beginning): read all {len(got)} back in "
-        f"{(time.monotonic() - start) * 1000:.0f} ms, each of {len(by_key)} keys in order")
+    say(f"  every acknowledged record was read back, each of {len(by_key)} keys in order")
+
+
+GROUP = "kraft-demo"
+
+
+def _consume_through_group(bootstrap: str, topic: str, total: int, admin, say) -> list:
+    """Subscribe as group ``kraft-demo``, read half, commit, show the lag (kafka-consumer-groups'
+    table), read the rest, commit, show it again: (partition, offset, key, value) read."""
+    from confluent_kafka import Consumer
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", **QUIET})
+    got: list = []
+    start = time.monotonic()
+    try:
+        consumer.subscribe([topic])
+        for target, what in ((total // 2, "half"), (total, "the rest")):
+            deadline = time.monotonic() + 30
+            while len(got) < target and time.monotonic() < deadline:
+                m = consumer.poll(0.2)
+                if m is not None and m.error() is None:
+                    got.append((m.partition(), m.offset(), m.key(), m.value()))
+            if len(got) < target:
+                raise KraftError(f"the group consumer read {len(got)} of {target} records within 30 s")
+            consumer.commit(asynchronous=False)
+            say(f"  confluent-kafka Consumer (group {GROUP!r}, subscribe): read {what} ({len(got)} records in "
+                f"{(time.monotonic() - start) * 1000:.0f} ms), committed")
+            _show_lag(admin, say)
+    finally:
+        consumer.close()
+    return got
+
+
+def _show_lag(admin, say) -> None:
+    from types import SimpleNamespace
+    from kraft.cli.consumer_groups import OFFSETS_HEADER, OFFSETS_WIDTHS, describe, offset_rows, table_lines
+    args = SimpleNamespace(timeout=10_000)
+    rows = offset_rows(admin, args, GROUP, describe(admin, args, [GROUP])[GROUP])
+    say(f"\n$ kraft consumer-groups --bootstrap-server ... --describe --group {GROUP}")
+    for line in table_lines(OFFSETS_HEADER, [r[:6] + [r[6][:24] + ("..." if len(r[6]) > 24 else "")] + r[7:]
+                                             for r in rows], OFFSETS_WIDTHS):
+        say(f"    {line}")
+    say(f"    (LAG: records not yet consumed; the same figures are on the coordinator's /metrics as "
+        f"kraft_consumer_group_lag)\n")
 
 
 def client_lines(bootstrap: str, topic: str = "demo") -> list[str]:
@@ -116,4 +148,5 @@ def client_lines(bootstrap: str, topic: str = "demo") -> list[str]:
         # Kafka's everyday tools, as kraft commands (the README's tour uses B=<this address>)
         f"kraft topics --bootstrap-server {first} --describe --topic {topic}",
         f"kraft console-consumer --bootstrap-server {first} --topic {topic} --from-beginning --max-messages 5",
+        f"kraft consumer-groups --bootstrap-server {first} --describe --group {GROUP}",
     ]
