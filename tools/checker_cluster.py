@@ -51,6 +51,7 @@ class Run:
         overrides = {**LOW_LATENCY, "broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500",
                      "replica.lag.time.max.ms": str(a.replica_lag_ms), "replica.fetch.wait.max.ms": "200",
                      "replica.fetch.backoff.ms": "100", "log.segment.bytes": str(1 << 20)}
+        overrides.update(getattr(a, "overrides", None) or {})  # a checker's own settings (e.g. groups)
         if a.snapshot_bytes:
             # Snapshots every few KB of metadata, and the log below the older ones deleted: a
             # restart loads a snapshot, then a log suffix.

@@ -194,6 +194,18 @@ def start_producers(run: Run, directory: str) -> list[tuple[subprocess.Popen, st
     return procs
 
 
+def heal_and_stop_producers(run: Run, producers) -> float:
+    """Every fault undone, then the producers told to stop (SIGTERM) and waited for: when the load ended."""
+    run.log("healing; stopping the producers")
+    run.heal()
+    load_end = time.time()
+    for p, _ in producers:
+        p.send_signal(signal.SIGTERM)
+    for p, _ in producers:
+        p.wait(120)
+    return load_end
+
+
 def read_back(run: Run) -> tuple[dict, dict]:
     """Every partition from the beginning to its high watermark: ({partition: {offset: value}},
     {partition: high watermark})."""
@@ -338,13 +350,7 @@ def main(a) -> int:
             run.check_crashes()
             if time.monotonic() < deadline:
                 run.one_fault()
-        run.log("healing; stopping the producers")
-        run.heal()
-        load_end = time.time()
-        for p, _ in producers:
-            p.send_signal(signal.SIGTERM)
-        for p, _ in producers:
-            p.wait(120)
+        load_end = heal_and_stop_producers(run, producers)
         run.check_crashes()
         ok_end = run.wait(run.isr_full, a.final_settle)
         run.log(f"every replica in the ISR: {ok_end} {run.partitions()}")

@@ -22,19 +22,32 @@ from kraft.protocol.messages.acls import RESOURCE_CLUSTER, RESOURCE_TOPIC
 M = MetadataResponse
 
 
+def _list(b, listener: str, alive: dict, brokers: list) -> None:
+    for e in b.listeners:
+        if e.name == listener:
+            alive[b.id] = e
+            brokers.append(M.Broker(node_id=b.id, host=e.host, port=e.port, rack=b.rack))
+            return
+
+
 def handle_metadata(state: BrokerState, request: MetadataRequest, version: int, listener: str) -> MetadataResponse:
     image = state.image
     alive = {}
     brokers = []
     serving = state.is_serving()
-    for b in sorted(image.cluster.brokers.values(), key=lambda b: b.id):
-        if b.fenced or (b.id == state.broker_id and not serving):
+    registered = sorted(image.cluster.brokers.values(), key=lambda b: b.id)
+    for b in registered:
+        # This broker while it serves, even if the image has not yet caught up with its unfencing
+        if (b.fenced and not (b.id == state.broker_id and serving)) or (b.id == state.broker_id and not serving):
             continue
-        for e in b.listeners:
-            if e.name == listener:
-                alive[b.id] = e
-                brokers.append(M.Broker(node_id=b.id, host=e.host, port=e.port, rack=b.rack))
-                break
+        _list(b, listener, alive, brokers)
+    if not brokers:
+        # Never an empty list: librdkafka treats it as a failed Metadata and then waited ~60 s
+        # before asking again (an admin call at cluster start timed out). The broker answering
+        # is reachable, so it names itself; its partitions' errors still say what it leads.
+        for b in registered:
+            if b.id == state.broker_id:
+                _list(b, listener, alive, brokers)
     topics_image = image.topics
     wanted = request.topics
     if wanted is None or (version == 0 and not wanted):
@@ -64,7 +77,11 @@ def handle_metadata(state: BrokerState, request: MetadataRequest, version: int, 
                                        for pid, reg in sorted(topic.partitions.items())]))
     cluster_ops = authorized_operations(RESOURCE_CLUSTER,
                                         8 <= version <= 10 and request.include_cluster_authorized_operations)
-    return M(throttle_time_ms=0, brokers=brokers, cluster_id=state.cluster_id, controller_id=state.controller_id,
+    # The controller named must be one of the brokers listed: librdkafka waits for a named
+    # controller it has no address for until something else refreshes its metadata (an admin
+    # call at cluster start waited its whole 60 s), while -1 makes it ask again at once.
+    controller = state.controller_id if state.controller_id in alive else min(alive, default=-1)
+    return M(throttle_time_ms=0, brokers=brokers, cluster_id=state.cluster_id, controller_id=controller,
              topics=out, cluster_authorized_operations=cluster_ops)
 
 

@@ -54,8 +54,8 @@ async def wait_for_brokers(addresses: dict, timeout_s: float = 60.0) -> float:
 
 def run_clients(bootstrap: str, say, *, topic: str = "demo", partitions: int = 3, replication: int = 3,
                 records: int = 3000) -> None:
-    ck = _client_library()
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    _client_library()  # a one-line error if confluent-kafka does not import
+    from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
@@ -132,8 +132,8 @@ def _show_lag(admin, say) -> None:
     for line in table_lines(OFFSETS_HEADER, [r[:6] + [r[6][:24] + ("..." if len(r[6]) > 24 else "")] + r[7:]
                                              for r in rows], OFFSETS_WIDTHS):
         say(f"    {line}")
-    say(f"    (LAG: records not yet consumed; the same figures are on the coordinator's /metrics as "
-        f"kraft_consumer_group_lag)\n")
+    say("    (LAG: records not yet consumed; the same figures are on the coordinator's /metrics as "
+        "kraft_consumer_group_lag)\n")
 
 
 def client_lines(bootstrap: str, topic: str = "demo") -> list[str]:

@@ -121,6 +121,24 @@ def run(coro):
 # --- Metadata -------------------------------------------------------------------------------
 
 
+def test_metadata_names_a_controller_it_lists_and_never_lists_no_broker(broker):
+    """librdkafka waits for a named controller it has no address for, and takes an empty
+    broker list as a failed request: either way an admin call at cluster start waited a
+    minute. The answer names a listed broker and lists at least the one answering."""
+    req = MetadataRequest(topics=None, allow_auto_topic_creation=False)
+    broker.state.controller_id = 7  # not registered
+    assert broker.call(req, 12).controller_id == 1
+    d = MetadataDelta(EMPTY_IMAGE)
+    d.replay(_broker(1, fenced=True))
+    d.replay(_broker(2, fenced=True))
+    broker.set_image(d.apply())
+    broker.state.is_serving = lambda: False  # registered, still fenced
+    resp = broker.call(req, 12)
+    assert [(b.node_id, b.host) for b in resp.brokers] == [(1, "h1")] and resp.controller_id == 1
+    broker.state.is_serving = lambda: True  # unfenced, the image not there yet: listed
+    assert [b.node_id for b in broker.call(req, 12).brokers] == [1]
+
+
 @pytest.mark.parametrize("version", [0, 1, 4, 9, 12])
 def test_metadata_lists_unfenced_brokers_on_the_listener_and_every_topic(broker, version):
     req = MetadataRequest(topics=[] if version == 0 else None, allow_auto_topic_creation=False)
