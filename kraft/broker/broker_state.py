@@ -60,6 +60,8 @@ class BrokerState:
         #: What Metadata answers as controller id (Kafka's KRaft brokers name an alive broker).
         self.controller_id = broker_id if controller_id is None else controller_id
         self.image: MetadataImage = EMPTY_IMAGE
+        #: listener name -> (host, port) this broker registers with (set by the server layer)
+        self.own_endpoints: dict[str, tuple[str, int]] = {}
         #: the metadata log offset ``image`` contains (-1: a static image); ApiVersions' feature epoch
         self.metadata_offset = -1
         #: False while the broker may not lead for clients (not registered, fenced, lease lost:

@@ -226,6 +226,8 @@ class BrokerNode:
             port = ep.port or (self.servers[ep.name].port if ep.name in self.servers else 0)
             eps.append(RegisterBrokerRecord.BrokerEndpoint(name=ep.name, host=ep.host or "localhost", port=port,
                                                            security_protocol=0))
+            if self.state is not None:  # what Metadata names before the image holds this registration
+                self.state.own_endpoints[ep.name] = (ep.host or "localhost", port)
         return RegisterBrokerRecord(broker_id=self.cfg.node_id, incarnation_id=uuid.uuid4(), broker_epoch=epoch,
                                     end_points=eps, features=[], rack=None, fenced=fenced)
 

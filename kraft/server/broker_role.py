@@ -174,12 +174,8 @@ class BrokerRole:
             changes = self.node.publish(image)
             if changes.created or changes.deleted or changes.strays:
                 log.info("broker %d: metadata at offset %d: %s", self.cfg.node_id, offset, changes)
-        if first:  # its logs follow a caught-up image: the controller may unfence it
+        if first:  # its logs follow a caught-up image: clients may come, the controller may unfence it
             self.lifecycle.ready_to_unfence = True
-        if self._serving_task is None and self.cfg.node_id in image.cluster.brokers:
-            # Clients may come once the image holds this broker's registration: before it, its
-            # Metadata answers could list no broker at all, which librdkafka takes as a failed
-            # request and does not retry for about a minute.
             self._serving_task = asyncio.get_running_loop().create_task(self.node.start_serving())
         self._refresh_controller_id()
 

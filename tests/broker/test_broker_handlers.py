@@ -135,7 +135,7 @@ def test_metadata_names_a_controller_it_lists_and_never_lists_no_broker(broker):
     broker.state.is_serving = lambda: False  # registered, still fenced
     resp = broker.call(req, 12)
     assert [(b.node_id, b.host) for b in resp.brokers] == [(1, "h1")] and resp.controller_id == 1
-    broker.state.is_serving = lambda: True  # unfenced, the image not there yet: listed
+    broker.state.is_serving = lambda: True  # serving, no broker unfenced in the image yet: itself
     assert [b.node_id for b in broker.call(req, 12).brokers] == [1]
 
 
