@@ -176,6 +176,10 @@ INT_SETTINGS: dict[str, tuple[int, int]] = {
     "metadata.max.retention.ms": (7 * 24 * 3600 * 1000, -1),
     "broker.heartbeat.interval.ms": (2000, 1),
     "broker.session.timeout.ms": (9000, 1),
+    # kraft's own: a broker whose heartbeat connection closed is fenced this long after the
+    # close unless it heartbeats again (at least broker.heartbeat.interval.ms + 1 s; -1: the
+    # whole session, as Kafka)
+    "kraft.broker.disconnected.session.timeout.ms": (3000, -1),
     "socket.request.max.bytes": (100 * MiB, 1),
     "queued.max.requests": (500, 1),
     "log.segment.bytes": (1 * GiB, 14),

@@ -40,6 +40,13 @@ class BrokerLeases:
             lease.last_contact_ms = max(lease.last_contact_ms, now_ms)
             lease.metadata_offset = max(lease.metadata_offset, metadata_offset)
 
+    def shorten(self, broker_id: int, now_ms: int, within_ms: int) -> None:
+        """The broker must be heard from again within ``within_ms`` (its connection closed):
+        the lease ends then unless it already ends sooner. The next heartbeat restores it."""
+        lease = self._leases.get(broker_id)
+        if lease is not None:
+            lease.last_contact_ms = min(lease.last_contact_ms, now_ms + within_ms - self.session_timeout_ms)
+
     def forget(self, broker_id: int) -> None:
         self._leases.pop(broker_id, None)
         self.registered_at.pop(broker_id, None)

@@ -444,6 +444,22 @@ class QuorumController:
         if b is not None and b.epoch == broker_epoch:
             self.leases.touch(broker_id, now_ms)
 
+    def broker_disconnected(self, broker_ids, now_ms: int) -> None:
+        """The connection the brokers' last heartbeats came over closed. A live broker
+        reconnects and heartbeats within its interval; a dead one (SIGKILL closes its sockets)
+        never does, and waiting out the whole session would leave the partitions it leads
+        (group coordinators among them) without a leader for ``broker.session.timeout.ms``.
+        So its lease now ends ``kraft.broker.disconnected.session.timeout.ms`` after the close
+        (negative: Kafka's behaviour, the whole session; at least one heartbeat interval plus a
+        second). A broker lost without a close (power, network) still waits out its session."""
+        within = int(self.settings.get("kraft.broker.disconnected.session.timeout.ms", -1))
+        if not self.active or within < 0:
+            return
+        # Never shorter than a live broker needs to reconnect and send its next heartbeat.
+        within = max(within, int(self.settings.get("broker.heartbeat.interval.ms", 2000)) + 1000)
+        for b in broker_ids:
+            self.leases.shorten(b, now_ms, within)
+
     def _maybe_bootstrap(self) -> None:
         """Kafka's first active controller writes the features of ``bootstrap.checkpoint``
         (``storage format``'s metadata.version) into the log: here, whenever the active

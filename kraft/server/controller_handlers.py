@@ -93,7 +93,7 @@ class ControllerHandlers:
                 u.feature == KRAFT_VERSION for u in request.feature_updates):
             return self._update_kraft_version(request, version)
         if self.controller_requests is not None and request.API_KEY in self.controller_requests.apis:
-            return self.controller_requests.handle(request, version)
+            return self.controller_requests.handle(request, version, ctx.peer)
         if isinstance(request, DescribeClusterRequest):
             return self._describe_cluster(request, version)
         if isinstance(request, ProduceRequest):

@@ -31,7 +31,8 @@ WORK_SLICE_S = 0.02
 SETTINGS = ("num.partitions", "default.replication.factor", "min.insync.replicas",
             "unclean.leader.election.enable", "broker.session.timeout.ms", "broker.heartbeat.interval.ms",
             "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
-            "leader.imbalance.per.broker.percentage", "eligible.leader.replicas.enable", "authorizer.class.name")
+            "leader.imbalance.per.broker.percentage", "eligible.leader.replicas.enable", "authorizer.class.name",
+            "kraft.broker.disconnected.session.timeout.ms")
 
 
 def controller_settings(cfg) -> dict:
@@ -104,6 +105,16 @@ class ControllerRequests:
         self._slice_mark = 0.0
         driver.on_commit.append(self._on_commit)
         self.closed = False
+        self._peer_of: dict[int, str] = {}  # broker id -> connection its last heartbeat came over
+
+    def disconnected(self, peer: str) -> None:
+        """A connection of the controller listener closed: the brokers that heartbeated over
+        it must be heard from again soon (``QuorumController.broker_disconnected``)."""
+        gone = [b for b, p in self._peer_of.items() if p == peer]
+        if gone:
+            for b in gone:
+                del self._peer_of[b]
+            self.controller.broker_disconnected(gone, wall_ms())
 
     def start(self) -> None:
         self._timer = self.driver.loop.call_later(TICK_INTERVAL_S, self._tick)
@@ -115,9 +126,11 @@ class ControllerRequests:
         if self._expiry is not None:
             self._expiry[0].cancel()
 
-    def handle(self, request, version: int):
+    def handle(self, request, version: int, peer: str | None = None):
         api_key = request.API_KEY
         ctl = self.controller
+        if api_key in (62, 63) and peer is not None:
+            self._peer_of[request.broker_id] = peer
         if api_key in READ_ONLY:  # from the committed image, on any controller
             return read_only_response(ctl, api_key, request, version, wall_ms(), self.driver.core.leader_id)
         fut = self.driver.loop.create_future()

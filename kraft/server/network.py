@@ -166,6 +166,8 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc) -> None:
         self._close()
         self.server._forget(self)
+        if self.server.on_disconnect is not None:
+            self.server.on_disconnect(self.peer)
 
     def pause_writing(self) -> None:
         self._draining = True
@@ -396,8 +398,9 @@ class KafkaServer:
                  max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, max_in_flight: int = 64,
                  connections_max_idle_ms: int = 600_000, max_connections_per_ip: int = 2**31 - 1,
                  max_connections_per_ip_overrides: dict[str, int] | None = None,
-                 admission: AdmissionGate | None = None):
+                 admission: AdmissionGate | None = None, on_disconnect=None):
         self.handler = handler
+        self.on_disconnect = on_disconnect  # called with the peer ("host:port") of each closed connection
         self.admission = admission
         self.host = host
         self.port = port

@@ -309,7 +309,8 @@ class KraftNode:
             self.driver.on_voters_changed = lambda vs: handlers.set_endpoints(voter_endpoints(vs, self.driver))
         self.server = KafkaServer(handlers, ctl.host, ctl.port, listener_name=ctl.name,
                                   max_frame_bytes=cfg.int("socket.request.max.bytes"),
-                                  admission=self.controller_requests, **connection_limits(cfg))
+                                  admission=self.controller_requests,
+                                  on_disconnect=self.controller_requests.disconnected, **connection_limits(cfg))
         await _listen(f"the {ctl.name} listener", "listeners", ctl.host, ctl.port, self.server.start)
 
     def _clean_periodically(self) -> None:

@@ -156,3 +156,51 @@ def test_controlled_shutdown_moves_leadership_before_should_shut_down():
     assert b1.lc.state == BrokerState.SHUTTING_DOWN
     parts = b1.follower.image.topics.by_name["t"].partitions
     assert all(p.leader == 2 for p in parts.values()) and all(1 not in p.isr for p in parts.values())
+
+
+def _running_with_session(session_ms: int, **settings):
+    b = Broker(1)
+    raft = FakeRaft()
+    ctl, _ = active_controller(raft, **{"broker.session.timeout.ms": session_ms, "broker.heartbeat.interval.ms": 500,
+                                        **settings})
+    FOLLOWERS[:] = [b.follower]
+    b.step(ctl, raft, 0)
+    b.step(ctl, raft, 10)
+    assert b.lc.serving(10)
+    return b, raft, ctl
+
+
+def _fenced_at(ctl, raft, now) -> bool:
+    ctl.tick(now)
+    raft.commit(ctl, *FOLLOWERS)
+    return ctl.image.cluster.brokers[1].fenced
+
+
+def test_a_broker_whose_connection_closed_is_fenced_after_the_disconnected_timeout_not_the_session():
+    """SIGKILL closes the broker's sockets: it is fenced 3 s after the close (so the partitions
+    it led, group coordinators among them, move then), not after the 9 s session."""
+    b, raft, ctl = _running_with_session(9000, **{"kraft.broker.disconnected.session.timeout.ms": 3000})
+    ctl.broker_disconnected([1], 1000)
+    assert not _fenced_at(ctl, raft, 3999)
+    assert _fenced_at(ctl, raft, 4000)
+
+
+def test_a_broker_that_heartbeats_again_after_its_connection_closed_keeps_its_session():
+    b, raft, ctl = _running_with_session(9000, **{"kraft.broker.disconnected.session.timeout.ms": 3000})
+    ctl.broker_disconnected([1], 1000)
+    b.step(ctl, raft, 2500)  # reconnected and heartbeated
+    assert not _fenced_at(ctl, raft, 9000)
+    assert _fenced_at(ctl, raft, 2500 + 9000)
+
+
+def test_disconnected_timeout_off_or_too_short_keeps_kafkas_session_or_a_heartbeats_grace():
+    b, raft, ctl = _running_with_session(9000, **{"kraft.broker.disconnected.session.timeout.ms": -1})
+    ctl.broker_disconnected([1], 1000)
+    assert not _fenced_at(ctl, raft, 9000)  # Kafka's behaviour: the whole session from the heartbeat at 10
+    assert _fenced_at(ctl, raft, 9010)
+    # Shorter than a heartbeat interval (500 ms here) plus a second: a live broker reconnecting
+    # would be fenced before its next heartbeat, so the floor applies.
+    b, raft, ctl = _running_with_session(9000, **{"kraft.broker.disconnected.session.timeout.ms": 100})
+    ctl.broker_disconnected([1], 1000)
+    assert not _fenced_at(ctl, raft, 2499)
+    assert _fenced_at(ctl, raft, 2500)

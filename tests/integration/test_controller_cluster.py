@@ -114,3 +114,44 @@ def test_controller_cluster_brokers_topics_failover_and_fencing(tmp_path):
         assert cluster.unexpected_exits() == {}
     finally:
         cluster.close()
+
+
+def test_a_broker_whose_connection_closes_is_fenced_before_one_that_only_went_quiet(tmp_path):
+    """SIGKILL closes a broker's sockets: the controller fences it
+    ``kraft.broker.disconnected.session.timeout.ms`` after the close. A broker that stops
+    heartbeating with its connection open (paused, partitioned) keeps its whole session."""
+    settings = {**SETTINGS, "broker.session.timeout.ms": "9000",
+                "kraft.broker.disconnected.session.timeout.ms": "2000"}
+    cluster = LocalCluster(str(tmp_path / "cluster"), 3, overrides=settings, metrics=True).create()
+    cluster.start()
+
+    async def main():
+        clients = [ControllerClient([cluster.address(i) for i in cluster.ids]) for _ in range(2)]
+        closed, quiet = [SimulatedBroker(c, b, cluster.cluster_id, heartbeat_interval_s=0.5)
+                         for c, b in zip(clients, (1, 2))]
+        try:
+            for b in (closed, quiet):
+                await b.register()
+                b.start()
+            assert await eventually(lambda: agree(cluster, cluster.ids, active_broker_count=2), 30)
+            await closed.stop()
+            await quiet.stop()
+            await clients[0].close()  # the connection closes, as a killed process's does
+            began = time.monotonic()
+            g = await eventually(lambda: agree(cluster, cluster.ids, fenced_broker_count=1), 8)
+            took = time.monotonic() - began
+            assert g and g["active_broker_count"] == 1, [gauges(cluster, i) for i in cluster.ids]
+            assert took < 4.5, took  # 2 s after the close (the old code: the 9 s session)
+            g = await eventually(lambda: agree(cluster, cluster.ids, fenced_broker_count=2), 15)
+            assert g and time.monotonic() - began > 6.5  # the quiet one waited out its session
+        finally:
+            for b in (closed, quiet):
+                await b.stop()
+            for c in clients:
+                await c.close()
+
+    try:
+        asyncio.run(asyncio.wait_for(main(), 120))
+        assert cluster.unexpected_exits() == {}
+    finally:
+        cluster.close()
