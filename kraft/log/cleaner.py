@@ -105,57 +105,61 @@ class _Header:
         return self.base_ts if self.attributes & F.DELETE_HORIZON_MASK else None
 
 
-@dataclass
-class _Segment:
-    """A closed segment as the pass sees it: an own read-only map of the file."""
+#: Bytes of a segment a pass scans at a time (whole batches; one larger batch alone). The
+#: pass's memory beyond the dedupe map is one window's batch fields and per-record arrays
+#: (~56 bytes a record), whatever the segments' size: scanned whole, a 1 GiB segment of small
+#: records held about half a GB of arrays. Kafka's cleaner reads through its fixed
+#: ``log.cleaner.io.buffer.size`` buffers the same way.
+WINDOW_BYTES = 1 << 20
+_I32 = struct.Struct(">i")
 
-    base: int
-    path: str
-    size: int
-    live: object  # the LogSegment, to check it is still the log's at swap time
-    view: memoryview = None
-    batches: list = field(default_factory=list)  # (position, _Header)
-    rec: tuple = ()  # scan_many of the plain batches
-    simple: list = field(default_factory=list)
-    sel: object = None  # indexes of the plain batches
-    sel_hi: object = None  # the end of each plain batch's records in ``rec``
-    any_horizon: bool = False
 
-    def load(self) -> None:
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            self.view = memoryview(mmap.mmap(fd, self.size, prot=mmap.PROT_READ)) if self.size else memoryview(b"")
-        finally:
-            os.close(fd)
-        scan = records.scan_batches(self.view)
-        if scan.error is not None or scan.valid_end != self.size:
-            raise CleanAborted(f"{self.path}: {scan.error or 'changed while read'}")
-        self.batches = []
-        plain, counts, base_ts = [], [], []
-        self.any_horizon = False
-        for k, p in enumerate(scan.positions.tolist()):
-            h = _Header.parse(self.view, p)
-            self.any_horizon = self.any_horizon or bool(h.attributes & F.DELETE_HORIZON_MASK)
-            self.batches.append((p, h))
-            plain.append(not (h.control or h.attributes & F.COMPRESSION_MASK))
-            counts.append(h.count)
-            base_ts.append(h.base_ts)
+def _field(buf, pos, offset: int, dtype: str):
+    """The big-endian header field at ``offset`` of every batch starting at ``pos``, as int64."""
+    width = np.dtype(dtype).itemsize
+    return buf[pos[:, None] + np.arange(offset, offset + width)].view(dtype).ravel().astype(np.int64)
+
+
+class _Window:
+    """A run of whole batches of one segment: their header fields as arrays, and once
+    ``scan`` ran, every record of its plain batches (no codec, not control) in ``rec``."""
+
+    def __init__(self, view, buf, scan):
+        self.view = view
+        self.pos = np.asarray(scan.positions, np.int64)
+        self.sizes = np.asarray(scan.sizes, np.int64)
+        self.base = np.asarray(scan.base_offsets, np.int64)
+        self.last = np.asarray(scan.last_offsets, np.int64)
+        self.attributes = _field(buf, self.pos, 21, ">i2")
+        self.base_ts = _field(buf, self.pos, 27, ">i8")
+        self.pid = _field(buf, self.pos, 43, ">i8")
+        self.count = _field(buf, self.pos, 57, ">i4")
+        self.plain = (self.attributes & (F.CONTROL_MASK | F.COMPRESSION_MASK)) == 0
+        self.rec: tuple = ()
+        self.simple: list = []  # per batch: (lo, hi) of its records in ``rec``, or None
+        self.sel = self.sel_hi = None
+
+    def __len__(self) -> int:
+        return len(self.pos)
+
+    def headers(self) -> list:
+        """(position, _Header) of each batch, in order."""
+        out = []
+        for k, p in enumerate(self.pos.tolist()):
+            out.append((p, _Header.parse(self.view, p)))
             if k % YIELD_EVERY == 0:
                 _yield_gil()
-        self._bulk_scan(scan, np.array(plain, bool), np.array(counts, np.int64), np.array(base_ts, np.int64))
+        return out
 
-    def _bulk_scan(self, scan, plain, counts, base_ts) -> None:
-        """Every record of the plain batches (no codec, not control) in one native call:
-        ``rec`` holds the arrays, ``simple[i]`` the (lo, hi) of batch i's records or None."""
-        n = len(self.batches)
-        pos = np.asarray(scan.positions, np.int64)
-        ends = pos + np.asarray(scan.sizes, np.int64)
-        sel = np.flatnonzero(plain)
-        self.rec = codec.scan_many(self.view, np.ascontiguousarray(pos[sel] + F.RECORDS),
-                                   np.ascontiguousarray(ends[sel]), np.ascontiguousarray(counts[sel]),
-                                   np.ascontiguousarray(np.asarray(scan.base_offsets, np.int64)[sel]),
-                                   np.ascontiguousarray(base_ts[sel]))
-        bounds = np.concatenate([[0], np.cumsum(counts[sel])])
+    def scan(self) -> None:
+        n = len(self.pos)
+        sel = np.flatnonzero(self.plain)
+        counts = self.count[sel]
+        self.rec = codec.scan_many(self.view, np.ascontiguousarray(self.pos[sel] + F.RECORDS),
+                                   np.ascontiguousarray(self.pos[sel] + self.sizes[sel]),
+                                   np.ascontiguousarray(counts), np.ascontiguousarray(self.base[sel]),
+                                   np.ascontiguousarray(self.base_ts[sel]))
+        bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         lo, hi = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
         lo[sel], hi[sel] = bounds[:-1], bounds[1:]
         self.simple = [None if a < 0 else (a, b) for a, b in zip(lo.tolist(), hi.tolist())]
@@ -165,6 +169,45 @@ class _Segment:
     def batch_of(self, a: int, b: int):
         """The batch index of each of the records ``a:b`` of ``rec``."""
         return self.sel[np.searchsorted(self.sel_hi, np.arange(a, b), side="right")]
+
+
+@dataclass
+class _Segment:
+    """A closed segment as the pass sees it: an own read-only map of the file, read a window
+    at a time."""
+
+    base: int
+    path: str
+    size: int
+    live: object  # the LogSegment, to check it is still the log's at swap time
+    next_base: int | None = None  # the next segment's base offset: every offset here is below it
+    view: memoryview = None
+
+    def open(self) -> None:
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            self.view = memoryview(mmap.mmap(fd, self.size, prot=mmap.PROT_READ)) if self.size else memoryview(b"")
+        finally:
+            os.close(fd)
+
+    def windows(self):
+        """The segment's batches, ``WINDOW_BYTES`` at a time, each batch checked (CRC,
+        framing, increasing offsets) as it is read; CleanAborted if the file is not whole."""
+        buf = np.frombuffer(self.view, np.uint8)
+        pos, prev_last = 0, None
+        while pos < self.size:
+            end = min(self.size, pos + WINDOW_BYTES)
+            scan = records.scan_batches(self.view[:end], pos)
+            if scan.valid_end == pos and end < self.size and self.size - pos >= F.LOG_OVERHEAD:
+                # one batch larger than the window: read it alone
+                end = min(self.size, pos + F.LOG_OVERHEAD + max(0, _I32.unpack_from(self.view, pos + 8)[0]))
+                scan = records.scan_batches(self.view[:end], pos)
+            torn = scan.error is not None and not (scan.error == "partial" and end < self.size)
+            if torn or scan.valid_end == pos or (prev_last is not None and int(scan.base_offsets[0]) <= prev_last):
+                raise CleanAborted(f"{self.path}: {scan.error or 'changed while read'}")
+            prev_last = int(scan.last_offsets[-1])
+            yield _Window(self.view, buf, scan)
+            pos = scan.valid_end
 
 
 def _records_block(view, pos: int, h: _Header):
@@ -179,23 +222,32 @@ def _scan(view, pos, h: _Header):
 
 class _Transactions:
     """Aborted and undecided transactional batches, from the control markers in the range
-    (Kafka reads its transaction index; the markers are the same facts)."""
+    (Kafka reads its transaction index; the markers are the same facts), and the last batch
+    of each producer (kept, possibly empty, for its sequence numbers): one pass over the
+    batch headers."""
 
     def __init__(self, segments):
         self.aborted: set[int] = set()
+        self.last_of_producer: dict[int, int] = {}
         open_batches: dict[int, list] = {}
         for seg in segments:
-            for pos, h in seg.batches:
-                if not h.transactional:
-                    continue
-                if not h.control:
-                    open_batches.setdefault(h.pid, []).append(h.base)
-                    continue
-                block = _records_block(seg.view, pos, h)
-                kind = _control_type(block)
-                done = open_batches.pop(h.pid, [])
-                if kind == F.ControlType.ABORT:
-                    self.aborted.update(done)
+            for w in seg.windows():
+                has_pid = w.pid >= 0
+                if has_pid.any():
+                    pids, bases = w.pid[has_pid][::-1], w.base[has_pid][::-1]
+                    unique, first = np.unique(pids, return_index=True)  # the last batch of each
+                    self.last_of_producer.update(zip(unique.tolist(), bases[first].tolist()))
+                for k in np.flatnonzero(w.attributes & F.TRANSACTIONAL_MASK).tolist():
+                    pos = int(w.pos[k])
+                    h = _Header.parse(w.view, pos)
+                    if not h.control:
+                        open_batches.setdefault(h.pid, []).append(h.base)
+                        continue
+                    kind = _control_type(_records_block(w.view, pos, h))
+                    done = open_batches.pop(h.pid, [])
+                    if kind == F.ControlType.ABORT:
+                        self.aborted.update(done)
+                _yield_gil()
         self.undecided = {b for batches in open_batches.values() for b in batches}
 
 
@@ -218,37 +270,52 @@ def build_offset_map(segments, first_dirty: int, upper: int, offset_map, txns: _
     the keys is safe: a record is only ever dropped for a later record of its key."""
     offset_map.clear()
     skipped = txns.aborted | txns.undecided
+    skipped_bases = np.fromiter(skipped, np.int64, len(skipped)) if skipped else None
     for seg in segments:
-        if not seg.batches or seg.batches[-1][1].last < first_dirty or seg.base >= upper:
+        if seg.base >= upper or (seg.next_base is not None and seg.next_base <= first_dirty):
             continue
-        offsets, h1, h2, _ts, flags, _s, _e = seg.rec
-        bad = None
-        if skipped:
-            bad = np.array([h.transactional and h.base in skipped for _, h in seg.batches], bool)
-        for a in range(0, len(offsets), CHUNK):
-            b = min(len(offsets), a + CHUNK)
-            o = offsets[a:b]
-            mask = (o >= first_dirty) & (o < upper)
-            if bad is not None:
-                mask &= ~bad[seg.batch_of(a, b)]
-            if mask.all():
-                full = _put(offset_map, h1[a:b], h2[a:b], o, flags[a:b], first_dirty, stats)
-            else:
-                full = _put(offset_map, h1[a:b][mask], h2[a:b][mask], o[mask], flags[a:b][mask], first_dirty, stats)
-            if full:
-                return offset_map.latest_offset + 1
-            _yield_gil()
-        for k, (pos, h) in enumerate(seg.batches):  # compressed batches, one by one
-            if seg.simple[k] is not None or h.control or h.last < first_dirty or h.base >= upper:
+        for w in seg.windows():
+            if w.last[-1] < first_dirty:
                 continue
-            if h.transactional and h.base in skipped:
-                continue
-            offsets, h1, h2, _ts, flags, _s, _e = _scan(seg.view, pos, h)
-            mask = (offsets >= first_dirty) & (offsets < upper)
-            if _put(offset_map, h1[mask], h2[mask], offsets[mask], flags[mask], first_dirty, stats):
+            if w.base[0] >= upper:
+                break
+            w.scan()
+            bad = None
+            if skipped_bases is not None:
+                bad = ((w.attributes & F.TRANSACTIONAL_MASK) != 0) & np.isin(w.base, skipped_bases)
+            if _put_window(w, first_dirty, upper, bad, offset_map, stats):
                 return offset_map.latest_offset + 1
         stats.map_bytes_read += seg.size
     return upper
+
+
+def _put_window(w: _Window, first_dirty: int, upper: int, bad, offset_map, stats) -> bool:
+    """The window's keys into the map: the plain batches' in slices, then the compressed
+    batches one by one. True when the map filled."""
+    offsets, h1, h2, _ts, flags, _s, _e = w.rec
+    for a in range(0, len(offsets), CHUNK):
+        b = min(len(offsets), a + CHUNK)
+        o = offsets[a:b]
+        mask = (o >= first_dirty) & (o < upper)
+        if bad is not None:
+            mask &= ~bad[w.batch_of(a, b)]
+        if mask.all():
+            full = _put(offset_map, h1[a:b], h2[a:b], o, flags[a:b], first_dirty, stats)
+        else:
+            full = _put(offset_map, h1[a:b][mask], h2[a:b][mask], o[mask], flags[a:b][mask], first_dirty, stats)
+        if full:
+            return True
+        _yield_gil()
+    compressed = ~w.plain & ((w.attributes & F.CONTROL_MASK) == 0) & (w.last >= first_dirty) & (w.base < upper)
+    if bad is not None:
+        compressed &= ~bad
+    for k in np.flatnonzero(compressed).tolist():
+        pos = int(w.pos[k])
+        offsets, h1, h2, _ts, flags, _s, _e = _scan(w.view, pos, _Header.parse(w.view, pos))
+        mask = (offsets >= first_dirty) & (offsets < upper)
+        if _put(offset_map, h1[mask], h2[mask], offsets[mask], flags[mask], first_dirty, stats):
+            return True
+    return False
 
 
 def _put(offset_map, h1, h2, offsets, flags, first_dirty, stats) -> bool:
@@ -262,15 +329,6 @@ def _put(offset_map, h1, h2, offsets, flags, first_dirty, stats) -> bool:
         stats.passes_needed = True
         return True
     return False
-
-
-def _last_batch_of_producers(segments) -> dict:
-    last = {}
-    for seg in segments:
-        for _pos, h in seg.batches:
-            if h.pid >= 0:
-                last[h.pid] = h.base
-    return last
 
 
 def filter_batch(view, pos: int, h: _Header, offset_map, now_ms: int, delete_retention_ms: int,
@@ -365,11 +423,12 @@ def clean_log(log, first_dirty: int, upper: int, offset_map, *, now_ms: int, del
     if not segments:
         stats.end_offset = first_dirty
         return stats
-    for seg in segments:
-        seg.load()
+    for i, seg in enumerate(segments):
+        seg.next_base = segments[i + 1].base if i + 1 < len(segments) else None
+        seg.open()
     txns = _Transactions(segments)
     end = build_offset_map(segments, first_dirty, upper, offset_map, txns, stats)
-    last_of_producer = _last_batch_of_producers(segments)
+    last_of_producer = txns.last_of_producer
     for group in group_segments(segments, end, segment_bytes):
         if stop is not None and stop.is_set():
             raise CleanAborted("the cleaner is stopping")
@@ -422,22 +481,30 @@ def _write_group(fd, cleaned_path, group, offset_map, now_ms, delete_retention_m
 
 
 def _segment_output(seg, offset_map, now_ms, delete_retention_ms, txns, last_of_producer, stats):
-    """The bytes replacing each batch of ``seg``, in order. The plain batches are decided
-    together (one map lookup for the segment); compressed and control ones one by one."""
-    offsets, h1, h2, ts, flags, starts, ends = seg.rec
-    n = len(seg.batches)
+    """The bytes replacing each batch of ``seg``, in order, a window at a time."""
+    for w in seg.windows():
+        yield from _window_output(w, offset_map, now_ms, delete_retention_ms, txns, last_of_producer, stats)
+
+
+def _window_output(w: _Window, offset_map, now_ms, delete_retention_ms, txns, last_of_producer, stats):
+    """The plain batches are decided together (one map lookup per slice of records);
+    compressed and control ones one by one."""
+    w.scan()
+    batches = w.headers()
+    offsets, h1, h2, ts, flags, starts, ends = w.rec
+    n = len(batches)
     expired = aborted = None
-    if seg.any_horizon:
-        expired = np.array([h.horizon is not None and now_ms >= h.horizon for _, h in seg.batches], bool)
+    if (w.attributes & F.DELETE_HORIZON_MASK).any():
+        expired = np.array([h.horizon is not None and now_ms >= h.horizon for _, h in batches], bool)
     if txns.aborted:
-        aborted = np.array([h.transactional and h.base in txns.aborted for _, h in seg.batches], bool)
+        aborted = np.array([h.transactional and h.base in txns.aborted for _, h in batches], bool)
     keep = np.empty(len(offsets), bool)
     kept_n, tomb_n = np.zeros(n, np.int64), np.zeros(n, np.int64)
     for a in range(0, len(offsets), CHUNK):  # in slices: the event loop gets the GIL between them
         b = min(len(offsets), a + CHUNK)
         f = flags[a:b]
         k = ((f & 1) == 1) & (offsets[a:b] >= offset_map.get_many(h1[a:b], h2[a:b], f))
-        by_batch = seg.batch_of(a, b)
+        by_batch = w.batch_of(a, b)
         if expired is not None:
             k &= ((f & 2) == 2) | ~expired[by_batch]
         if aborted is not None:
@@ -449,25 +516,26 @@ def _segment_output(seg, offset_map, now_ms, delete_retention_ms, txns, last_of_
     kept_n, tomb_n = kept_n.tolist(), tomb_n.tolist()
     stats.records_read += len(offsets)
     stats.records_kept += sum(kept_n)
-    simple = seg.simple
-    for k, (pos, h) in enumerate(seg.batches):
+    simple = w.simple
+    view = w.view
+    for k, (pos, h) in enumerate(batches):
         if k % YIELD_EVERY == 0:
             _yield_gil()
         bounds = simple[k]
         if bounds is None:
             discard = h.transactional and h.base in txns.aborted
-            yield filter_batch(seg.view, pos, h, offset_map, now_ms, delete_retention_ms,
+            yield filter_batch(view, pos, h, offset_map, now_ms, delete_retention_ms,
                                h.pid >= 0 and last_of_producer.get(h.pid) == h.base, discard, stats)
             continue
         set_horizon = tomb_n[k] > 0 and not h.attributes & F.DELETE_HORIZON_MASK
         if kept_n[k] == h.count and not set_horizon:
-            yield seg.view[pos:pos + h.length + F.LOG_OVERHEAD]
+            yield view[pos:pos + h.length + F.LOG_OVERHEAD]
         elif kept_n[k] == 0:
             yield _empty_batch(h) if h.pid >= 0 and last_of_producer.get(h.pid) == h.base else b""
         else:
             lo, hi = bounds
             kept = np.flatnonzero(keep[lo:hi]) + lo
-            yield _rebuilt(seg.view, h, kept, ts, starts, ends, now_ms, delete_retention_ms, set_horizon)
+            yield _rebuilt(view, h, kept, ts, starts, ends, now_ms, delete_retention_ms, set_horizon)
 
 
 def _rebuilt(block, h: _Header, kept, ts, starts, ends, now_ms, delete_retention_ms, set_horizon) -> bytes:

@@ -153,7 +153,7 @@ def test_records_of_aborted_transactions_are_removed(tmp_path):
 def _marker(pid, kind):
     b = records.RecordBatchBuilder(producer_id=pid, producer_epoch=0, base_sequence=-1, transactional=True,
                                    control=True)
-    b.append(b"\x00\x00\x00\x00\x00\x00", key=b"\x00\x00" + kind.to_bytes(2, "big"))
+    b.append(b"\x00\x00\x00\x00\x00\x00", key=b"\x00\x00" + kind.to_bytes(2, "big"), timestamp=1_000)
     return b.build()
 
 
@@ -195,3 +195,36 @@ def test_slices_of_a_segment_give_the_same_result(tmp_path, monkeypatch):
         results.append([seg.read(0, seg.size) for seg in log.segments])
         log.close()
     assert results[0] == results[1]
+
+
+def test_windows_of_a_segment_give_the_same_result(tmp_path, monkeypatch):
+    """A pass reads a segment WINDOW_BYTES at a time (its memory must not grow with the
+    segment): windows that end anywhere, a batch larger than the window, compressed,
+    producer, transactional (aborted) and tombstone batches, a map smaller than the keys
+    (several passes), all decide exactly as one window over the whole segment does."""
+    from kraft.log import cleaner
+    results, windows = [], []
+    real = cleaner._Window.__init__
+
+    def counting(self, *a):
+        windows[-1] += 1
+        real(self, *a)
+    monkeypatch.setattr(cleaner._Window, "__init__", counting)
+    for size, name in ((1 << 30, "whole"), (333, "windowed")):
+        monkeypatch.setattr(cleaner, "WINDOW_BYTES", size)
+        windows.append(0)
+        log = open_compact_log(tmp_path / name, segment_bytes=8192)
+        append_keyed(log, _pairs(30, 4, tomb_every=4), per_batch=3)
+        append_keyed(log, _pairs(12, 2), per_batch=6, compression=Compression.GZIP)
+        append_keyed(log, [(b"big", b"y" * 1500)], per_batch=1)  # larger than a window
+        append_keyed(log, [(b"key-1", b"txn")], producer=(5, 0, 0), transactional=True)
+        log.append(_marker(5, 0), leader_epoch=1)  # ABORT
+        append_keyed(log, [(b"key-%d" % i, b"p%d" % i) for i in range(20)], per_batch=4, producer=(9, 1, 0))
+        append_keyed(log, _pairs(30, 3, tomb_every=5), per_batch=7)
+        append_keyed(log, [(b"filler-%d" % i, b"x" * 200) for i in range(40)])
+        passes = clean_all(log, map_bytes=24 * 40)
+        assert len(passes) > 1
+        results.append([seg.read(0, seg.size) for seg in log.segments])
+        log.close()
+    assert results[0] == results[1]
+    assert windows[1] > 10 * windows[0], windows
