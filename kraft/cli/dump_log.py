@@ -20,6 +20,7 @@ import numpy as np
 from kraft import records
 from kraft.errors import CorruptRecordError, MetadataParseError
 from kraft.log import files
+from kraft.cli.offsets_decoder import offsets_key_and_payload
 from kraft.log.snapshot import parse_snapshot_name
 from kraft.metadata.json_form import record_json, record_to_json
 from kraft.metadata.records import METADATA_RECORDS
@@ -49,6 +50,9 @@ def register(subparsers) -> None:
     p.add_argument("--cluster-metadata-decoder", action="store_true",
                    help="decode metadata record values (KIP-631 records) and print each as the JSON "
                         "kafka-dump-log prints (default: label them by type, api key and version)")
+    p.add_argument("--offsets-decoder", action="store_true",
+                   help="decode __consumer_offsets records (offset commits, group metadata, KIP-848 records) "
+                        "and print keys and values as kafka-dump-log --offsets-decoder does")
     p.add_argument("--max-batches", type=int, default=None, help="stop after this many batches (default: all)")
     p.set_defaults(func=run)
 
@@ -62,10 +66,11 @@ def run(args) -> int:
         print("kraft dump-log: give the files to dump (PATH... or --files FILE[,FILE])", file=sys.stderr)
         return 2
     decode = bool(getattr(args, "cluster_metadata_decoder", False))
+    offsets = bool(getattr(args, "offsets_decoder", False))
     for path in paths:
         try:
-            doc = dump_file(path, records_too=not args.batches_only, values=args.print_values,
-                            max_batches=args.max_batches, decode_metadata=decode)
+            doc = dump_file(path, records_too=not args.batches_only or offsets, values=args.print_values,
+                            max_batches=args.max_batches, decode_metadata=decode, decode_offsets=offsets)
         except (OSError, ValueError) as exc:
             print(f"kraft dump-log: {path}: {exc}", file=sys.stderr)
             status = 1
@@ -83,7 +88,7 @@ def run(args) -> int:
 
 
 def dump_file(path: str, *, records_too: bool = True, values: bool = False, max_batches=None,
-              decode_metadata: bool = False) -> dict:
+              decode_metadata: bool = False, decode_offsets: bool = False) -> dict:
     name = os.path.basename(path)
     parsed = files.parse_segment_name(name)
     snap = parse_snapshot_name(name)
@@ -108,7 +113,7 @@ def dump_file(path: str, *, records_too: bool = True, values: bool = False, max_
         raise ValueError("not a segment, snapshot or index file name")
     scan = records.scan_batches(data)
     limit = len(scan) if max_batches is None else min(len(scan), max_batches)
-    doc["batches"] = [_batch_doc(data, int(p), True, records_too, values, decode_metadata)
+    doc["batches"] = [_batch_doc(data, int(p), True, records_too, values, decode_metadata, decode_offsets)
                       for p in scan.positions[:limit].tolist()]
     doc["validBytes"] = scan.valid_end
     doc["sizeBytes"] = len(data)
@@ -122,7 +127,7 @@ def dump_file(path: str, *, records_too: bool = True, values: bool = False, max_
 
 
 def _batch_doc(data, position: int, valid: bool, records_too: bool, values: bool,
-               decode_metadata: bool = False) -> dict:
+               decode_metadata: bool = False, decode_offsets: bool = False) -> dict:
     b = records.RecordBatch(data, position)
     doc = {
         "baseOffset": b.base_offset, "lastOffset": b.last_offset, "count": b.records_count,
@@ -138,15 +143,19 @@ def _batch_doc(data, position: int, valid: bool, records_too: bool, values: bool
         "deleteHorizonMs": b.base_timestamp if b.attributes & 0x40 else None,
     }
     if records_too:
-        doc["records"] = [_record_doc(r, b.is_control, values, decode_metadata) for r in b]
+        doc["records"] = [_record_doc(r, b.is_control, values, decode_metadata, decode_offsets) for r in b]
     return doc
 
 
-def _record_doc(r, is_control: bool, values: bool, decode_metadata: bool = False) -> dict:
+def _record_doc(r, is_control: bool, values: bool, decode_metadata: bool = False,
+                decode_offsets: bool = False) -> dict:
     doc = {"offset": r.offset, "timestamp": r.timestamp,
            "keySize": -1 if r.key is None else len(r.key),
            "valueSize": -1 if r.value is None else len(r.value),
            "headerKeys": [k for k, _ in r.headers]}
+    if decode_offsets and not is_control:
+        doc["offsetsKey"], doc["offsetsPayload"] = offsets_key_and_payload(r.key, r.value, r.offset)
+        return doc
     if is_control:
         try:
             ctype = records.decode_control_key(r.key)
@@ -264,7 +273,11 @@ def print_text(doc: dict, out=None) -> None:
             if "metadata" in r:
                 m = r["metadata"]
                 line += f" metadata: {m['type']} (apiKey {m['apiKey']}, version {m['version']})"
-            if "payload" in r:
+            if "offsetsKey" in r:
+                line += f" key: {r['offsetsKey']}"
+                if r["offsetsPayload"] is not None:
+                    line += f" payload: {r['offsetsPayload']}"
+            elif "payload" in r:
                 line += f" payload: {r.get('payloadText') or _json_line(r['payload'])}"
             elif "value" in r:
                 line += f" key: {r['key']} payload: {r['value']}"

@@ -132,6 +132,18 @@ def _dump(value, out: list) -> None:
         out.append("]")
 
 
+def message_json(obj, version: int) -> dict:
+    """Any schema message or struct as Kafka's generated ``*JsonConverter.write`` gives it."""
+    return _struct_to_json(obj, version)
+
+
+def compact_json(value) -> str:
+    """``value`` (dicts, lists, str, int, ...) as Jackson's compact text."""
+    out: list[str] = []
+    _dump(value, out)
+    return "".join(out)
+
+
 def record_json(record: MetadataRecord, version: int | None = None) -> str:
     """The line kafka-dump-log prints for this record's payload, e.g.
     ``{"type":"TOPIC_RECORD","version":0,"data":{"name":"foo","topicId":"..."}}``.

@@ -400,3 +400,32 @@ def test_a_one_node_cluster_serves_groups(tmp_path):
             assert tp.offset == 1
         finally:
             c.close()
+
+
+def test_dump_log_decodes_the_offsets_topic_as_kafka_dump_log_does(cluster):
+    """``kraft dump-log --offsets-decoder`` on the coordinator's ``__consumer_offsets`` segment:
+    the commit as Kafka's OffsetCommitKey/Value JSON, the group's metadata with the members'
+    consumer-protocol subscription decoded."""
+    admin = AdminClient({"bootstrap.servers": cluster.broker_bootstrap, **QUIET})
+    group = "dump-decoder"
+    c = consumer(cluster, group)
+    try:
+        c.subscribe([TOPIC])
+        poll_until([c], lambda: len(partitions_of(c)) == PARTITIONS)
+        c.commit(offsets=[TopicPartition(TOPIC, 2, 17)], asynchronous=False)
+    finally:
+        c.close()
+    md = admin.list_topics(OFFSETS_TOPIC, timeout=10).topics[OFFSETS_TOPIC]
+    p = partition_for(group, len(md.partitions))
+    seg = os.path.join(cluster.partition_dir(md.partitions[p].leader), f"{OFFSETS_TOPIC}-{p}",
+                       "00000000000000000000.log")
+    out = subprocess.run([sys.executable, "-m", "kraft", "dump-log", "--offsets-decoder", "--files", seg],
+                         capture_output=True, text=True, timeout=60, env=cluster.environment()).stdout
+    commit = f'key: {{"type":"1","data":{{"group":"{group}","topic":"{TOPIC}","partition":2}}}} ' \
+             f'payload: {{"version":"3","data":{{"offset":17,"leaderEpoch":'
+    assert commit in out, out[-2000:]
+    metadata = [line for line in out.splitlines() if f'key: {{"type":"2","data":{{"group":"{group}"}}}}' in line]
+    assert metadata, out[-2000:]
+    # while the member was in the group (the last record, after close, has no members)
+    assert any('"protocolType":"consumer"' in m and f'"subscription":{{"topics":["{TOPIC}"]' in m
+               for m in metadata), metadata

@@ -126,3 +126,22 @@ def test_cluster_metadata_decoder_prints_each_record_as_kafka_does(tmp_path, cap
 def test_no_files_is_a_usage_error(capsys):
     code, out = run(capsys)
     assert code == 2 and "--files" in out.err
+
+
+def test_offsets_decoder_prints_kafkas_json_tombstones_and_errors(tmp_path, capsys):
+    from kraft.coordinator.group_records import offset_commit_record, offset_tombstone
+    commit = offset_commit_record("g", "t", 3, 42, 5, "meta", 1_000)
+    gone = offset_tombstone("g", "t", 3)
+    log = SegmentedLog.open(str(tmp_path), LogConfig())
+    log.append(records.build_batch([commit.value, gone.value, b"\x00\x00", b"v"],
+                                   keys=[commit.key, gone.key, b"\x00\x63junk", b"\x00"], timestamp=6), leader_epoch=1)
+    log.close()
+    code, out = run(capsys, "--offsets-decoder", tmp_path / "00000000000000000000.log")
+    lines = [line for line in out.out.splitlines() if line.startswith("| offset")]
+    assert lines[0].endswith('key: {"type":"1","data":{"group":"g","topic":"t","partition":3}} payload: '
+                             '{"version":"3","data":{"offset":42,"leaderEpoch":5,"metadata":"meta",'
+                             '"commitTimestamp":1000}}'), lines[0]
+    assert lines[1].endswith('key: {"type":"1","data":{"group":"g","topic":"t","partition":3}} payload: <DELETE>')
+    assert lines[2].endswith("key: Unknown record type 99 at offset 2, skipping."), lines[2]
+    assert lines[3].split("key: ")[1].startswith("Error at offset 3, skipping."), lines[3]
+    assert code == 0
