@@ -249,6 +249,7 @@ INT_SETTINGS.update({
     "offsets.topic.replication.factor": (3, 1),
     "offsets.topic.segment.bytes": (100 * MiB, 1),
     "offsets.commit.timeout.ms": (5000, 1),
+    "offsets.commit.required.acks": (-1, -1),  # only -1 (see the check in from_properties)
     "offsets.retention.minutes": (7 * 24 * 60, 1),
     "offsets.retention.check.interval.ms": (600_000, 1),
     "offset.metadata.max.bytes": (4096, 0),
@@ -416,6 +417,10 @@ class NodeConfig:
             raise ConfigError(f"authorizer.class.name: kraft has no authorizer yet (got "
                               f"{values['authorizer.class.name']!r}); leave it empty: ACL requests are then "
                               "answered SECURITY_DISABLED, as Kafka answers them without an authorizer")
+        if values["offsets.commit.required.acks"] != -1:
+            raise ConfigError(f"offsets.commit.required.acks: only -1 is supported (got "
+                              f"{values['offsets.commit.required.acks']}): a commit is answered once every in-sync "
+                              "replica holds it; Kafka 4 removed the setting (KIP-1041)")
         if values["broker.heartbeat.interval.ms"] >= values["broker.session.timeout.ms"]:
             raise ConfigError("broker.heartbeat.interval.ms: must be below broker.session.timeout.ms")
         log_dirs = tuple(d.strip() for d in (values["log.dirs"] or values["log.dir"]).split(",") if d.strip())

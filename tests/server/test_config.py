@@ -304,3 +304,13 @@ def test_an_authorizer_is_refused_until_kraft_has_one():
     assert cfg(authorizer_class_name="").values["authorizer.class.name"] == ""
     with pytest.raises(ConfigError, match="authorizer.class.name: kraft has no authorizer yet"):
         cfg(**{"authorizer_class_name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
+
+
+def test_offsets_commit_required_acks_other_than_all_is_refused():
+    """A commit is always answered once every in-sync replica holds it: -1 is accepted (the
+    default), any other value would be a setting that does not take effect, so it is refused."""
+    assert NodeConfig.from_properties({**BASE, "offsets.commit.required.acks": "-1"}).values[
+        "offsets.commit.required.acks"] == -1
+    for v in ("1", "0"):
+        with pytest.raises(ConfigError, match="offsets.commit.required.acks: only -1"):
+            NodeConfig.from_properties({**BASE, "offsets.commit.required.acks": v})
