@@ -264,6 +264,8 @@ INT_SETTINGS.update({
     "kraft.group.consumer.rebalance.heartbeat.interval.ms": (250, 1),
     # kraft's own: how often a coordinator samples its groups' lag for /metrics (0: never)
     "kraft.group.lag.interval.ms": (10_000, 0),
+    # kraft's own: at most this many rows per lag gauge (the groups lagging most keep theirs)
+    "kraft.group.lag.max.series": (10_000, 0),
 })
 LONG_SETTINGS = LONG_SETTINGS | {"offsets.retention.check.interval.ms"}
 LONG_SETTINGS = LONG_SETTINGS | {"log.retention.bytes", "log.retention.check.interval.ms", "log.flush.interval.ms",

@@ -132,7 +132,7 @@ class BrokerNode:
         self.handlers.groups = GroupDriver(self.state, self.handlers.produce, v, create_topic=self.create_topic)
         self.handlers.groups.start()
         self.group_lag = GroupLag(state, self.handlers.groups, self.replication.listener,
-                                  v["kraft.group.lag.interval.ms"])
+                                  v["kraft.group.lag.interval.ms"], max_series=v["kraft.group.lag.max.series"])
         self.group_lag.start()
         controller_names = set(cfg.controller_listener_names)
         for ep in cfg.listeners:

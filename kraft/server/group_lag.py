@@ -9,6 +9,12 @@ ListOffsets per leader broker per ``kraft.group.lag.interval.ms`` (0: no samplin
 partition whose end could not be read this round has no lag row rather than a stale one; a
 lag below zero (a committed offset past the high watermark, after an unclean truncation or a
 reset) is shown as it is, since hiding it would hide the problem.
+
+Series are capped (``kraft.group.lag.max.series``, 10,000): a coordinator of many groups over
+many partitions would otherwise hand Prometheus millions of series. Past the cap the groups
+lagging most keep their partition rows, every other group its lag sum only (the sums are
+capped the same way), and ``kraft_consumer_group_lag_series_dropped`` says how many rows were
+left out.
 """
 
 from __future__ import annotations
@@ -28,11 +34,12 @@ KEY = ("group", "topic", "partition")
 
 
 class GroupLag:
-    def __init__(self, state, groups, listener: str, interval_ms: int, *, connect=None, timeout_ms: int = 5000):
+    def __init__(self, state, groups, listener: str, interval_ms: int, *, connect=None, timeout_ms: int = 5000,
+                 max_series: int = 10_000):
         """``state``: the BrokerState; ``groups``: the GroupDriver (its loaded shards);
         ``connect(host, port)``: a NodeClient-like object (tests give their own)."""
         self.state, self.groups, self.listener = state, groups, listener
-        self.interval_ms, self.timeout_ms = interval_ms, timeout_ms
+        self.interval_ms, self.timeout_ms, self.max_series = interval_ms, timeout_ms, max_series
         self.connect = connect or _node_client
         self.clients: dict[int, tuple] = {}  # broker id -> ((host, port), client)
         self.committed = GaugeTable("kraft_consumer_group_committed_offset",
@@ -43,6 +50,8 @@ class GroupLag:
                                   ("group",))
         self.sampled = Gauge("kraft_consumer_group_lag_sampled_seconds",
                              "Wall-clock time of the last lag sample (0: none yet)")
+        self.dropped = Gauge("kraft_consumer_group_lag_series_dropped",
+                             "Partition and group rows left out of the lag gauges by kraft.group.lag.max.series")
         self._task: asyncio.Task | None = None
         self._timer = None
 
@@ -51,6 +60,7 @@ class GroupLag:
         metrics.consumer_group_lag = self.lag
         metrics.consumer_group_lag_sum = self.lag_sum
         metrics.consumer_group_lag_sampled = self.sampled
+        metrics.consumer_group_lag_series_dropped = self.dropped
 
     # --- schedule --------------------------------------------------------------------------------
     def start(self) -> None:
@@ -93,10 +103,33 @@ class GroupLag:
                 continue
             lag[(group, topic, partition)] = end - offset
             total[(group,)] = total.get((group,), 0) + end - offset
+        committed, lag, total, dropped = self._capped(committed, lag, total)
+        self.dropped.set(dropped)
         self.committed.replace(committed)
         self.lag.replace(lag)
         self.lag_sum.replace(total)
         self.sampled.set(round(time.time(), 3))
+
+    def _capped(self, committed: dict, lag: dict, total: dict):
+        """At most ``max_series`` rows per table: the partition rows of the groups lagging most
+        (whole groups), the sums of the groups lagging most."""
+        cap = self.max_series
+        if len(committed) <= cap and len(total) <= cap:
+            return committed, lag, total, 0
+        rows: dict = {}
+        for group, _, _ in committed:
+            rows[group] = rows.get(group, 0) + 1
+        order = sorted(rows, key=lambda g: (-total.get((g,), 0), g))
+        kept, n = set(), 0
+        for g in order:
+            if n + rows[g] > cap:
+                break
+            kept.add(g)
+            n += rows[g]
+        sums = {(g,): total[(g,)] for g in order[:cap] if (g,) in total}
+        dropped = len(committed) - n + len(total) - len(sums)
+        return ({k: v for k, v in committed.items() if k[0] in kept}, {k: v for k, v in lag.items() if k[0] in kept},
+                sums, dropped)
 
     async def end_offsets(self, partitions) -> dict[tuple, int]:
         ends, remote = {}, {}

@@ -100,3 +100,24 @@ def test_the_gauges_render_with_the_node_label_and_escaped_values():
     assert 'kraft_consumer_group_lag{node_id="7",group="we\\"ird\\\\grp",topic="t",partition="0"} 5' in text
     assert "# TYPE kraft_consumer_group_lag gauge" in text
     assert 'kraft_consumer_group_lag_sum{node_id="7",group="we\\"ird\\\\grp"} 5' in text
+
+
+def test_series_past_the_cap_keep_the_groups_lagging_most_and_count_the_rest():
+    state = State({("t", p): ME for p in range(4)})  # ends: 100 + partition
+    offsets = {}
+    for g, behind in (("calm", 0), ("slow", 50), ("stuck", 90), ("late", 10)):
+        offsets.update({(g, "t", p): 100 + p - behind for p in range(4)})
+    groups = NS(shards={0: shard(offsets)})
+    lag = GroupLag(state, groups, "PLAINTEXT", 1000, max_series=9)
+    metrics = NodeMetrics(1)
+    lag.export(metrics)
+    run(lag)
+    # two whole groups fit in 9 rows: the two lagging most; sums of all four groups fit too
+    assert {k[0] for k in lag.lag.rows} == {"stuck", "slow"} and len(lag.lag.rows) == 8
+    assert set(lag.committed.rows) == set(lag.lag.rows)
+    assert lag.lag_sum.rows == {("stuck",): 360, ("slow",): 200, ("late",): 40, ("calm",): 0}
+    assert lag.dropped.value == 8
+    assert "kraft_consumer_group_lag_series_dropped" in metrics.render()
+    lag.max_series = 100
+    run(lag)
+    assert len(lag.lag.rows) == 16 and lag.dropped.value == 0
