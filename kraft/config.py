@@ -261,7 +261,7 @@ INT_SETTINGS.update({
     "group.consumer.session.timeout.ms": (45000, 1),
     "group.consumer.max.size": (INT32_MAX, 1),
     # kraft's own: the heartbeat interval members get while their group rebalances
-    "kraft.group.consumer.rebalance.heartbeat.interval.ms": (250, 1),
+    "kraft.group.consumer.rebalance.heartbeat.interval.ms": (100, 1),
     # kraft's own: how often a coordinator samples its groups' lag for /metrics (0: never)
     "kraft.group.lag.interval.ms": (10_000, 0),
     # kraft's own: at most this many rows per lag gauge (the groups lagging most keep theirs)

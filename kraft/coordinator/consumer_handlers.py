@@ -43,6 +43,10 @@ R = ConsumerGroupHeartbeatResponse
 _NOT_RE2 = re.compile(r"\(\?[=!<>(]|\(\?P[=>]|\\[1-9]|[*+?}]\+")
 
 
+#: While a group rebalances, its members heartbeat at least this many ms apart per member.
+REBALANCE_MS_PER_MEMBER = 10
+
+
 class RegexError(ValueError):
     pass
 
@@ -116,10 +120,13 @@ class ConsumerHandlers:
         """The heartbeat interval a member is given: the configured one; while a rebalance is
         under way, kraft's shorter one, so that owners hear of revocations, and members waiting
         for released partitions come back for them, in a fraction of a second instead of one or
-        two intervals (Kafka always gives the configured one; set both equal for its behaviour)."""
+        two intervals (Kafka always gives the configured one; set both equal for its behaviour).
+        The shorter interval grows with the group (``REBALANCE_MS_PER_MEMBER`` each), so a big
+        group rebalancing sends its coordinator at most ~100 heartbeats a second."""
         cfg = self.config
         if group.rebalancing():
-            return min(cfg.consumer_rebalance_heartbeat_interval_ms, cfg.consumer_heartbeat_interval_ms)
+            fast = max(cfg.consumer_rebalance_heartbeat_interval_ms, REBALANCE_MS_PER_MEMBER * len(group.members))
+            return min(fast, cfg.consumer_heartbeat_interval_ms)
         return cfg.consumer_heartbeat_interval_ms
 
     def _invalid_heartbeat(self, req, version):

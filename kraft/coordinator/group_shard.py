@@ -12,6 +12,8 @@ exactly once, perhaps later (a JoinGroup waits for the rebalance). The driver dr
 
 from __future__ import annotations
 
+import logging
+
 from kraft.coordinator.classic_group import (CLASSIC, COMPLETING, DEAD, EMPTY, PREPARING, STABLE, ClassicGroup,
                                              ClassicMember)
 from kraft.coordinator.consumer_group import CONSUMER, ConsumerGroup, TopicsView
@@ -24,6 +26,8 @@ from kraft.coordinator.shard_state import (Append, GroupConfig, OffsetEntry, coo
                                            valid_group_id)
 from kraft.errors import ErrorCode as E
 from kraft.protocol.messages.group_admin import DescribeGroupsResponse, ListGroupsResponse
+
+log = logging.getLogger("kraft.groups")
 from kraft.protocol.messages.group_membership import (HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse,
                                                       SyncGroupResponse)
 
@@ -238,6 +242,9 @@ class GroupShard(OffsetHandlers, ConsumerHandlers, MixedGroupHandlers):
                  members=members, skip_assignment=skip)
 
     def _prepare_rebalance(self, group: ClassicGroup, now_ms: int, reason: str) -> None:
+        # Kafka's GroupCoordinator lines, so an operator can follow a group's rebalances.
+        log.info("Preparing to rebalance group %s in state %s with old generation %d (%s-%d) (reason: %s)",
+                 group.group_id, group.state, group.generation, "__consumer_offsets", self.partition, reason)
         if group.state == COMPLETING:
             # Members waiting for the assignment of a generation that will not be: rejoin.
             for m in group.members.values():
@@ -265,6 +272,8 @@ class GroupShard(OffsetHandlers, ConsumerHandlers, MixedGroupHandlers):
             self._appends.append(Append([group_metadata_record(group.group_id, group.metadata_value())]))
             return
         group.protocol = group.select_protocol()
+        log.info("Stabilized group %s generation %d (__consumer_offsets-%d) with %d members", group.group_id,
+                 group.generation, self.partition, len(group.members))
         group.transition(COMPLETING, now_ms)
         group.sync_deadline = now_ms + group.rebalance_timeout_ms()
         for m in group.members.values():

@@ -24,7 +24,7 @@ class GroupConfig:
     # KIP-848 consumer groups (Kafka's GroupCoordinatorConfig)
     consumer_heartbeat_interval_ms: int = 5000     # group.consumer.heartbeat.interval.ms
     consumer_session_timeout_ms: int = 45000       # group.consumer.session.timeout.ms
-    consumer_rebalance_heartbeat_interval_ms: int = 250  # kraft.group.consumer.rebalance.heartbeat.interval.ms
+    consumer_rebalance_heartbeat_interval_ms: int = 100  # kraft.group.consumer.rebalance.heartbeat.interval.ms
     consumer_max_size: int = 2**31 - 1             # group.consumer.max.size
     consumer_assignors: tuple = ("uniform", "range")  # group.consumer.assignors: the first is the default
     consumer_migration_policy: str = "bidirectional"  # group.consumer.migration.policy (online up/downgrade)

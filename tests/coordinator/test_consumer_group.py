@@ -315,9 +315,21 @@ def test_members_heartbeat_faster_while_their_group_rebalances():
     back for released partitions sooner; a static member away does not keep the group fast."""
     h = Shard()
     assert h.heartbeat("a", 0, instance="i-a").heartbeat_interval_ms == 5000  # alone: Stable at once
-    assert h.heartbeat("b", 0).heartbeat_interval_ms == 250  # a must revoke, b waits
+    assert h.heartbeat("b", 0).heartbeat_interval_ms == 100  # a must revoke, b waits
     a = h.heartbeat("a", 1, instance="i-a", owned={"t": range(6)})
     a = h.heartbeat("a", 1, instance="i-a", owned={"t": names(a)[T]})
     assert h.heartbeat("b", 2, owned={}).heartbeat_interval_ms == 5000  # Stable again
     h.heartbeat("a", -2, instance="i-a")
     assert h.heartbeat("b", 2, owned={"t": [3, 4, 5]}).heartbeat_interval_ms == 5000
+
+
+def test_the_rebalance_heartbeat_interval_grows_with_the_group():
+    """10 ms per member above the 100 ms floor (a big group rebalancing must not flood its
+    coordinator), never above the configured interval."""
+    h = Shard()
+    for i in range(30):
+        got = h.heartbeat(f"m{i}", 0).heartbeat_interval_ms
+    assert got == 300  # 30 members rebalancing
+    for i in range(30, 600):
+        got = h.heartbeat(f"m{i}", 0).heartbeat_interval_ms
+    assert got == 5000
