@@ -95,6 +95,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--async", dest="asynchronous", action="store_true",
                     help="pipelined asynchronous commits (64 in flight per client) instead of synchronous ones")
+    ap.add_argument("--victim", choices=("any", "controller", "other"), default="any",
+                    help="the coordinator killed: of group 'failover' (any), or of a group chosen so that its "
+                         "coordinator is (or is not) the active controller")
     args = ap.parse_args()
     d = tempfile.mkdtemp(prefix="bench-commits-")
     cluster = LocalCluster(d, 3, combined=True, overrides=SETTINGS).create()
@@ -127,7 +130,17 @@ def main() -> None:
               f"p50 {result['p50_ms']:.1f} ms, "
               f"p99 {result['p99_ms']:.1f} ms, max {result['max_ms']:.1f} ms")
         # Failover: kill the coordinator of one group, time until its commits succeed again.
+        md = admin.list_topics(OFFSETS_TOPIC, timeout=10)
+        parts = md.topics[OFFSETS_TOPIC].partitions
+        controller = md.controller_id
         group = "failover"
+        for k in range(1000):
+            if args.victim == "any":
+                break
+            leader = parts[partition_for(group, len(parts))].leader
+            if (leader == controller) == (args.victim == "controller"):
+                break
+            group = f"failover-{k}"
         c = client(cluster.broker_bootstrap, group)
         last = 0
         for n in range(1, 50):
@@ -149,8 +162,9 @@ def main() -> None:
         got = c.committed([TopicPartition(TOPIC, 0)], timeout=10)[0].offset
         c.close()
         result.update(failover_s=recovered, failover_last_acked_before_kill=last, failover_read_back=got,
-                      failover_next_commit=n)
-        print(f"coordinator (node {victim}) SIGKILLed: commits succeed again after {recovered:.2f} s; "
+                      failover_next_commit=n, failover_victim_was_controller=victim == controller)
+        role = "also the active controller" if victim == controller else "not the active controller"
+        print(f"coordinator (node {victim}, {role}) SIGKILLed: commits succeed again after {recovered:.2f} s; "
               f"read back {got} (last acknowledged {n})")
     finally:
         cluster.close()

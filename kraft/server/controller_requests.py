@@ -25,6 +25,9 @@ log = logging.getLogger("kraft.controller")
 #: How often the active controller looks for expired leases (a fence decision follows an expiry
 #: by at most this much).
 TICK_INTERVAL_S = 0.1
+#: How long after taking over the active controller waits before it looks for voters that never
+#: fetched from it (a live voter fetches within milliseconds of the new epoch).
+SILENT_VOTER_CHECK_MS = 1000
 #: Longest run of controller requests between two looks at the network.
 WORK_SLICE_S = 0.02
 
@@ -106,6 +109,33 @@ class ControllerRequests:
         driver.on_commit.append(self._on_commit)
         self.closed = False
         self._peer_of: dict[int, str] = {}  # broker id -> connection its last heartbeat came over
+        self._took_over_ms: int | None = None  # when this node last became the active controller
+        self._voters_checked = False
+
+    def _check_silent_voters(self, now_ms: int) -> None:
+        """A new active controller gives every broker a fresh session (Kafka does), so a combined
+        node that died with the old controller would keep leading its partitions (group
+        coordinators among them) for a whole session. Its Raft replica is the evidence: a voter
+        that has not fetched from this leader ``SILENT_VOTER_CHECK_MS`` after the takeover is
+        treated as a broker whose connection closed at the takeover (fenced
+        ``kraft.broker.disconnected.session.timeout.ms`` after it unless it heartbeats)."""
+        ctl, core = self.controller, self.driver.core
+        if not (ctl.active and core.is_leader()):
+            self._took_over_ms, self._voters_checked = None, False
+            return
+        if self._took_over_ms is None:
+            self._took_over_ms = now_ms
+            return
+        if self._voters_checked or now_ms - self._took_over_ms < SILENT_VOTER_CHECK_MS:
+            return
+        self._voters_checked = True
+        progress = core.quorum.state.progress
+        silent = [b for b in ctl.view.cluster.brokers if b != ctl.node_id
+                  and (p := progress.voters.get(b)) is not None and p.last_fetch_ms < 0]
+        if silent:
+            log.info("node %d: voters %s have not fetched since this node took over: their brokers are fenced "
+                     "unless they heartbeat", ctl.node_id, silent)
+            ctl.broker_disconnected(silent, self._took_over_ms)
 
     def disconnected(self, peer: str) -> None:
         """A connection of the controller listener closed: the brokers that heartbeated over
@@ -229,6 +259,7 @@ class ControllerRequests:
             return
         try:
             self.controller.tick(wall_ms())
+            self._check_silent_voters(wall_ms())
         finally:
             self._timer = self.driver.loop.call_later(TICK_INTERVAL_S, self._tick)
         if self.queue.has_work():
