@@ -46,6 +46,9 @@ ACL_WRITES = frozenset({30, 31})
 #: API keys a broker answers from its image: DescribeConfigs, DescribeAcls, DescribeCluster.
 IMAGE_READ_APIS = frozenset({32, 29, 60})
 DEFAULT_TIMEOUT_MS = 30_000
+#: CreateTopics / CreatePartitions that arrive while no broker is unfenced (the cluster is
+#: starting) wait up to this long, within their own timeout, for one before they are forwarded.
+PLACEMENT_WAIT_S = 15.0
 UNKNOWN_TOPIC = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 
@@ -92,12 +95,24 @@ class BrokerAdminHandlers:
     # --- forwarding ---------------------------------------------------------------------
     async def _forward(self, request, version: int):
         timeout_ms = getattr(request, "timeout_ms", None) or DEFAULT_TIMEOUT_MS
+        if request.API_KEY in (19, 37) and not self._any_unfenced():
+            # A Kafka broker opens its listeners only once the controller has acknowledged it;
+            # kraft serves Metadata earlier (librdkafka gives up on an empty broker list), so a
+            # client can ask for a topic before any broker could hold a replica, which the
+            # controller would refuse (INVALID_REPLICATION_FACTOR). Wait for the first one.
+            loop = asyncio.get_running_loop()
+            end = loop.time() + min(PLACEMENT_WAIT_S, timeout_ms / 1000)
+            while not self._any_unfenced() and loop.time() < end:
+                await asyncio.sleep(0.05)
         self.forwarded += 1
         try:
             return await self.client.call(request, version=version, deadline_s=max(1.0, timeout_ms / 1000))
         except KraftError as exc:
             log.warning("forwarding %s to the controller failed: %s", type(request).__name__, exc)
             return ERROR_RESPONSES[request.API_KEY](request, version, ErrorCode.NOT_CONTROLLER, str(exc))
+
+    def _any_unfenced(self) -> bool:
+        return any(not b.fenced for b in self.state.image.cluster.brokers.values())
 
     # --- reads from the image -------------------------------------------------------------
     def _read(self, key: int, request, version: int):

@@ -157,3 +157,29 @@ def test_authorized_operations_are_kafkas_without_an_authorizer():
         assert [t.topic_authorized_operations for t in resp.topics] == [TOPIC_OPS]
     resp = h.handle(ctx(12), MetadataRequest(topics=None, include_topic_authorized_operations=False))
     assert resp.cluster_authorized_operations == -(1 << 31)
+
+
+def test_create_topics_waits_for_a_first_unfenced_broker_before_it_is_forwarded():
+    """At cluster start a client can see this broker in Metadata before any broker is unfenced:
+    its CreateTopics waits for one (within its timeout) instead of being refused for lack of
+    brokers (Kafka's broker would not have accepted the connection yet)."""
+    client = FakeControllerClient()
+    a = admin(client)
+    a.state.image = image_with_brokers(1, 2, 3, fenced=(1, 2, 3))
+    T = CreateTopicsRequest.Topic
+
+    async def main():
+        pending = asyncio.ensure_future(a.handle(ctx(5), CreateTopicsRequest(
+            topics=[T(name="t", num_partitions=1, replication_factor=1)], timeout_ms=5000)))
+        await asyncio.sleep(0.3)
+        assert not client.sent  # held: nobody could host a replica yet
+        a.state.image = image_with_brokers(1, 2, 3, fenced=(2, 3))
+        resp = await pending
+        return resp
+    resp = asyncio.run(main())
+    assert resp.topics[0].error_code == 0 and len(client.sent) == 1
+    # never longer than the request's own timeout
+    a.state.image = image_with_brokers(1, fenced=(1,))
+    resp = run(a.handle(ctx(5), CreateTopicsRequest(topics=[T(name="u", num_partitions=1, replication_factor=1)],
+                                                   timeout_ms=200)))
+    assert len(client.sent) == 2
