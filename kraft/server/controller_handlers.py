@@ -22,6 +22,7 @@ import time
 from kraft.errors import ErrorCode, InvalidRequestError
 from kraft.protocol import (AddRaftVoterRequest, ReassignRaftVotersRequest, RemoveRaftVoterRequest,
                             UpdateRaftVoterRequest)
+from kraft.protocol import ApiVersionsResponse
 from kraft.protocol import (ApiVersionsRequest, BeginQuorumEpochRequest, DescribeClusterRequest,
                             DescribeClusterResponse, DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest,
                             FetchSnapshotRequest, ProduceRequest, UpdateFeaturesRequest, UpdateFeaturesResponse,
@@ -86,7 +87,7 @@ class ControllerHandlers:
         if isinstance(request, ApiVersionsRequest):
             if not ApiVersionsRequest.supports(version):
                 return unsupported_api_versions_response()
-            return api_versions_response(None, only=self.served_apis, max_versions={1: 17})
+            return self._api_versions()
         if isinstance(request, _RAFT_REQUESTS):
             return self._raft(request, version, ctx.peer)
         if isinstance(request, UpdateFeaturesRequest) and any(
@@ -99,6 +100,29 @@ class ControllerHandlers:
         if isinstance(request, ProduceRequest):
             return self.produce.handle(request, version)
         raise InvalidRequestError(f"{type(request).__name__} is not served on the controller listener")
+
+    def _api_versions(self):
+        """The served APIs and, from v3, the features: this controller's supported ranges and the
+        finalized levels of its committed image plus kraft.version from the Raft log (as Kafka's
+        controllers answer, which ``kafka-features.sh --bootstrap-controller describe`` reads)."""
+        from kraft.controller.features import SUPPORTED_FEATURES
+        R = ApiVersionsResponse
+        resp = api_versions_response(None, only=self.served_apis, max_versions={1: 17})
+        supported = {**SUPPORTED_FEATURES, KRAFT_VERSION: (0, 1)}
+        resp.supported_features = [R.SupportedFeatureKey(name=n, min_version=lo, max_version=hi)
+                                   for n, (lo, hi) in sorted(supported.items())]
+        finalized, epoch = {}, -1
+        if self.controller_requests is not None:
+            ctl = self.controller_requests.controller
+            finalized = dict(ctl.image.features.finalized_versions)
+            epoch = ctl.next_offset - 1
+        core = getattr(self.driver, "core", None)
+        if core is not None:
+            finalized[KRAFT_VERSION] = core.kraft_version
+        resp.finalized_features = [R.FinalizedFeatureKey(name=n, max_version_level=v, min_version_level=v)
+                                   for n, v in sorted(finalized.items()) if v > 0]
+        resp.finalized_features_epoch = epoch
+        return resp
 
     # --- KRaft RPCs -------------------------------------------------------------------------
     def _raft(self, wire, version: int, peer: str = "?"):

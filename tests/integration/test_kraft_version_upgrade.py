@@ -43,11 +43,20 @@ def test_static_quorum_upgrades_to_kraft_version_1_then_changes_voters(tmp_path,
         assert refused.value.code == ErrorCode.UNSUPPORTED_VERSION
 
         capsys.readouterr()
+        assert main(["features", "--bootstrap-controller", boot, "describe"]) == 0
+        before = capsys.readouterr().out.splitlines()
+        kv = [line for line in before if line.startswith("Feature: kraft.version\t")]
+        assert kv and "SupportedMaxVersion: 1\tFinalizedVersionLevel: 0\t" in kv[0], before
+        mv = [line for line in before if line.startswith("Feature: metadata.version\t")]
+        assert mv and "SupportedMinVersion: 3.3-IV3\t" in mv[0] and "FinalizedVersionLevel: 3.9-IV0" in mv[0], before
         assert main(["features", "--bootstrap-controller", boot, "upgrade", "--feature", "kraft.version=1",
                      "--dry-run"]) == 0
         assert "kraft.version can be upgraded to 1." in capsys.readouterr().out
         assert main(["features", "--bootstrap-controller", boot, "upgrade", "--feature", "kraft.version=1"]) == 0
         assert "kraft.version was upgraded to 1." in capsys.readouterr().out
+        assert wait_for(lambda: main(["features", "--bootstrap-controller", boot, "describe"]) == 0 and any(
+            line.startswith("Feature: kraft.version\t") and "FinalizedVersionLevel: 1\t" in line
+            for line in capsys.readouterr().out.splitlines()), 10, 0.2)
         # The voters now carry the directory ids of their meta.properties.
         d = run(describe(cluster, 10))
         assert {v.replica_id: uuid_to_base64(v.replica_directory_id) for v in d.voters} == {
