@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from kraft.broker.broker_state import BrokerState
+from kraft.broker.delete_records_handler import DeleteRecordsHandler
 from kraft.broker.fetch_handler import FetchHandler
 from kraft.broker.fetch_sessions import DEFAULT_CACHE_SLOTS
 from kraft.broker.init_producer_id_handler import InitProducerIdHandler, local_block_source
@@ -21,15 +22,14 @@ from kraft.broker.metadata_handler import handle_metadata
 from kraft.broker.produce_handler import ProduceHandler
 from kraft.broker.lifecycle import SUPPORTED_FEATURES as BROKER_SUPPORTED_FEATURES
 from kraft.errors import InvalidRequestError, KraftError
-from kraft.protocol import (ApiVersionsRequest, ApiVersionsResponse, DescribeLogDirsRequest, FetchRequest,
-                            InitProducerIdRequest,
-                            ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
+from kraft.protocol import (ApiVersionsRequest, ApiVersionsResponse, DeleteRecordsRequest, DescribeLogDirsRequest,
+                            FetchRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
                             api_versions_response, unsupported_api_versions_response)
 
 log = logging.getLogger("kraft.broker.handlers")
 
 #: API key -> highest version this broker answers with the semantics it has.
-BROKER_MAX_VERSIONS = {0: 11, 1: 13, 2: 8, 3: 12, 18: 4, 22: 5, 23: 4, 35: 4}
+BROKER_MAX_VERSIONS = {0: 11, 1: 13, 2: 8, 3: 12, 18: 4, 21: 2, 22: 5, 23: 4, 35: 4}
 #: The classic group coordinator's APIs (served by ``groups``, which the server layer attaches):
 #: OffsetCommit, OffsetFetch, FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup,
 #: DescribeGroups, ListGroups, DeleteGroups, OffsetDelete; and KIP-848's ConsumerGroupHeartbeat
@@ -70,6 +70,7 @@ class BrokerHandlers:
                                   session_cache_slots=fetch_session_cache_slots)
         self.produce = ProduceHandler(state, on_append=self.fetch.wake, clock_ms=clock_ms, executor=executor)
         # Without a controller connection the ids come from a local, uncoordinated source.
+        self.delete_records = DeleteRecordsHandler(state, self.fetch.wake)
         self.init_producer_id = InitProducerIdHandler(fetch_producer_id_block or local_block_source(state.broker_id))
         #: the group coordinator (``kraft.server.group_driver.GroupDriver``), attached by the node
         self.groups = None
@@ -111,6 +112,8 @@ class BrokerHandlers:
             return self.init_producer_id.handle(request, version)
         if kind is DescribeLogDirsRequest:
             return handle_describe_log_dirs(self.state, request, version)
+        if kind is DeleteRecordsRequest:
+            return self.delete_records.handle(request, version)
         if request.API_KEY in GROUP_APIS and self.groups is not None:
             return self.groups.handle(ctx, request)
         if kind is ApiVersionsRequest:

@@ -10,7 +10,8 @@ import asyncio
 import struct
 
 from kraft.errors import ErrorCode
-from kraft.protocol import (ApiVersionsRequest, DescribeLogDirsRequest, FetchRequest, InitProducerIdRequest,
+from kraft.protocol import (ApiVersionsRequest, DeleteRecordsRequest, DescribeLogDirsRequest, FetchRequest,
+                            InitProducerIdRequest,
                             ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
                             decode_response, encode_request)
 from kraft.records import build_batch, iter_batches
@@ -82,7 +83,7 @@ async def _scenario(tmp_path):
                 features = {f.name: (f.min_version, f.max_version) for f in resp.supported_features}
                 assert features["metadata.version"][1] >= 21 and features["kraft.version"] == (0, 1), features
             checked.add((18, v))
-        assert table == {0: (3, 11), 1: (4, 13), 2: (1, 8), 3: (0, 12), 18: (0, 4), 22: (0, 5), 23: (2, 4),
+        assert table == {0: (3, 11), 1: (4, 13), 2: (1, 8), 3: (0, 12), 18: (0, 4), 21: (0, 2), 22: (0, 5), 23: (2, 4),
                          35: (1, 4), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5),
                          14: (0, 5), 15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0), 68: (0, 1), 69: (0, 0)}
         # the group coordinator loads its shard on its first tick
@@ -153,6 +154,23 @@ async def _scenario(tmp_path):
                 topic="nope", partitions=[0])]), v)
             assert resp.results[0].topics == [], v
             checked.add((35, v))
+
+        D = DeleteRecordsRequest
+        for v in range(0, 3):  # one more record each time, then its start moves to just below the end
+            await conn.ask(_produce(3), 3)
+            produced += 1
+            resp = await conn.ask(D(timeout_ms=5000, topics=[D.Topic(name=TOPIC, partitions=[
+                D.Topic.Partition(partition_index=0, offset=produced - 1)])]), v)
+            p = resp.topics[0].partitions[0]
+            assert (p.error_code, p.low_watermark) == (0, produced - 1), v
+            p = (await conn.ask(_list_offsets(-2), 4)).topics[0].partitions[0]
+            assert p.offset == produced - 1, v
+            resp = await conn.ask(D(timeout_ms=5000, topics=[D.Topic(name=TOPIC, partitions=[
+                D.Topic.Partition(partition_index=0, offset=produced + 1), D.Topic.Partition(
+                    partition_index=7, offset=0)])]), v)
+            assert [p.error_code for p in resp.topics[0].partitions] == [E.OFFSET_OUT_OF_RANGE,
+                                                                        E.UNKNOWN_TOPIC_OR_PARTITION], v
+            checked.add((21, v))
 
         pids = set()
         for v in range(0, 6):

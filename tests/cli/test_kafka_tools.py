@@ -166,7 +166,7 @@ def test_perf_tests_print_kafkas_lines(kraft, cluster):
 
 @pytest.mark.parametrize("command", ["topics", "configs", "console-producer", "console-consumer", "get-offsets",
                                      "broker-api-versions", "log-dirs", "cluster cluster-id", "cluster unregister",
-                                     "producer-perf-test", "consumer-perf-test"])
+                                     "producer-perf-test", "consumer-perf-test", "delete-records"])
 def test_help_lists_every_option_with_its_default(command, capsys):
     from kraft.cli import build_parser
     parser = build_parser()
@@ -180,6 +180,50 @@ def test_help_lists_every_option_with_its_default(command, capsys):
         if action.default not in (None, False) and action.option_strings and action.dest != "help" \
                 and action.default != "==SUPPRESS==":
             assert f"(default: {action.default})" in " ".join(text.split()), (command, action.dest)
+
+
+def test_delete_records_moves_the_log_start_on_every_replica(kraft, cluster, tmp_path):
+    """DeleteRecords through ``kraft delete-records`` (Kafka's lines): the low watermark is the
+    requested offset (-1: the high watermark) once every in-sync replica moved its start; an
+    offset past the high watermark, a compacted topic and an internal topic are refused; the new
+    start holds after the leader is killed."""
+    from confluent_kafka import Producer
+    assert kraft("topics", "--create", "--topic", "del-t", "--partitions", "2", "--replication-factor", "3")[0] == 0
+    assert kraft("topics", "--create", "--topic", "del-c", "--partitions", "1", "--replication-factor", "3",
+                 "--config", "cleanup.policy=compact")[0] == 0
+    p = Producer({"bootstrap.servers": cluster.broker_bootstrap, "acks": "all"})
+    for i in range(100):
+        p.produce("del-t", key=b"k%d" % i, value=b"v", partition=i % 2)
+        p.produce("del-c", key=b"k%d" % i, value=b"v")
+    assert p.flush(30) == 0
+    spec = tmp_path / "offsets.json"
+    spec.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "del-t", "partition": 0, "offset": 20}, {"topic": "del-t", "partition": 1, "offset": -1}]}))
+    code, out, err = kraft("delete-records", "--offset-json-file", str(spec))
+    assert code == 0, err
+    assert out.splitlines() == ["Executing records delete operation", "Records delete operation completed:",
+                                "partition: del-t-0\tlow_watermark: 20", "partition: del-t-1\tlow_watermark: 50"]
+    assert kraft("get-offsets", "--topic", "del-t", "--time", "-2")[1].splitlines() == ["del-t:0:20", "del-t:1:50"]
+    spec.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "del-t", "partition": 0, "offset": 51}, {"topic": "del-c", "partition": 0, "offset": 1},
+        {"topic": "__consumer_offsets", "partition": 0, "offset": 0}]}))
+    code, out, err = kraft("delete-records", "--offset-json-file", str(spec))
+    lines = out.splitlines()
+    assert code == 1 and len(lines) == 5, out + err
+    assert lines[2].startswith("partition: __consumer_offsets-0\terror: ")
+    assert lines[3].startswith("partition: del-c-0\terror: ") and lines[4].startswith("partition: del-t-0\terror: ")
+    # The followers moved their start too: kill the leader, the new one keeps it.
+    from confluent_kafka.admin import AdminClient
+    adm = AdminClient({"bootstrap.servers": cluster.broker_bootstrap})
+    leader = adm.list_topics("del-t", timeout=10).topics["del-t"].partitions[0].leader
+    cluster.kill(leader)
+    try:
+        assert wait_for(lambda: kraft("get-offsets", "--topic", "del-t", "--partitions", "0", "--time", "-2")[1]
+                        == "del-t:0:20\n" and adm.list_topics("del-t", timeout=5).topics["del-t"].partitions[0]
+                        .leader not in (leader, -1), 30, 0.5)
+    finally:
+        cluster.start(leader)
+        assert wait_for(lambda: all_see_all(cluster), 60, 0.2)
 
 
 @pytest.mark.parametrize("command", ["metadata-quorum --bootstrap-controller {} describe --status",

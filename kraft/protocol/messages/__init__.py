@@ -20,6 +20,7 @@ from kraft.protocol.messages.configs import (AlterConfigsRequest, AlterConfigsRe
                                              DescribeConfigsResponse, IncrementalAlterConfigsRequest,
                                              IncrementalAlterConfigsResponse)
 from kraft.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from kraft.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from kraft.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from kraft.protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from kraft.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
@@ -78,6 +79,7 @@ __all__ = [
     "BrokerHeartbeatRequest", "BrokerHeartbeatResponse",
     "BrokerRegistrationRequest", "BrokerRegistrationResponse",
     "CreatePartitionsRequest", "CreatePartitionsResponse",
+    "DeleteRecordsRequest", "DeleteRecordsResponse",
     "CreateTopicsRequest", "CreateTopicsResponse",
     "CreateAclsRequest", "CreateAclsResponse",
     "DeleteAclsRequest", "DeleteAclsResponse",
