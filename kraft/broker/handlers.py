@@ -13,6 +13,7 @@ import logging
 
 from kraft.broker.broker_state import BrokerState
 from kraft.broker.delete_records_handler import DeleteRecordsHandler
+from kraft.broker.describe_topic_partitions import handle_describe_topic_partitions
 from kraft.broker.fetch_handler import FetchHandler
 from kraft.broker.fetch_sessions import DEFAULT_CACHE_SLOTS
 from kraft.broker.init_producer_id_handler import InitProducerIdHandler, local_block_source
@@ -23,13 +24,13 @@ from kraft.broker.produce_handler import ProduceHandler
 from kraft.broker.lifecycle import SUPPORTED_FEATURES as BROKER_SUPPORTED_FEATURES
 from kraft.errors import InvalidRequestError, KraftError
 from kraft.protocol import (ApiVersionsRequest, ApiVersionsResponse, DeleteRecordsRequest, DescribeLogDirsRequest,
-                            FetchRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
+                            DescribeTopicPartitionsRequest, FetchRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
                             api_versions_response, unsupported_api_versions_response)
 
 log = logging.getLogger("kraft.broker.handlers")
 
 #: API key -> highest version this broker answers with the semantics it has.
-BROKER_MAX_VERSIONS = {0: 11, 1: 13, 2: 8, 3: 12, 18: 4, 21: 2, 22: 5, 23: 4, 35: 4}
+BROKER_MAX_VERSIONS = {0: 11, 1: 13, 2: 8, 3: 12, 18: 4, 21: 2, 22: 5, 23: 4, 35: 4, 75: 0}
 #: The classic group coordinator's APIs (served by ``groups``, which the server layer attaches):
 #: OffsetCommit, OffsetFetch, FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup,
 #: DescribeGroups, ListGroups, DeleteGroups, OffsetDelete; and KIP-848's ConsumerGroupHeartbeat
@@ -112,6 +113,8 @@ class BrokerHandlers:
             return self.init_producer_id.handle(request, version)
         if kind is DescribeLogDirsRequest:
             return handle_describe_log_dirs(self.state, request, version)
+        if kind is DescribeTopicPartitionsRequest:
+            return handle_describe_topic_partitions(self.state, request, version)
         if kind is DeleteRecordsRequest:
             return self.delete_records.handle(request, version)
         if request.API_KEY in GROUP_APIS and self.groups is not None:

@@ -10,8 +10,8 @@ import asyncio
 import struct
 
 from kraft.errors import ErrorCode
-from kraft.protocol import (ApiVersionsRequest, DeleteRecordsRequest, DescribeLogDirsRequest, FetchRequest,
-                            InitProducerIdRequest,
+from kraft.protocol import (ApiVersionsRequest, DeleteRecordsRequest, DescribeLogDirsRequest,
+                            DescribeTopicPartitionsRequest, FetchRequest, InitProducerIdRequest,
                             ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
                             decode_response, encode_request)
 from kraft.records import build_batch, iter_batches
@@ -84,7 +84,7 @@ async def _scenario(tmp_path):
                 assert features["metadata.version"][1] >= 21 and features["kraft.version"] == (0, 1), features
             checked.add((18, v))
         assert table == {0: (3, 11), 1: (4, 13), 2: (1, 8), 3: (0, 12), 18: (0, 4), 21: (0, 2), 22: (0, 5), 23: (2, 4),
-                         35: (1, 4), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5),
+                         35: (1, 4), 75: (0, 0), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5),
                          14: (0, 5), 15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0), 68: (0, 1), 69: (0, 0)}
         # the group coordinator loads its shard on its first tick
         for _ in range(100):
@@ -171,6 +171,17 @@ async def _scenario(tmp_path):
             assert [p.error_code for p in resp.topics[0].partitions] == [E.OFFSET_OUT_OF_RANGE,
                                                                         E.UNKNOWN_TOPIC_OR_PARTITION], v
             checked.add((21, v))
+
+        T = DescribeTopicPartitionsRequest
+        resp = await conn.ask(T(topics=[T.Topic(name=TOPIC), T.Topic(name="nope")], response_partition_limit=1), 0)
+        assert [(t.name, t.error_code, [p.leader_id for p in t.partitions]) for t in resp.topics] == \
+            [("nope", E.UNKNOWN_TOPIC_OR_PARTITION, []), (TOPIC, 0, [1])]
+        assert resp.topics[1].topic_id == topic_id and resp.next_cursor is None
+        resp = await conn.ask(T(topics=[], response_partition_limit=1), 0)  # every topic, one partition each
+        assert [t.name for t in resp.topics] == [OFFSETS] and resp.next_cursor.topic_name == TOPIC
+        resp = await conn.ask(T(topics=[], response_partition_limit=1, cursor=resp.next_cursor), 0)
+        assert [t.name for t in resp.topics] == [TOPIC] and resp.next_cursor is None
+        checked.add((75, 0))
 
         pids = set()
         for v in range(0, 6):

@@ -25,6 +25,8 @@ from kraft.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTop
 from kraft.protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from kraft.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from kraft.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
+from kraft.protocol.messages.describe_topic_partitions import (DescribeTopicPartitionsRequest,
+                                                               DescribeTopicPartitionsResponse)
 from kraft.protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from kraft.protocol.messages.fetch import FetchRequest, FetchResponse
 from kraft.protocol.messages.group_admin import (DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
@@ -80,6 +82,7 @@ __all__ = [
     "BrokerRegistrationRequest", "BrokerRegistrationResponse",
     "CreatePartitionsRequest", "CreatePartitionsResponse",
     "DeleteRecordsRequest", "DeleteRecordsResponse",
+    "DescribeTopicPartitionsRequest", "DescribeTopicPartitionsResponse",
     "CreateTopicsRequest", "CreateTopicsResponse",
     "CreateAclsRequest", "CreateAclsResponse",
     "DeleteAclsRequest", "DeleteAclsResponse",
