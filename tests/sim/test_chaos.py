@@ -10,10 +10,10 @@ import pytest
 from kraft.testing.chaos import ChaosFailure, run_chaos
 from kraft.testing.seed_pool import failed_seeds
 
-SEEDS = int(os.environ.get("KRAFT_SIM_SEEDS", "800"))
+SEEDS = int(os.environ.get("KRAFT_SIM_SEEDS", "500"))
 # A dynamic quorum (KIP-853) whose voters are added and removed while nodes crash, partition
 # and lose their disks; same invariants plus one leader per epoch under any voter set.
-MEMBERSHIP_SEEDS = int(os.environ.get("KRAFT_SIM_MEMBERSHIP_SEEDS", "300"))
+MEMBERSHIP_SEEDS = int(os.environ.get("KRAFT_SIM_MEMBERSHIP_SEEDS", "200"))
 CHUNK = 100
 
 
