@@ -39,8 +39,11 @@ from kraft.protocol.messages.describe_cluster import ENDPOINT_BROKERS, DescribeC
 
 log = logging.getLogger("kraft.broker.admin")
 
-#: API keys a broker forwards to the active controller.
-FORWARDED_APIS = frozenset({19, 20, 37, 33, 44, 30, 31, 43, 45, 46})
+#: API keys a broker forwards to the active controller. The quorum's APIs too (DescribeQuorum,
+#: UpdateFeatures, UnregisterBroker, AddRaftVoter, RemoveRaftVoter), as Kafka 4's brokers do, so
+#: ``metadata-quorum`` / ``features`` / ``cluster unregister`` work with ``--bootstrap-server``.
+QUORUM_APIS = frozenset({55, 57, 64, 80, 81})
+FORWARDED_APIS = frozenset({19, 20, 37, 33, 44, 30, 31, 43, 45, 46}) | QUORUM_APIS
 #: CreateAcls and DeleteAcls: forwarded only when this broker has an authorizer.
 ACL_WRITES = frozenset({30, 31})
 #: API keys a broker answers from its image: DescribeConfigs, DescribeAcls, DescribeCluster.
@@ -57,6 +60,16 @@ class AutoCreate:
 
     def __init__(self, enabled: bool, partitions: int = 1, replication_factor: int = 1):
         self.enabled, self.partitions, self.replication_factor = enabled, partitions, replication_factor
+
+
+def _error_response(request, version: int, code: int, message: str):
+    """The answer to a forwarded request that could not reach the controller."""
+    make = ERROR_RESPONSES.get(request.API_KEY)
+    if make is not None:
+        return make(request, version, code, message)
+    from kraft.protocol import AddRaftVoterResponse, DescribeQuorumResponse, RemoveRaftVoterResponse
+    cls = {55: DescribeQuorumResponse, 80: AddRaftVoterResponse, 81: RemoveRaftVoterResponse}[request.API_KEY]
+    return cls(error_code=int(code), error_message=message)
 
 
 class BrokerAdminHandlers:
@@ -109,7 +122,7 @@ class BrokerAdminHandlers:
             return await self.client.call(request, version=version, deadline_s=max(1.0, timeout_ms / 1000))
         except KraftError as exc:
             log.warning("forwarding %s to the controller failed: %s", type(request).__name__, exc)
-            return ERROR_RESPONSES[request.API_KEY](request, version, ErrorCode.NOT_CONTROLLER, str(exc))
+            return _error_response(request, version, ErrorCode.NOT_CONTROLLER, str(exc))
 
     def _any_unfenced(self) -> bool:
         return any(not b.fenced for b in self.state.image.cluster.brokers.values())
