@@ -266,6 +266,8 @@ INT_SETTINGS.update({
     "kraft.group.lag.interval.ms": (10_000, 0),
     # kraft's own: at most this many rows per lag gauge (the groups lagging most keep theirs)
     "kraft.group.lag.max.series": (10_000, 0),
+    # kraft's own: KIP-714 client metrics pushed this often (0: the telemetry APIs are not offered)
+    "kraft.client.telemetry.push.interval.ms": (30_000, 0),
 })
 LONG_SETTINGS = LONG_SETTINGS | {"offsets.retention.check.interval.ms"}
 LONG_SETTINGS = LONG_SETTINGS | {"log.retention.bytes", "log.retention.check.interval.ms", "log.flush.interval.ms",

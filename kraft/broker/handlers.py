@@ -24,7 +24,8 @@ from kraft.broker.produce_handler import ProduceHandler
 from kraft.broker.lifecycle import SUPPORTED_FEATURES as BROKER_SUPPORTED_FEATURES
 from kraft.errors import InvalidRequestError, KraftError
 from kraft.protocol import (ApiVersionsRequest, ApiVersionsResponse, DeleteRecordsRequest, DescribeLogDirsRequest,
-                            DescribeTopicPartitionsRequest, FetchRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
+                            DescribeTopicPartitionsRequest, FetchRequest, InitProducerIdRequest, ListOffsetsRequest,
+                            MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
                             api_versions_response, unsupported_api_versions_response)
 
 log = logging.getLogger("kraft.broker.handlers")
@@ -41,6 +42,8 @@ GROUP_MAX_VERSIONS = {8: 9, 9: 9, 10: 6, 11: 9, 12: 4, 13: 5, 14: 5, 15: 5, 16: 
                       68: 1, 69: 0}
 BROKER_MAX_VERSIONS.update(GROUP_MAX_VERSIONS)
 BROKER_APIS = frozenset(BROKER_MAX_VERSIONS)
+#: KIP-714 client metrics, advertised only when the node has a ``ClientTelemetry`` (``telemetry``)
+TELEMETRY_APIS = frozenset({71, 72})
 GROUP_APIS = frozenset(GROUP_MAX_VERSIONS)
 
 
@@ -75,6 +78,12 @@ class BrokerHandlers:
         self.init_producer_id = InitProducerIdHandler(fetch_producer_id_block or local_block_source(state.broker_id))
         #: the group coordinator (``kraft.server.group_driver.GroupDriver``), attached by the node
         self.groups = None
+        #: KIP-714 client metrics (``kraft.server.client_telemetry.ClientTelemetry``) or None
+        self.telemetry = None
+
+    def advertised(self, apis) -> frozenset:
+        """``apis`` plus the telemetry APIs when this node takes client metrics."""
+        return frozenset(apis) | (TELEMETRY_APIS if self.telemetry is not None else frozenset())
 
     def on_high_watermark(self, plog) -> None:
         """A follower's fetch moved ``plog``'s HW: acks=all waits and consumer fetches look again."""
@@ -117,10 +126,14 @@ class BrokerHandlers:
             return handle_describe_topic_partitions(self.state, request, version)
         if kind is DeleteRecordsRequest:
             return self.delete_records.handle(request, version)
+        if request.API_KEY in TELEMETRY_APIS and self.telemetry is not None:
+            if request.API_KEY == 71:
+                return self.telemetry.get_subscriptions(request, ctx.header.client_id)
+            return self.telemetry.push(request, ctx.header.client_id)
         if request.API_KEY in GROUP_APIS and self.groups is not None:
             return self.groups.handle(ctx, request)
         if kind is ApiVersionsRequest:
             if not ApiVersionsRequest.supports(version):
                 return unsupported_api_versions_response()
-            return broker_api_versions(self.state, BROKER_APIS)
+            return broker_api_versions(self.state, self.advertised(BROKER_APIS))
         raise InvalidRequestError(f"{kind.__name__} is not served on a broker listener")

@@ -99,7 +99,8 @@ class BrokerAdminHandlers:
         if key == 60:
             return self._describe_cluster(request, version, ctx.listener)
         if key == ApiVersionsRequest.API_KEY and ApiVersionsRequest.supports(version):
-            return broker_api_versions(self.state, BROKER_APIS | FORWARDED_APIS | IMAGE_READ_APIS)
+            apis = self.inner.advertised(BROKER_APIS | FORWARDED_APIS | IMAGE_READ_APIS)
+            return broker_api_versions(self.state, apis)
         response = self.inner.handle(ctx, request)
         if key == MetadataRequest.API_KEY and self.auto_create.enabled:
             self._auto_create(request, version, response)

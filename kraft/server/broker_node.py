@@ -46,6 +46,7 @@ from kraft.metadata.config_defs import parse_value
 from kraft.metadata.configs import BROKER
 from kraft.metadata.image import EMPTY_IMAGE, MetadataImage
 from kraft.server.group_driver import GroupDriver
+from kraft.server.client_telemetry import ClientTelemetry
 from kraft.server.group_lag import GroupLag
 from kraft.server.network import KafkaServer, connection_limits
 from kraft.server.replication_driver import ReplicationDriver
@@ -134,6 +135,8 @@ class BrokerNode:
         self.group_lag = GroupLag(state, self.handlers.groups, self.replication.listener,
                                   v["kraft.group.lag.interval.ms"], max_series=v["kraft.group.lag.max.series"])
         self.group_lag.start()
+        if v["kraft.client.telemetry.push.interval.ms"] > 0:
+            self.handlers.telemetry = ClientTelemetry(v["kraft.client.telemetry.push.interval.ms"])
         controller_names = set(cfg.controller_listener_names)
         for ep in cfg.listeners:
             if ep.name in controller_names:

@@ -274,6 +274,8 @@ class KraftNode:
             fetch_session_gauges(self.metrics, self.broker.node.handlers.fetch.sessions.cache)
             if self.broker.node.group_lag is not None:
                 self.broker.node.group_lag.export(self.metrics)
+            if self.broker.node.handlers.telemetry is not None:
+                self.broker.node.handlers.telemetry.export(self.metrics)
         self.driver.start()
         if self.controller is not None:
             self.controller_requests.start()

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import uuid
 
 from kraft.errors import ErrorCode
 from kraft.protocol import (ApiVersionsRequest, DeleteRecordsRequest, DescribeLogDirsRequest,
-                            DescribeTopicPartitionsRequest, FetchRequest, InitProducerIdRequest,
+                            DescribeTopicPartitionsRequest, FetchRequest, GetTelemetrySubscriptionsRequest,
+                            InitProducerIdRequest, PushTelemetryRequest,
                             ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
                             decode_response, encode_request)
 from kraft.records import build_batch, iter_batches
@@ -84,7 +86,7 @@ async def _scenario(tmp_path):
                 assert features["metadata.version"][1] >= 21 and features["kraft.version"] == (0, 1), features
             checked.add((18, v))
         assert table == {0: (3, 11), 1: (4, 13), 2: (1, 8), 3: (0, 12), 18: (0, 4), 21: (0, 2), 22: (0, 5), 23: (2, 4),
-                         35: (1, 4), 75: (0, 0), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5),
+                         35: (1, 4), 71: (0, 0), 72: (0, 0), 75: (0, 0), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5),
                          14: (0, 5), 15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0), 68: (0, 1), 69: (0, 0)}
         # the group coordinator loads its shard on its first tick
         for _ in range(100):
@@ -182,6 +184,18 @@ async def _scenario(tmp_path):
         resp = await conn.ask(T(topics=[], response_partition_limit=1, cursor=resp.next_cursor), 0)
         assert [t.name for t in resp.topics] == [TOPIC] and resp.next_cursor is None
         checked.add((75, 0))
+
+        sub = await conn.ask(GetTelemetrySubscriptionsRequest(client_instance_id=uuid.UUID(int=0)), 0)
+        assert sub.error_code == 0 and sub.client_instance_id.int != 0 and sub.requested_metrics == [""]
+        checked.add((71, 0))
+        P = PushTelemetryRequest
+        resp = await conn.ask(P(client_instance_id=sub.client_instance_id, subscription_id=sub.subscription_id,
+                                terminating=False, compression_type=0, metrics=b""), 0)
+        assert resp.error_code == 0
+        resp = await conn.ask(P(client_instance_id=uuid.uuid4(), subscription_id=sub.subscription_id,
+                                terminating=False, compression_type=0, metrics=b""), 0)
+        assert resp.error_code == E.UNKNOWN_SUBSCRIPTION_ID
+        checked.add((72, 0))
 
         pids = set()
         for v in range(0, 6):

@@ -16,6 +16,9 @@ from kraft.protocol.messages.broker_lifecycle import (BrokerHeartbeatRequest, Br
 from kraft.protocol.messages.consumer_group import (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
                                                     ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse)
 from kraft.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
+from kraft.protocol.messages.client_telemetry import (GetTelemetrySubscriptionsRequest,
+                                                      GetTelemetrySubscriptionsResponse, PushTelemetryRequest,
+                                                      PushTelemetryResponse)
 from kraft.protocol.messages.configs import (AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest,
                                              DescribeConfigsResponse, IncrementalAlterConfigsRequest,
                                              IncrementalAlterConfigsResponse)
@@ -82,6 +85,8 @@ __all__ = [
     "BrokerRegistrationRequest", "BrokerRegistrationResponse",
     "CreatePartitionsRequest", "CreatePartitionsResponse",
     "DeleteRecordsRequest", "DeleteRecordsResponse",
+    "GetTelemetrySubscriptionsRequest", "GetTelemetrySubscriptionsResponse",
+    "PushTelemetryRequest", "PushTelemetryResponse",
     "DescribeTopicPartitionsRequest", "DescribeTopicPartitionsResponse",
     "CreateTopicsRequest", "CreateTopicsResponse",
     "CreateAclsRequest", "CreateAclsResponse",
