@@ -166,7 +166,9 @@ def test_perf_tests_print_kafkas_lines(kraft, cluster):
 
 @pytest.mark.parametrize("command", ["topics", "configs", "console-producer", "console-consumer", "get-offsets",
                                      "broker-api-versions", "log-dirs", "cluster cluster-id", "cluster unregister",
-                                     "producer-perf-test", "consumer-perf-test", "delete-records"])
+                                     "producer-perf-test", "consumer-perf-test", "delete-records",
+                                     "features describe", "features upgrade", "features downgrade",
+                                     "features disable"])
 def test_help_lists_every_option_with_its_default(command, capsys):
     from kraft.cli import build_parser
     parser = build_parser()
@@ -237,6 +239,22 @@ def test_metadata_quorum_and_features_work_through_a_broker_listener(kraft, clus
                            bootstrap=False)
     assert code == 0 and out.splitlines()[0].split() == ["NodeId", "DirectoryId", "LogEndOffset", "Lag",
                                                          "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status"]
+
+
+def test_features_describe_upgrade_downgrade_disable_in_kafkas_lines(kraft, cluster):
+    def level():
+        out = kraft("features", "describe")[1]
+        [line] = [x for x in out.splitlines() if x.startswith("Feature: group.version\t")]
+        return line.split("FinalizedVersionLevel: ")[1].split("\t")[0]
+    assert level() == "0"
+    assert kraft("features", "upgrade", "--feature", "metadata.version=4.0-IV0", "--dry-run")[1] == \
+        "metadata.version can be upgraded to 22.\n"
+    code, out, err = kraft("features", "upgrade", "--feature", "group.version=1")  # needs metadata.version 22
+    assert code == 1 and out.startswith("Could not upgrade group.version to 1. ") and "1 out of 1" in err, out + err
+    assert kraft("features", "downgrade", "--feature", "group.version=0")[1] == "group.version was downgraded to 0.\n"
+    assert kraft("features", "disable", "--feature", "group.version", "--dry-run")[1] == \
+        "group.version can be disabled.\n"
+    assert level() == "0"
 
 
 def test_every_forwarded_quorum_version_gets_a_decodable_answer_from_a_broker(cluster):
