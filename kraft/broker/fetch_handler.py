@@ -1,4 +1,4 @@
-"""Fetch (API key 1, v4-v13) for consumers (Kafka's ``ReplicaManager.fetchMessages`` with
+"""Fetch (API key 1, v4-v17) for consumers (Kafka's ``ReplicaManager.fetchMessages`` with
 ``FetchIsolation.HIGH_WATERMARK``) and for follower replicas (a replica id >= 0: reads up to
 the log end, answers DivergingEpoch when the follower's last fetched epoch ends earlier here,
 and reports the fetch offset to ``state.replication``, which may move the high watermark;
@@ -9,7 +9,8 @@ UNKNOWN_LEADER_EPOCH), OFFSET_OUT_OF_RANGE outside ``[log start, log end]``, the
 batches below the high watermark, at most ``partition_max_bytes`` each and ``max_bytes`` in
 all (the first batch of the response always, Kafka's ``minOneMessage``). read_committed
 sees the same as read_uncommitted: without transactions the last stable offset is the high
-watermark.
+watermark. v15 names a follower in ReplicaState; v16 answers a leadership error with the
+current leader's endpoint (KIP-951 NodeEndpoints); v17's ReplicaDirectoryId is not used.
 
 Fetch sessions (KIP-227) are a layer around that read, in ``fetch_sessions``: before it, the
 request's session fields pick the partitions to read (the request's own, or for an incremental
@@ -71,7 +72,7 @@ class FetchHandler:
         self._due: set = set()  # parked fetches to look again at the end of this loop turn
         self._wake_scheduled = False
 
-    def handle(self, request: FetchRequest, version: int):
+    def handle(self, request: FetchRequest, version: int, listener: str | None = None):
         replica = request.replica_state.replica_id if version >= 15 else request.replica_id
         # The session layer, before the read: which partitions this Fetch reads.
         ctx = self.sessions.context(request, version, self.state.image.topics.by_id, follower=replica >= 0,
@@ -83,9 +84,9 @@ class FetchHandler:
             wanted = [(name, tid, p, replica) for name, tid, p in wanted]
         reads, size, errors = self._read_all(wanted, request.max_bytes, version)
         if request.max_wait_ms <= 0 or size >= request.min_bytes or errors or not wanted:
-            return self._answer(ctx, reads, version)
+            return self._answer(ctx, reads, version, listener)
         loop = asyncio.get_running_loop()
-        parked = _Parked(self, wanted, request, version, loop.create_future(), ctx)
+        parked = _Parked(self, wanted, request, version, loop.create_future(), ctx, listener)
         parked.timer = loop.call_later(request.max_wait_ms / 1000, parked.finish)
         for r in reads:
             if r.plog is not None:
@@ -94,10 +95,24 @@ class FetchHandler:
         parked.fut.add_done_callback(lambda _: parked.unpark())
         return parked.fut
 
-    def _answer(self, ctx, reads, version: int):
+    def _answer(self, ctx, reads, version: int, listener: str | None = None):
         """The session layer, after the read: which results go out, under which session id."""
         code, session_id, reads = ctx.respond(reads, self.clock_ms())
-        return _encode(reads, version, session_id, code)
+        endpoints = None
+        if version >= 16 and listener is not None:
+            endpoints = self._leader_endpoints(reads, listener)
+        return _encode(reads, version, session_id, code, endpoints)
+
+    def _leader_endpoints(self, reads, listener: str) -> list:
+        """KIP-951 (v16+): the endpoints of the leaders named in the answer's CurrentLeader
+        fields, on the listener the request came in on, so a client moves without a Metadata
+        round trip."""
+        out = []
+        for leader in sorted({r.leader[0] for r in reads if r.leader is not None and r.leader[0] >= 0}):
+            e = self.state.leader_endpoint(leader, listener)
+            if e is not None:
+                out.append(F.NodeEndpoint(node_id=leader, host=e[0], port=e[1], rack=e[2]))
+        return out
 
     def wake(self, plog) -> None:
         """An append to ``plog``: parked fetches on it look again — once the current loop turn
@@ -222,11 +237,12 @@ class FetchHandler:
 
 
 class _Parked:
-    __slots__ = ("handler", "wanted", "request", "version", "fut", "timer", "plogs", "ctx")
+    __slots__ = ("handler", "wanted", "request", "version", "fut", "timer", "plogs", "ctx", "listener")
 
-    def __init__(self, handler, wanted, request, version, fut, ctx):
+    def __init__(self, handler, wanted, request, version, fut, ctx, listener=None):
         self.handler, self.wanted, self.request, self.version, self.fut = handler, wanted, request, version, fut
         self.ctx = ctx  # the fetch session context: it cuts the answer when the wait ends
+        self.listener = listener
         self.timer = None
         self.plogs = []
 
@@ -235,12 +251,12 @@ class _Parked:
             return
         reads, size, errors = self.handler._read_all(self.wanted, self.request.max_bytes, self.version)
         if size >= self.request.min_bytes or errors:
-            self.fut.set_result(self.handler._answer(self.ctx, reads, self.version))
+            self.fut.set_result(self.handler._answer(self.ctx, reads, self.version, self.listener))
 
     def finish(self) -> None:
         if not self.fut.done():
             reads, _, _ = self.handler._read_all(self.wanted, self.request.max_bytes, self.version)
-            self.fut.set_result(self.handler._answer(self.ctx, reads, self.version))
+            self.fut.set_result(self.handler._answer(self.ctx, reads, self.version, self.listener))
 
     def unpark(self) -> None:
         if self.timer is not None:
@@ -254,7 +270,8 @@ class _Parked:
                     del parked[plog]
 
 
-def _encode(reads, version: int, session_id: int = 0, error_code: int = NONE) -> EncodedParts | FetchResponse:
+def _encode(reads, version: int, session_id: int = 0, error_code: int = NONE,
+            node_endpoints=None) -> EncodedParts | FetchResponse:
     """The answer: encoded once with a marker for each non-empty records field, then cut at
     the markers so the views go out as they are."""
     # Grouped by topic first, then numbered: the markers must be numbered in the order the
@@ -283,6 +300,8 @@ def _encode(reads, version: int, session_id: int = 0, error_code: int = NONE) ->
             parts.append(part)
         topics.append(F.Topic(topic=name or "", topic_id=tid, partitions=parts))
     resp = F(throttle_time_ms=0, error_code=error_code, session_id=session_id, responses=topics)
+    if node_endpoints:
+        resp.node_endpoints = node_endpoints
     if not views:
         return resp
     body = resp.encode(version)

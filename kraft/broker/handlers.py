@@ -31,7 +31,7 @@ from kraft.protocol import (ApiVersionsRequest, ApiVersionsResponse, DeleteRecor
 log = logging.getLogger("kraft.broker.handlers")
 
 #: API key -> highest version this broker answers with the semantics it has.
-BROKER_MAX_VERSIONS = {0: 11, 1: 13, 2: 8, 3: 12, 18: 4, 21: 2, 22: 5, 23: 4, 35: 4, 75: 0}
+BROKER_MAX_VERSIONS = {0: 11, 1: 17, 2: 10, 3: 12, 18: 4, 21: 2, 22: 5, 23: 4, 35: 4, 75: 0}
 #: The classic group coordinator's APIs (served by ``groups``, which the server layer attaches):
 #: OffsetCommit, OffsetFetch, FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup,
 #: DescribeGroups, ListGroups, DeleteGroups, OffsetDelete; and KIP-848's ConsumerGroupHeartbeat
@@ -111,7 +111,7 @@ class BrokerHandlers:
         if kind is ProduceRequest:
             return self.produce.handle(request, version, ctx.listener)
         if kind is FetchRequest:
-            return self.fetch.handle(request, version)
+            return self.fetch.handle(request, version, ctx.listener)
         if kind is MetadataRequest:
             return handle_metadata(self.state, request, version, ctx.listener)
         if kind is ListOffsetsRequest:

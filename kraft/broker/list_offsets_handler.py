@@ -1,8 +1,11 @@
-"""ListOffsets (API key 2, v1-v8) on the partition leader (Kafka's
+"""ListOffsets (API key 2, v1-v10) on the partition leader (Kafka's
 ``UnifiedLog.fetchOffsetByTimestamp``): -2 earliest (log start offset), -1 latest (high
 watermark; the last stable offset for read_committed is the same without transactions),
--3 the record with the largest timestamp (v7+, KIP-734), any other timestamp the first
-record at or after it (the time index narrows the walk), or offset -1 when there is none.
+-3 the record with the largest timestamp (v7+, KIP-734), -4 the local log start (v8+,
+KIP-405: the log start, kraft having no remote tier), -5 the last tiered offset (v9+,
+KIP-1005: -1 without a remote tier, as Kafka answers), any other timestamp the first record
+at or after it (the time index narrows the walk), or offset -1 when there is none. v10's
+timeout is for remote reads, which kraft has none of.
 Leader and leader-epoch checks as for Fetch. Reads the log; writes nothing.
 """
 
@@ -14,7 +17,7 @@ from kraft.log.log_reads import max_timestamp_offset, offset_for_timestamp
 from kraft.protocol import ListOffsetsRequest, ListOffsetsResponse
 
 L = ListOffsetsResponse
-LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
 
 def handle_list_offsets(state: BrokerState, request: ListOffsetsRequest, version: int) -> ListOffsetsResponse:
@@ -40,8 +43,12 @@ def _one(state: BrokerState, topic: str, p, version: int) -> L.Topic.Partition:
     log = plog.log
     hw = state.advance_high_watermark(plog, reg)
     ts = p.timestamp
-    if ts == EARLIEST:
+    if ts == EARLIEST or (ts == EARLIEST_LOCAL and version >= 8):
         found = (-1, log.start_offset)
+    elif ts == LATEST_TIERED and version >= 9:
+        out = L.Topic.Partition(partition_index=p.partition_index, error_code=NONE, timestamp=-1, offset=-1)
+        out.leader_epoch = -1
+        return out
     elif ts == LATEST:
         found = (-1, hw)
     elif ts == MAX_TIMESTAMP and version >= 7:

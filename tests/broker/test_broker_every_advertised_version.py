@@ -85,7 +85,7 @@ async def _scenario(tmp_path):
                 features = {f.name: (f.min_version, f.max_version) for f in resp.supported_features}
                 assert features["metadata.version"][1] >= 21 and features["kraft.version"] == (0, 1), features
             checked.add((18, v))
-        assert table == {0: (3, 11), 1: (4, 13), 2: (1, 8), 3: (0, 12), 18: (0, 4), 21: (0, 2), 22: (0, 5), 23: (2, 4),
+        assert table == {0: (3, 11), 1: (4, 17), 2: (1, 10), 3: (0, 12), 18: (0, 4), 21: (0, 2), 22: (0, 5), 23: (2, 4),
                          35: (1, 4), 71: (0, 0), 72: (0, 0), 75: (0, 0), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5),
                          14: (0, 5), 15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0), 68: (0, 1), 69: (0, 0)}
         # the group coordinator loads its shard on its first tick
@@ -116,7 +116,7 @@ async def _scenario(tmp_path):
             assert p.error_code == E.UNKNOWN_TOPIC_OR_PARTITION, v
             checked.add((0, v))
 
-        for v in range(4, 14):
+        for v in range(4, 18):
             resp = await conn.ask(_fetch(v, topic_id), v)
             p = resp.responses[0].partitions[0]
             assert (p.error_code, p.high_watermark) == (0, produced), v
@@ -125,11 +125,15 @@ async def _scenario(tmp_path):
             p = (await conn.ask(_fetch(v, topic_id, offset=produced + 1), v)).responses[0].partitions[0]
             assert p.error_code == E.OFFSET_OUT_OF_RANGE, v
             if v >= 9:
-                p = (await conn.ask(_fetch(v, topic_id, epoch=1), v)).responses[0].partitions[0]
+                resp = await conn.ask(_fetch(v, topic_id, epoch=1), v)
+                p = resp.responses[0].partitions[0]
                 assert p.error_code == E.UNKNOWN_LEADER_EPOCH, v
+                if v >= 16:  # KIP-951: the current leader's endpoint comes with it
+                    assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == (1, 0), v
+                    assert [(e.node_id, e.port) for e in resp.node_endpoints] == [(1, node.port())], v
             checked.add((1, v))
 
-        for v in range(1, 9):
+        for v in range(1, 11):
             p = (await conn.ask(_list_offsets(-1), v)).topics[0].partitions[0]
             assert (p.error_code, p.offset) == (0, produced), v
             p = (await conn.ask(_list_offsets(-2), v)).topics[0].partitions[0]
@@ -137,6 +141,12 @@ async def _scenario(tmp_path):
             if v >= 7:
                 p = (await conn.ask(_list_offsets(-3), v)).topics[0].partitions[0]
                 assert p.error_code == 0 and 0 <= p.offset < produced, v
+            if v >= 8:  # earliest local: the log start (no remote tier)
+                p = (await conn.ask(_list_offsets(-4), v)).topics[0].partitions[0]
+                assert (p.error_code, p.offset) == (0, 0), v
+            if v >= 9:  # last tiered: none
+                p = (await conn.ask(_list_offsets(-5), v)).topics[0].partitions[0]
+                assert (p.error_code, p.offset, p.leader_epoch) == (0, -1, -1), v
             checked.add((2, v))
 
         for v in range(2, 5):

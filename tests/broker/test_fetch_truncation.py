@@ -48,8 +48,8 @@ async def _scenario(log_dir: str) -> None:
         truncated.append(plog.log.end_offset)
     handle = node.handlers.fetch.handle
 
-    def fetch_then_truncate(request, version):
-        answer = handle(request, version)
+    def fetch_then_truncate(request, version, listener=None):
+        answer = handle(request, version, listener)
         if request.topics[0].topic == "t":  # answered now, written after the parked fetch ahead of it
             asyncio.get_running_loop().call_soon(truncate)
         return answer
