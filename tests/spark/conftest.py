@@ -4,6 +4,7 @@ module cost a minute of CI); no test changes its conf. The log builders are in
 
 from __future__ import annotations
 
+import logging
 import shutil
 
 import pytest
@@ -21,3 +22,6 @@ def spark():
     session = kraft.spark.local_session("local[2]", "kraft-tests")
     yield session
     session.stop()
+    # py4j logs "Closing down clientserver connection" from a __del__ at interpreter exit, after
+    # pytest closed the streams: a "--- Logging error ---" traceback at the end of every run.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
