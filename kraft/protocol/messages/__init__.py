@@ -58,6 +58,7 @@ from kraft.protocol.messages.raft_voters import (AddRaftVoterRequest, AddRaftVot
 from kraft.protocol.messages.reassign_raft_voters import ReassignRaftVotersRequest, ReassignRaftVotersResponse
 from kraft.protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from kraft.protocol.messages.vote import VoteRequest, VoteResponse
+from kraft.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 __all__ = [
     "ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse",
@@ -76,6 +77,7 @@ __all__ = [
     "AddRaftVoterRequest", "AddRaftVoterResponse", "RemoveRaftVoterRequest", "RemoveRaftVoterResponse",
     "UpdateRaftVoterRequest", "UpdateRaftVoterResponse",
     "AllocateProducerIdsRequest", "AllocateProducerIdsResponse",
+    "WriteTxnMarkersRequest", "WriteTxnMarkersResponse",
     "AlterConfigsRequest", "AlterConfigsResponse",
     "AlterPartitionRequest", "AlterPartitionResponse",
     "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse",
