@@ -27,7 +27,18 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
+#: What a newcomer without the Spark extra is told instead of an ImportError traceback.
+MISSING_SPARK = ("error: kraft pipeline needs pyspark (and Java 17+): pip install 'kraft[spark]' "
+                 "(from a checkout: pip install -e '.[spark]')")
+
+
 def _run(args) -> int:
+    try:
+        import pyspark  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError:
+        print(MISSING_SPARK, file=sys.stderr)
+        return 2
     from kraft.spark import jobs
 
     paths = ",".join(args.path)
