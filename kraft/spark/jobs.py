@@ -8,6 +8,7 @@ A job takes a SparkSession (local or a cluster: nothing here assumes one machine
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -107,8 +108,11 @@ def run_audit(spark, paths: str, out: str, say=print, node_labels: str | None = 
         Plot("Broker fencing events", _series(events.where("event IN ('fenced', 'unfenced', 'shutting_down')"),
                                               "timestamp", F.lit(1), "event"), "events", bars=True),
         Table("Nodes", ["node", "first offset", "last offset", "records", "unreadable"], result.nodes),
-        _table(spark.read.parquet(os.path.join(out, "quorum_history")), "Quorum history (epochs)",
-               ["leader_epoch", "leader", "voters", "first_offset", "first_ms", "election_gap_ms"]),
+        _quorum_table(spark.read.parquet(os.path.join(out, "quorum_history"))),
+        _table(spark.read.parquet(os.path.join(out, "voter_changes")).withColumnRenamed("timestamp", "time_ms"),
+               "Voter set and kraft.version records", ["offset", "time_ms", "leader_epoch", "record_type", "json"]),
+        _table(spark.read.parquet(os.path.join(out, "topic_configs")).withColumnRenamed("timestamp", "time_ms"),
+               "Topic config changes", ["offset", "time_ms", "topic_name", "name", "value"]),
         _table(spark.read.parquet(os.path.join(out, "broker_sessions")), "Broker sessions",
                ["broker_id", "broker_epoch", "registered_ms", "first_unfenced_ms", "times_fenced", "last_event"]),
         _table(spark.read.parquet(os.path.join(out, "topics")), "Topics",
@@ -118,6 +122,38 @@ def run_audit(spark, paths: str, out: str, say=print, node_labels: str | None = 
     rows.unpersist()
     records.unpersist()
     return result
+
+
+def _voter_ids(voters) -> tuple:
+    """Voter ids from a LeaderChange record's ``voters`` JSON (ids, or objects naming one)."""
+    try:
+        items = json.loads(voters) if isinstance(voters, str) else (voters or [])
+    except ValueError:
+        return ()
+    ids = []
+    for v in items:
+        if isinstance(v, dict):
+            v = v.get("voter_id", v.get("VoterId", v.get("replica_id")))
+        if isinstance(v, int):
+            ids.append(v)
+    return tuple(sorted(ids))
+
+
+def _quorum_table(df: DataFrame, limit: int = 50) -> Table:
+    """Epochs in order, each whose voter set differs from the epoch before showing the change."""
+    columns = ["leader_epoch", "leader", "voters", "first_offset", "first_ms", "election_gap_ms"]
+    rows, before = [], None
+    for r in df.select(*columns).orderBy("leader_epoch").collect():
+        now = _voter_ids(r["voters"])
+        change = ""
+        if before is not None and now != before:
+            change = " ".join([f"+{v}" for v in sorted(set(now) - set(before))] +
+                              [f"-{v}" for v in sorted(set(before) - set(now))])
+        before = now
+        rows.append((r["leader_epoch"], r["leader"], list(now), change, r["first_offset"], r["first_ms"],
+                     r["election_gap_ms"]))
+    note = f"first {limit} of {len(rows)}" if len(rows) > limit else ""
+    return Table("Quorum history (epochs)", columns[:3] + ["voter change"] + columns[3:], rows[:limit], note=note)
 
 
 def _table(df: DataFrame, title: str, columns: list, limit: int = 50) -> Table:

@@ -4,6 +4,7 @@ written; the consistency check flags divergent copies and tells committed ones a
 from __future__ import annotations
 
 import os
+import re
 
 import pyarrow.parquet as pq
 import pytest
@@ -62,6 +63,10 @@ def test_audit_tables_hold_the_history_that_was_written(spark, tmp_path, history
     with open(os.path.join(out, "report.html")) as f:
         report = f.read()
     assert report.count("<img") == 3 and "<script" not in report and "http" not in report.split("source:")[0]
+    for heading in ("Quorum history (epochs)", "Voter set and kraft.version records", "Topic config changes"):
+        assert f"<h2>{heading}</h2>" in report
+    assert "<th>voter change</th>" in report and "topic-00002</td><td>retention.ms" in report.replace("\n", "")
+    assert re.search(r"<td>20\d\d-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC</td>", report)  # times, not epoch ms
 
 
 def test_consistency_check_flags_divergence_and_whether_it_is_committed(spark, tmp_path, history):
