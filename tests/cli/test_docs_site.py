@@ -34,7 +34,7 @@ def test_every_link_of_the_readme_resolves():
             assert os.path.exists(os.path.join(ROOT, target)), target
 
 
-@pytest.mark.parametrize("tool", ["gen_compat_docs.py", "gen_config_docs.py"])
+@pytest.mark.parametrize("tool", ["gen_compat_docs.py", "gen_config_docs.py", "gen_bench_docs.py"])
 def test_generated_pages_regenerate_without_a_diff(tool):
     p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", tool), "--check"], capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
