@@ -12,6 +12,8 @@ Also where a group lives: ``partition_for`` is Kafka's ``Utils.abs(groupId.hashC
 
 from __future__ import annotations
 
+import functools
+
 import struct
 from dataclasses import dataclass
 
@@ -163,6 +165,7 @@ def _consumer_types() -> dict:
     return _CONSUMER_TYPES
 
 
+@functools.lru_cache(maxsize=65536)  # every group request asks it again for the same few ids
 def java_string_hashcode(s: str) -> int:
     """Java's ``String.hashCode`` (over UTF-16 code units), as a signed 32-bit int."""
     h = 0
