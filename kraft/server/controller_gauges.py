@@ -4,7 +4,8 @@ and the Raft leader's backlog, and ``ImageStats``: counts and a digest of a comm
 A /metrics scrape must not hold the loop: image stats are computed per ``TopicImage`` once
 (images share untouched topics) and, when many partitions changed since the last scrape (a
 fence touches every topic of a million partitions), on a worker thread over the immutable
-image, at most one computation per ``WORKER_INTERVAL_S``, while those gauges keep their previous
+image, at most one computation per ``WORKER_INTERVAL_S`` and never more than ``WORKER_DUTY`` of
+the time, while those gauges keep their previous
 values; ``kraft_controller_image_stats_offset`` says which committed offset they describe
 (topic, partition and broker counts are always current).
 """
@@ -23,6 +24,11 @@ INLINE_PARTITIONS = 50_000
 #: changed, each costs seconds of CPU that the node's replication needs too (scrapes every
 #: second during a fence took half of every node's CPU).
 WORKER_INTERVAL_S = 10.0
+#: ... and never more than this share of the time: a computation that took D seconds is not
+#: followed by another for D / WORKER_DUTY. A million-partition recompute under load takes
+#: seconds; at a fixed 10 s it still held the GIL ~40% of a fence of 100,000 leaders on every
+#: node (py-spy, bench_controller_scale.py --py-spy), slowing the fence it was describing.
+WORKER_DUTY = 0.1
 
 
 def queue_gauges(metrics, queue, core) -> None:
@@ -106,11 +112,13 @@ def controller_gauges(metrics, controller: QuorumController) -> None:
     worker = ThreadPoolExecutor(1, thread_name_prefix="image-stats")
     # The image and offset the gauges describe, and whether the worker is computing (only one
     # thread uses stats_of at a time: while the worker runs, scrapes show the last results).
-    state = {"image": None, "offset": -1, "stats": None, "busy": False, "started": -WORKER_INTERVAL_S}
+    state = {"image": None, "offset": -1, "stats": None, "busy": False, "next_start": 0.0}
 
-    def computed(image, offset, fut) -> None:
+    def computed(image, offset, started, fut) -> None:
         if fut.exception() is None:
             state.update(image=image, offset=offset, stats=fut.result())
+        cost = time.monotonic() - started
+        state["next_start"] = started + max(WORKER_INTERVAL_S, cost / WORKER_DUTY)
         state["busy"] = False
 
     def refresh():
@@ -118,9 +126,10 @@ def controller_gauges(metrics, controller: QuorumController) -> None:
         if not state["busy"] and state["image"] is not image:
             if stats_of.pending_partitions(image) <= INLINE_PARTITIONS:
                 state.update(image=image, offset=offset, stats=stats_of(image))
-            elif time.monotonic() - state["started"] >= WORKER_INTERVAL_S:
-                state["busy"], state["started"] = True, time.monotonic()
-                worker.submit(stats_of, image).add_done_callback(lambda f: computed(image, offset, f))
+            elif time.monotonic() >= state["next_start"]:
+                started = time.monotonic()
+                state["busy"] = True
+                worker.submit(stats_of, image).add_done_callback(lambda f: computed(image, offset, started, f))
         g["active"].set(1 if controller.active else 0)
         # Counts of topics, partitions and brokers are cheap (sums over topics and brokers):
         # always of the current image.
