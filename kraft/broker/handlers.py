@@ -41,10 +41,17 @@ BROKER_MAX_VERSIONS = {0: 11, 1: 17, 2: 10, 3: 12, 18: 4, 21: 2, 22: 5, 23: 4, 3
 GROUP_MAX_VERSIONS = {8: 9, 9: 9, 10: 6, 11: 9, 12: 4, 13: 5, 14: 5, 15: 5, 16: 5, 42: 2, 47: 0,
                       68: 1, 69: 0}
 BROKER_MAX_VERSIONS.update(GROUP_MAX_VERSIONS)
+#: The transaction coordinator's APIs (served by ``transactions``, attached by the server layer):
+#: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions, ListTransactions; and
+#: TxnOffsetCommit, which the group coordinator serves. EndTxn and TxnOffsetCommit stop at v4:
+#: v5 means KIP-890 part 2 (an epoch bump per transaction, transaction.version 2), not done.
+TXN_MAX_VERSIONS = {24: 5, 25: 4, 26: 4, 65: 0, 66: 2}
+BROKER_MAX_VERSIONS.update(TXN_MAX_VERSIONS)
 BROKER_APIS = frozenset(BROKER_MAX_VERSIONS)
 #: KIP-714 client metrics, advertised only when the node has a ``ClientTelemetry`` (``telemetry``)
 TELEMETRY_APIS = frozenset({71, 72})
 GROUP_APIS = frozenset(GROUP_MAX_VERSIONS)
+TXN_APIS = frozenset(TXN_MAX_VERSIONS)
 
 
 #: Features this broker build supports, as ApiVersions v3+ reports them (kraft.version: KIP-853).
@@ -78,6 +85,8 @@ class BrokerHandlers:
         self.init_producer_id = InitProducerIdHandler(fetch_producer_id_block or local_block_source(state.broker_id))
         #: the group coordinator (``kraft.server.group_driver.GroupDriver``), attached by the node
         self.groups = None
+        #: the transaction coordinator (``kraft.server.txn_driver.TxnDriver``), attached by the node
+        self.transactions = None
         #: KIP-714 client metrics (``kraft.server.client_telemetry.ClientTelemetry``) or None
         self.telemetry = None
 
@@ -95,6 +104,8 @@ class BrokerHandlers:
         clean restart replays nothing)."""
         if self.groups is not None:
             self.groups.close()
+        if self.transactions is not None:
+            self.transactions.close()
         self.produce.close()
         try:
             self.state.producer_states.write_snapshots()
@@ -119,6 +130,8 @@ class BrokerHandlers:
         if kind is OffsetForLeaderEpochRequest:
             return handle_offsets_for_leader_epoch(self.state, request, version)
         if kind is InitProducerIdRequest:
+            if request.transactional_id is not None and self.transactions is not None:
+                return self.transactions.init_producer_id(request, version)
             return self.init_producer_id.handle(request, version)
         if kind is DescribeLogDirsRequest:
             return handle_describe_log_dirs(self.state, request, version)
@@ -130,6 +143,8 @@ class BrokerHandlers:
             if request.API_KEY == 71:
                 return self.telemetry.get_subscriptions(request, ctx.header.client_id)
             return self.telemetry.push(request, ctx.header.client_id)
+        if request.API_KEY in TXN_APIS and self.transactions is not None:
+            return self.transactions.handle(ctx, request)
         if request.API_KEY in GROUP_APIS and self.groups is not None:
             return self.groups.handle(ctx, request)
         if kind is ApiVersionsRequest:

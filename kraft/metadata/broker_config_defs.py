@@ -171,6 +171,21 @@ _READ_ONLY = [
                "creation (not capped by the live brokers)."),
     _read_only("offsets.topic.segment.bytes", T.INT, str(100 * 1024 * 1024), "Segment size of "
                "__consumer_offsets."),
+    _read_only("transaction.state.log.num.partitions", T.INT, "50", "Partitions of __transaction_state at its "
+               "creation."),
+    _read_only("transaction.state.log.replication.factor", T.SHORT, "3", "Replication factor of "
+               "__transaction_state at its creation."),
+    _read_only("transaction.state.log.min.isr", T.INT, "2", "min.insync.replicas of __transaction_state."),
+    _read_only("transaction.state.log.segment.bytes", T.INT, str(100 * 1024 * 1024), "Segment size of "
+               "__transaction_state."),
+    _read_only("transaction.max.timeout.ms", T.INT, "900000", "The largest transaction.timeout.ms a producer "
+               "may ask for."),
+    _read_only("transactional.id.expiration.ms", T.INT, "604800000", "How long a transactional id without "
+               "a transaction is kept."),
+    _read_only("transaction.abort.timed.out.transaction.cleanup.interval.ms", T.INT, "10000", "How often "
+               "transactions past their timeout are aborted."),
+    _read_only("transaction.remove.expired.transaction.cleanup.interval.ms", T.INT, "3600000", "How often "
+               "expired transactional ids are removed."),
 ]
 
 #: Broker configs DescribeConfigs lists and AlterConfigs knows, by name.

@@ -87,9 +87,10 @@ class ImageTopics:
         return self.state.image.topics.by_name.keys()
 
 
-def read_partition_records(plog) -> tuple[list, int]:
-    """Every record of a partition log from its start to its end, decoded (``decode_record``),
-    and how many did not decode: the per-byte work of a load, on a worker thread."""
+def read_partition_records(plog, decode=decode_record) -> tuple[list, int]:
+    """Every record of a partition log from its start to its end, decoded (``decode(key,
+    value)``, ``decode_record`` by default), and how many did not decode: the per-byte work of
+    a load, on a worker thread."""
     out, bad = [], 0
     lg = plog.log
     offset, end = lg.start_offset, lg.end_offset
@@ -107,7 +108,7 @@ def read_partition_records(plog) -> tuple[list, int]:
             for rec in batch:
                 if rec.offset >= offset and rec.key is not None:
                     try:
-                        out.append(decode_record(bytes(rec.key), None if rec.value is None else bytes(rec.value)))
+                        out.append(decode(bytes(rec.key), None if rec.value is None else bytes(rec.value)))
                     except KraftError:
                         bad += 1  # no version of ours decodes it: skipped, as Kafka's loader logs
         if last <= offset:
@@ -141,6 +142,8 @@ class GroupDriver:
         self._next_retention_ms = 0
         self._queued: dict[int, list] = {}  # partition -> appends waiting for this turn's write
         self._write_scheduled = False
+        #: the transaction coordinator (``TxnDriver``): FindCoordinator for transactional ids
+        self.transactions = None
 
     # --- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -430,7 +433,9 @@ class GroupDriver:
     def _coordinator(self, key: str, key_type: int, listener: str):
         unavailable = (E.COORDINATOR_NOT_AVAILABLE, None, -1, "", -1)
         if key_type == KEY_TYPE_TRANSACTION:
-            return (E.COORDINATOR_NOT_AVAILABLE, "no transaction coordinator on this cluster", -1, "", -1)
+            if self.transactions is None:
+                return (E.COORDINATOR_NOT_AVAILABLE, "no transaction coordinator on this broker", -1, "", -1)
+            return self.transactions.coordinator(key, listener)
         if key_type != KEY_TYPE_GROUP:
             return (E.INVALID_REQUEST, f"unsupported key type {key_type}", -1, "", -1)
         if not key:
