@@ -34,12 +34,12 @@ log = logging.getLogger("kraft.broker.handlers")
 BROKER_MAX_VERSIONS = {0: 11, 1: 17, 2: 10, 3: 12, 18: 4, 21: 2, 22: 5, 23: 4, 35: 4, 75: 0}
 #: The classic group coordinator's APIs (served by ``groups``, which the server layer attaches):
 #: OffsetCommit, OffsetFetch, FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup,
-#: DescribeGroups, ListGroups, DeleteGroups, OffsetDelete; and KIP-848's ConsumerGroupHeartbeat
+#: DescribeGroups, ListGroups, DeleteGroups, OffsetDelete, TxnOffsetCommit (v5 is KIP-890 part 2); and KIP-848's ConsumerGroupHeartbeat
 #: and ConsumerGroupDescribe (librdkafka's group.protocol=consumer needs v1 of the heartbeat).
 #: librdkafka infers lz4/zstd support
 #: (broker >= 0.9/2.1) from FindCoordinator and friends being advertised.
 GROUP_MAX_VERSIONS = {8: 9, 9: 9, 10: 6, 11: 9, 12: 4, 13: 5, 14: 5, 15: 5, 16: 5, 42: 2, 47: 0,
-                      68: 1, 69: 0}
+                      68: 1, 69: 0, 28: 4}
 BROKER_MAX_VERSIONS.update(GROUP_MAX_VERSIONS)
 #: The transaction coordinator's APIs (served by ``transactions``, attached by the server layer):
 #: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions, ListTransactions; and

@@ -35,9 +35,10 @@ from kraft.protocol import (ConsumerGroupDescribeRequest, ConsumerGroupDescribeR
                             LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse,
                             OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse,
                             OffsetFetchRequest, OffsetFetchResponse, ProduceRequest, SyncGroupRequest,
-                            SyncGroupResponse)
+                            SyncGroupResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse)
 from kraft.protocol.messages.group_membership import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
-from kraft.records import build_batch, iter_batches
+from kraft.coordinator.shard_state import TxnMarker, TxnOffsets
+from kraft.records import ControlType, build_batch, decode_control_key, iter_batches
 
 log = logging.getLogger("kraft.groups")
 
@@ -104,13 +105,26 @@ def read_partition_records(plog, decode=decode_record) -> tuple[list, int]:
                 continue
             last = batch.last_offset + 1
             if batch.is_control:
+                if batch.is_transactional:
+                    # A COMMIT/ABORT marker: pending transactional offsets of its producer settle.
+                    for rec in batch:
+                        try:
+                            ctype = decode_control_key(rec.key)
+                        except KraftError:
+                            bad += 1
+                            continue
+                        if ctype in (ControlType.ABORT, ControlType.COMMIT):
+                            out.append(TxnMarker(batch.producer_id, ctype == ControlType.COMMIT))
                 continue
+            pid = batch.producer_id if batch.is_transactional else -1
             for rec in batch:
                 if rec.offset >= offset and rec.key is not None:
                     try:
-                        out.append(decode(bytes(rec.key), None if rec.value is None else bytes(rec.value)))
+                        decoded = decode(bytes(rec.key), None if rec.value is None else bytes(rec.value))
                     except KraftError:
                         bad += 1  # no version of ours decodes it: skipped, as Kafka's loader logs
+                        continue
+                    out.append(decoded if pid < 0 else TxnOffsets(pid, decoded))
         if last <= offset:
             break
         offset = last
@@ -248,6 +262,9 @@ class GroupDriver:
             appends = [a for loaded, a in entries if self.shards.get(p) is loaded]
             group, records, size = [], 0, 0
             for append in appends:
+                if append.producer_id >= 0:  # transactional: a batch of its producer, alone
+                    self._append(p, [append])
+                    continue
                 n = sum(len(r.key) + len(r.value or b"") for r in append.records)
                 if group and (records + len(append.records) > COALESCE_RECORDS or size + n > COALESCE_BYTES):
                     self._append(p, group)
@@ -261,7 +278,9 @@ class GroupDriver:
     def _append(self, p: int, appends: list) -> None:
         P = ProduceRequest
         records = [r for a in appends for r in a.records]
-        batch = build_batch([r.value for r in records], keys=[r.key for r in records])
+        first = appends[0]
+        batch = build_batch([r.value for r in records], keys=[r.key for r in records], producer_id=first.producer_id,
+                            producer_epoch=first.producer_epoch, transactional=first.producer_id >= 0)
         req = P(transactional_id=None, acks=-1, timeout_ms=self.values["offsets.commit.timeout.ms"],
                 topic_data=[P.Topic(name=OFFSETS_TOPIC, partition_data=[P.Topic.Partition(index=p, records=batch)])])
         try:
@@ -366,6 +385,8 @@ class GroupDriver:
             return ConsumerGroupDescribeResponse(groups=out)
         if kind is OffsetCommitRequest:
             return self.offset_commit(request, version, now)
+        if kind is TxnOffsetCommitRequest:
+            return self.txn_offset_commit(request, version, now)
         if kind is OffsetFetchRequest:
             return self.offset_fetch(request, version)
         if kind is ListGroupsRequest:
@@ -417,6 +438,37 @@ class GroupDriver:
                                        lambda c: (R(topics=[R.Topic(name=t.name, partitions=[
                                            R.Topic.Partition(partition_index=p.partition_index, error_code=c)
                                            for p in t.partitions]) for t in request.topics]),)), make)
+
+    def txn_offset_commit(self, request, version: int, now: int):
+        """TxnOffsetCommit: the offsets are pending in the group's shard until the producer's
+        marker lands on its partition (``txn_marker_written``)."""
+        R = TxnOffsetCommitResponse
+        topics = self.state.image.topics.by_name
+        unknown = [R.Topic(name=t.name, partitions=[
+            R.Topic.Partition(partition_index=p.partition_index, error_code=E.UNKNOWN_TOPIC_OR_PARTITION)
+            for p in t.partitions]) for t in request.topics if t.name not in topics]
+        if unknown:
+            request.topics = [t for t in request.topics if t.name in topics]
+
+        def make(resp):
+            resp.topics.extend(unknown)
+            return resp
+        return self._answer(self._call(request.group_id, lambda s, r: s.txn_commit(request, version, now, r),
+                                       lambda c: (R(topics=[R.Topic(name=t.name, partitions=[
+                                           R.Topic.Partition(partition_index=p.partition_index, error_code=c)
+                                           for p in t.partitions]) for t in request.topics]),)), make)
+
+    def txn_marker_written(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
+                           committed: bool) -> None:
+        """The partition side's hook (its WriteTxnMarkers handler calls it once a marker is
+        durable on any partition): on a ``__consumer_offsets`` partition this broker
+        coordinates, the producer's pending transactional offsets become committed (COMMIT) or
+        are dropped (ABORT)."""
+        if topic != OFFSETS_TOPIC:
+            return
+        loaded = self.shards.get(partition)
+        if loaded is not None and loaded.ready:
+            loaded.shard.complete_txn(producer_id, committed, _now_ms())
 
     # --- FindCoordinator -----------------------------------------------------------------------
     def find_coordinator(self, request, version: int, listener: str):

@@ -89,7 +89,7 @@ async def _scenario(tmp_path):
         assert table == {0: (3, 11), 1: (4, 17), 2: (1, 10), 3: (0, 12), 18: (0, 4), 21: (0, 2), 22: (0, 5), 23: (2, 4),
                          35: (1, 4), 71: (0, 0), 72: (0, 0), 75: (0, 0), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5),
                          14: (0, 5), 15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0), 68: (0, 1), 69: (0, 0),
-                         24: (0, 5), 25: (0, 4), 26: (0, 4), 65: (0, 0), 66: (0, 2)}
+                         24: (0, 5), 25: (0, 4), 26: (0, 4), 28: (0, 4), 65: (0, 0), 66: (0, 2)}
         # the group coordinator loads its shard on its first tick
         for _ in range(100):
             if node.handlers.groups.shards.get(0) is not None and node.handlers.groups.shards[0].ready:

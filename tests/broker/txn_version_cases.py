@@ -10,7 +10,7 @@ import asyncio
 
 from kraft.errors import ErrorCode as E
 from kraft.protocol import (AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, DescribeTransactionsRequest,
-                            EndTxnRequest, InitProducerIdRequest, ListTransactionsRequest)
+                            EndTxnRequest, InitProducerIdRequest, ListTransactionsRequest, TxnOffsetCommitRequest)
 from kraft.protocol.messages.add_to_txn import AddPartitionsToTxnTopic
 
 TXNS = "__transaction_state"
@@ -107,6 +107,25 @@ async def check_txn_versions(conn, node, topic: str, checked: set) -> None:
                                             committed=True), v)
         assert resp.error_code == (E.PRODUCER_FENCED if v >= 2 else E.INVALID_PRODUCER_EPOCH), v
         checked.add((26, v))
+
+    TO = TxnOffsetCommitRequest.Topic
+    for v in range(0, 5):
+        tid = f"tx-offsets-{v}"  # AddOffsetsToTxn above put the group's partition in its transaction
+        pid, epoch = node.handlers.transactions._shard(tid)[1].txns[tid].state.producer_id, 0
+
+        def commit(group, name):
+            return TxnOffsetCommitRequest(transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch,
+                                          topics=[TO(name=name, partitions=[TO.Partition(
+                                              partition_index=0, committed_offset=5, committed_metadata=None)])])
+        resp = await conn.ask(commit("g", topic), v)
+        [(name, code)] = [(t.name, p.error_code) for t in resp.topics for p in t.partitions]
+        # INVALID_TXN_STATE: until the partition side accepts transactional batches (txn-partition)
+        assert name == topic and code in (0, E.INVALID_TXN_STATE), v
+        resp = await conn.ask(commit("g", "nope"), v)
+        assert resp.topics[0].partitions[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION, v
+        resp = await conn.ask(commit("", topic), v)
+        assert resp.topics[0].partitions[0].error_code == E.INVALID_GROUP_ID, v
+        checked.add((28, v))
 
     resp = await conn.ask(DescribeTransactionsRequest(transactional_ids=["tx-add-0", "tx-none"]), 0)
     [found, missing] = resp.transaction_states
