@@ -23,7 +23,7 @@ import logging
 import time
 import uuid
 
-from kraft.coordinator.group_records import OFFSETS_TOPIC, decode_record, partition_for
+from kraft.coordinator.group_records import OFFSETS_TOPIC, partition_for
 from kraft.coordinator.group_shard import GroupConfig, GroupShard
 from kraft.errors import ErrorCode as E
 from kraft.errors import KraftError
@@ -37,13 +37,12 @@ from kraft.protocol import (ConsumerGroupDescribeRequest, ConsumerGroupDescribeR
                             OffsetFetchRequest, OffsetFetchResponse, ProduceRequest, SyncGroupRequest,
                             SyncGroupResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse)
 from kraft.protocol.messages.group_membership import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
-from kraft.coordinator.shard_state import TxnMarker, TxnOffsets
-from kraft.records import ControlType, build_batch, decode_control_key, iter_batches
+from kraft.records import build_batch
+from kraft.server.partition_loader import read_partition_records
 
 log = logging.getLogger("kraft.groups")
 
 TICK_S = 0.05
-LOAD_CHUNK = 1 << 20
 #: Appends of one loop turn written as one batch, up to these (well below message.max.bytes).
 COALESCE_RECORDS, COALESCE_BYTES = 4000, 512 * 1024
 
@@ -86,49 +85,6 @@ class ImageTopics:
 
     def names(self):
         return self.state.image.topics.by_name.keys()
-
-
-def read_partition_records(plog, decode=decode_record) -> tuple[list, int]:
-    """Every record of a partition log from its start to its end, decoded (``decode(key,
-    value)``, ``decode_record`` by default), and how many did not decode: the per-byte work of
-    a load, on a worker thread."""
-    out, bad = [], 0
-    lg = plog.log
-    offset, end = lg.start_offset, lg.end_offset
-    while offset < end:
-        data = lg.read(offset, LOAD_CHUNK)
-        if not data:
-            break
-        last = offset
-        for batch in iter_batches(data):
-            if batch.last_offset < offset:
-                continue
-            last = batch.last_offset + 1
-            if batch.is_control:
-                if batch.is_transactional:
-                    # A COMMIT/ABORT marker: pending transactional offsets of its producer settle.
-                    for rec in batch:
-                        try:
-                            ctype = decode_control_key(rec.key)
-                        except KraftError:
-                            bad += 1
-                            continue
-                        if ctype in (ControlType.ABORT, ControlType.COMMIT):
-                            out.append(TxnMarker(batch.producer_id, ctype == ControlType.COMMIT))
-                continue
-            pid = batch.producer_id if batch.is_transactional else -1
-            for rec in batch:
-                if rec.offset >= offset and rec.key is not None:
-                    try:
-                        decoded = decode(bytes(rec.key), None if rec.value is None else bytes(rec.value))
-                    except KraftError:
-                        bad += 1  # no version of ours decodes it: skipped, as Kafka's loader logs
-                        continue
-                    out.append(decoded if pid < 0 else TxnOffsets(pid, decoded))
-        if last <= offset:
-            break
-        offset = last
-    return out, bad
 
 
 class _Loaded:

@@ -40,7 +40,8 @@ from kraft.protocol import (AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, Add
                             ListTransactionsRequest, ListTransactionsResponse, ProduceRequest, WriteTxnMarkersRequest)
 from kraft.protocol.messages.add_to_txn import AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult
 from kraft.records import build_batch
-from kraft.server.group_driver import _Loaded, _produce_code, read_partition_records
+from kraft.server.group_driver import _Loaded, _produce_code
+from kraft.server.partition_loader import read_partition_records
 
 log = logging.getLogger("kraft.transactions")
 
@@ -50,8 +51,11 @@ MARKER_RETRY_MAX_S = 1.0  # this (a leader that keeps refusing is not hammered)
 MARKER_TIMEOUT_MS = 30_000
 #: Kafka's answers to older clients: PRODUCER_FENCED (KIP-588) only from these versions on.
 FENCED_SINCE = {22: 4, 24: 2, 25: 2, 26: 2}
-#: Marker answers after which the marker counts as written: none needed (the topic is gone).
-MARKER_DONE = (int(E.NONE),)
+#: Marker answers after which the marker counts as written (Kafka's
+#: TransactionMarkerRequestCompletionHandler: an old message format needs none).
+MARKER_DONE = frozenset({int(E.NONE), int(E.UNSUPPORTED_FOR_MESSAGE_FORMAT), int(E.UNSUPPORTED_VERSION)})
+#: Answers that say this coordinator is stale: it stops sending (the new one resends on load).
+MARKER_FENCED = frozenset({int(E.INVALID_PRODUCER_EPOCH), int(E.TRANSACTION_COORDINATOR_FENCED)})
 
 
 def _now_ms() -> int:
@@ -250,9 +254,13 @@ class TxnDriver:
                 if reg.leader >= 0:
                     by_leader.setdefault(reg.leader, []).append((topic, part))
             results = await asyncio.gather(*(self._send(leader, job, parts) for leader, parts in by_leader.items()))
-            for done in results:
+            for done, fenced in results:
                 for topic, part in done:
                     self._written(p, loaded, job, topic, part, left)
+                if fenced:
+                    log.warning("transactions: markers of %s refused as from a stale coordinator (epoch %d): "
+                                "stopped", job.transactional_id, job.coordinator_epoch)
+                    return
             if left:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, MARKER_RETRY_MAX_S)
@@ -264,11 +272,12 @@ class TxnDriver:
                                         _now_ms())
             self._drain(p)
 
-    async def _send(self, leader: int, job, parts) -> list:
-        """The partitions of ``parts`` whose marker ``leader`` wrote."""
+    async def _send(self, leader: int, job, parts) -> tuple[list, bool]:
+        """(the partitions of ``parts`` whose marker ``leader`` wrote, whether it said this
+        coordinator is fenced)."""
         client = self._client(leader)
         if client is None:
-            return []
+            return [], False
         M = WriteTxnMarkersRequest.Marker
         topics: dict = {}
         for topic, part in parts:
@@ -281,17 +290,19 @@ class TxnDriver:
             resp = await client.request(req, 1)
         except (KraftError, OSError, asyncio.TimeoutError) as exc:
             log.debug("transactions: markers to broker %d failed: %s", leader, exc)
-            return []
-        done = []
+            return [], False
+        done, fenced = [], False
         for m in resp.markers:
             for t in m.topics:
                 for pr in t.partitions:
                     if pr.error_code in MARKER_DONE:
                         done.append((t.name, pr.partition_index))
+                    elif pr.error_code in MARKER_FENCED:
+                        fenced = True
                     else:
                         log.debug("transactions: marker on %s-%d for %s: %s", t.name, pr.partition_index,
                                   job.transactional_id, E(pr.error_code).name)
-        return done
+        return done, fenced
 
     # --- requests ------------------------------------------------------------------------------
     def _shard(self, transactional_id: str):
