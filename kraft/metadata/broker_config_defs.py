@@ -92,7 +92,7 @@ _DYNAMIC = [
               "(its metrics endpoint is kraft.metrics.port)"),
     *_refused(["producer.id.expiration.ms"], T.INT, "86400000", "kraft reads it at start-up only",
               validator=at_least(1)),
-    *_refused(["transaction.partition.verification.enable"], T.BOOLEAN, "true", "kraft has no transactions yet"),
+    *_refused(["transaction.partition.verification.enable"], T.BOOLEAN, "true", "kraft does not verify transactional produce (KIP-890) yet"),
     *_refused(["leader.replication.throttled.rate", "follower.replication.throttled.rate",
                "replica.alter.log.dirs.io.max.bytes.per.second"], T.LONG, str(LONG_MAX), _THROTTLE,
               validator=at_least(0)),
