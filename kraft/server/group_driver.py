@@ -506,10 +506,15 @@ class GroupDriver:
             asks = [(request.group_id, None if request.topics is None else
                      [(t.name, list(t.partition_indexes)) for t in request.topics], None, -1)]
         results = []
+        unstable = set()  # (group, topic, partition) with transactional offsets pending
         for gid, topics, member_id, member_epoch in asks:
             code, shard = self._shard(gid)
             if shard is not None:
                 code, found = shard.fetch_offsets(gid, topics, member_id, member_epoch)
+                if version >= 7 and request.require_stable and shard.pending_txn:
+                    # KIP-447: a read_committed consumer waits until the producer's marker lands.
+                    unstable.update((gid, n, p) for n, parts in found for p, _ in parts
+                                    if shard.has_pending_txn_offsets(gid, n, p))
             else:
                 found = [(n, [(p, None) for p in parts]) for n, parts in (topics or [])]
             results.append((gid, code, found))
@@ -518,15 +523,16 @@ class GroupDriver:
             return R(groups=[R.Group(group_id=gid, error_code=code, topics=[GT(name=n, partitions=[
                 GT.Partition(partition_index=p, committed_offset=e.offset if e else -1,
                              committed_leader_epoch=e.leader_epoch if e else -1, metadata=e.metadata if e else "",
-                             error_code=E.NONE) for p, e in parts]) for n, parts in found])
-                for gid, code, found in results])
+                             error_code=E.UNSTABLE_OFFSET_COMMIT if (gid, n, p) in unstable else E.NONE)
+                for p, e in parts]) for n, parts in found]) for gid, code, found in results])
         gid, code, found = results[0]
         T = R.Topic
         part_code = code if version < 2 else E.NONE
         return R(error_code=code, topics=[T(name=n, partitions=[
             T.Partition(partition_index=p, committed_offset=e.offset if e else -1,
                         committed_leader_epoch=e.leader_epoch if e else -1, metadata=e.metadata if e else "",
-                        error_code=part_code) for p, e in parts]) for n, parts in found])
+                        error_code=E.UNSTABLE_OFFSET_COMMIT if (gid, n, p) in unstable else part_code)
+            for p, e in parts]) for n, parts in found])
 
     def delete_groups(self, request):
         R = DeleteGroupsResponse
