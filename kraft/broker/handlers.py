@@ -1,5 +1,6 @@
 """Client request handlers of a broker listener: ApiVersions with the broker's table, then
-Metadata, Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch, DescribeLogDirs and InitProducerId over the
+Metadata, Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch, DescribeLogDirs, InitProducerId and
+WriteTxnMarkers over the
 broker's ``MetadataImage`` and partition logs; the group APIs go to the group coordinator the
 server layer attaches (``groups``). Each handler lives in its own module; this
 one dispatches and says which versions are advertised (every advertised version has a case
@@ -21,17 +22,18 @@ from kraft.broker.leader_epoch_handler import handle_describe_log_dirs, handle_o
 from kraft.broker.list_offsets_handler import handle_list_offsets
 from kraft.broker.metadata_handler import handle_metadata
 from kraft.broker.produce_handler import ProduceHandler
+from kraft.broker.write_txn_markers_handler import WriteTxnMarkersHandler
 from kraft.broker.lifecycle import SUPPORTED_FEATURES as BROKER_SUPPORTED_FEATURES
 from kraft.errors import InvalidRequestError, KraftError
 from kraft.protocol import (ApiVersionsRequest, ApiVersionsResponse, DeleteRecordsRequest, DescribeLogDirsRequest,
                             DescribeTopicPartitionsRequest, FetchRequest, InitProducerIdRequest, ListOffsetsRequest,
-                            MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
+                            MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest, WriteTxnMarkersRequest,
                             api_versions_response, unsupported_api_versions_response)
 
 log = logging.getLogger("kraft.broker.handlers")
 
 #: API key -> highest version this broker answers with the semantics it has.
-BROKER_MAX_VERSIONS = {0: 11, 1: 17, 2: 10, 3: 12, 18: 4, 21: 2, 22: 5, 23: 4, 35: 4, 75: 0}
+BROKER_MAX_VERSIONS = {0: 11, 1: 17, 2: 10, 3: 12, 18: 4, 21: 2, 22: 5, 23: 4, 27: 1, 35: 4, 75: 0}
 #: The classic group coordinator's APIs (served by ``groups``, which the server layer attaches):
 #: OffsetCommit, OffsetFetch, FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup,
 #: DescribeGroups, ListGroups, DeleteGroups, OffsetDelete, TxnOffsetCommit (v5 is KIP-890 part 2); and KIP-848's ConsumerGroupHeartbeat
@@ -82,6 +84,9 @@ class BrokerHandlers:
         self.produce = ProduceHandler(state, on_append=self.fetch.wake, clock_ms=clock_ms, executor=executor)
         # Without a controller connection the ids come from a local, uncoordinated source.
         self.delete_records = DeleteRecordsHandler(state, self.fetch.wake)
+        #: transaction markers; its ``txn_marker_written`` hook is the group coordinator's to set
+        self.write_txn_markers = WriteTxnMarkersHandler(state, self.produce, on_append=self.fetch.wake,
+                                                        clock_ms=clock_ms)
         self.init_producer_id = InitProducerIdHandler(fetch_producer_id_block or local_block_source(state.broker_id))
         #: the group coordinator (``kraft.server.group_driver.GroupDriver``), attached by the node
         self.groups = None
@@ -139,6 +144,8 @@ class BrokerHandlers:
             return handle_describe_topic_partitions(self.state, request, version)
         if kind is DeleteRecordsRequest:
             return self.delete_records.handle(request, version)
+        if kind is WriteTxnMarkersRequest:
+            return self.write_txn_markers.handle(request, version)
         if request.API_KEY in TELEMETRY_APIS and self.telemetry is not None:
             if request.API_KEY == 71:
                 return self.telemetry.get_subscriptions(request, ctx.header.client_id)

@@ -13,7 +13,7 @@ import uuid
 from kraft.errors import ErrorCode
 from kraft.protocol import (ApiVersionsRequest, DeleteRecordsRequest, DescribeLogDirsRequest,
                             DescribeTopicPartitionsRequest, FetchRequest, GetTelemetrySubscriptionsRequest,
-                            InitProducerIdRequest, PushTelemetryRequest,
+                            InitProducerIdRequest, PushTelemetryRequest, WriteTxnMarkersRequest,
                             ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
                             decode_response, encode_request)
 from kraft.records import build_batch, iter_batches
@@ -86,7 +86,7 @@ async def _scenario(tmp_path):
                 features = {f.name: (f.min_version, f.max_version) for f in resp.supported_features}
                 assert features["metadata.version"][1] >= 21 and features["kraft.version"] == (0, 1), features
             checked.add((18, v))
-        assert table == {0: (3, 11), 1: (4, 17), 2: (1, 10), 3: (0, 12), 18: (0, 4), 21: (0, 2), 22: (0, 5), 23: (2, 4),
+        assert table == {0: (3, 11), 1: (4, 17), 2: (1, 10), 3: (0, 12), 18: (0, 4), 21: (0, 2), 22: (0, 5), 23: (2, 4), 27: (0, 1),
                          35: (1, 4), 71: (0, 0), 72: (0, 0), 75: (0, 0), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5),
                          14: (0, 5), 15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0), 68: (0, 1), 69: (0, 0),
                          24: (0, 5), 25: (0, 4), 26: (0, 4), 28: (0, 4), 65: (0, 0), 66: (0, 2)}
@@ -219,6 +219,32 @@ async def _scenario(tmp_path):
             pids.add(resp.producer_id)
             checked.add((22, v))
         assert len(pids) == 6  # a new producer id each time
+
+        W = WriteTxnMarkersRequest
+        pid = min(pids)
+        for v in range(0, 2):  # a transactional batch, then its COMMIT marker (and a refused stale one)
+            P = ProduceRequest
+            resp = await conn.ask(P(transactional_id="tx", acks=-1, timeout_ms=5000, topic_data=[P.Topic(
+                name=TOPIC, partition_data=[P.Topic.Partition(index=0, records=build_batch(
+                    [b"t%d" % v], producer_id=pid, producer_epoch=0, base_sequence=v, transactional=True))])]), 8)
+            p = resp.responses[0].partition_responses[0]
+            assert p.error_code == 0, (v, p)
+            txn_first = p.base_offset
+
+            def marker(coord_epoch, topic=TOPIC, partition=0):
+                return W(markers=[W.Marker(producer_id=pid, producer_epoch=0, transaction_result=True,
+                                           coordinator_epoch=coord_epoch, topics=[W.Marker.Topic(
+                                               name=topic, partition_indexes=[partition])])])
+            resp = await conn.ask(marker(5 + v), v)
+            assert resp.markers[0].producer_id == pid
+            assert resp.markers[0].topics[0].partitions[0].error_code == 0, v
+            end = (await conn.ask(_list_offsets(-1), 4)).topics[0].partitions[0].offset
+            assert end > txn_first + 1, v  # the marker took an offset after the batch
+            resp = await conn.ask(marker(4 + v), v)  # an older coordinator epoch
+            assert resp.markers[0].topics[0].partitions[0].error_code == E.TRANSACTION_COORDINATOR_FENCED, v
+            resp = await conn.ask(marker(9, topic="nope"), v)
+            assert resp.markers[0].topics[0].partitions[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION, v
+            checked.add((27, v))
 
         advertised = {(k, v) for k, (lo, hi) in table.items() for v in range(lo, hi + 1)}
         assert checked == advertised
