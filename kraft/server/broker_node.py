@@ -137,6 +137,8 @@ class BrokerNode:
             self.state, self.handlers.produce, v, listener=self.replication.listener,
             new_producer_id=producer_ids_from(self.handlers.init_producer_id), create_topic=self.create_topic)
         self.handlers.groups.transactions = self.handlers.transactions
+        # A COMMIT/ABORT marker durable on __consumer_offsets settles transactional offsets.
+        self.handlers.write_txn_markers.txn_marker_written = self.handlers.groups.txn_marker_written
         self.handlers.transactions.start()
         self.group_lag = GroupLag(state, self.handlers.groups, self.replication.listener,
                                   v["kraft.group.lag.interval.ms"], max_series=v["kraft.group.lag.max.series"])

@@ -118,14 +118,30 @@ async def check_txn_versions(conn, node, topic: str, checked: set) -> None:
                                           topics=[TO(name=name, partitions=[TO.Partition(
                                               partition_index=0, committed_offset=5, committed_metadata=None)])])
         resp = await conn.ask(commit("g", topic), v)
-        [(name, code)] = [(t.name, p.error_code) for t in resp.topics for p in t.partitions]
-        # INVALID_TXN_STATE: until the partition side accepts transactional batches (txn-partition)
-        assert name == topic and code in (0, E.INVALID_TXN_STATE), v
+        assert [(t.name, p.error_code) for t in resp.topics for p in t.partitions] == [(topic, 0)], v
         resp = await conn.ask(commit("g", "nope"), v)
         assert resp.topics[0].partitions[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION, v
         resp = await conn.ask(commit("", topic), v)
         assert resp.topics[0].partitions[0].error_code == E.INVALID_GROUP_ID, v
         checked.add((28, v))
+
+    # The offsets commit with their transactions: markers on __consumer_offsets-0 settle them.
+    for v in range(0, 5):
+        tid = f"tx-offsets-{v}"
+        pid = node.handlers.transactions._shard(tid)[1].txns[tid].state.producer_id
+        resp = await conn.ask(EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=0,
+                                            committed=True), 3)
+        assert resp.error_code == 0, v
+    ended = [f"tx-end-{v}" for v in range(0, 5)] + [f"tx-offsets-{v}" for v in range(0, 5)]
+    for _ in range(200):  # the markers are written by the partition side, then the Complete record
+        resp = await conn.ask(DescribeTransactionsRequest(transactional_ids=ended), 0)
+        states = [s.transaction_state for s in resp.transaction_states]
+        if all(s.startswith("Complete") for s in states):
+            break
+        await asyncio.sleep(0.05)
+    assert states == ["CompleteCommit", "CompleteAbort"] * 2 + ["CompleteCommit"] + ["CompleteCommit"] * 5, states
+    shard = node.handlers.groups.shards[0].shard
+    assert shard.offsets["g"][(topic, 0)].offset == 5 and not shard.pending_txn
 
     resp = await conn.ask(DescribeTransactionsRequest(transactional_ids=["tx-add-0", "tx-none"]), 0)
     [found, missing] = resp.transaction_states
