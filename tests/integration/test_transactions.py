@@ -5,7 +5,8 @@ moves only when the transaction commits), zombie fencing by a second producer wi
 transactional.id, a transaction past its timeout aborted by the coordinator, a commit across a
 SIGKILL of the coordinator's node, and DescribeTransactions / ListTransactions answered from
 ``__transaction_state``. read_committed consumption waits for the partition side's last stable
-offset (strict xfail until then). One cluster for the module."""
+offset (strict xfail until then). aiokafka's and kafka-python's transactional producers commit
+and abort too. One cluster for the module."""
 
 from __future__ import annotations
 
@@ -114,6 +115,8 @@ def log_of(cluster, topic: str, partition: int) -> list:
 def marker_after(cluster, topic: str, partition: int, value: bytes) -> str | None:
     """The kind of the first transaction marker after the record ``value`` (None if none yet)."""
     entries = log_of(cluster, topic, partition)
+    if ("data", value) not in entries:
+        return None
     at = entries.index(("data", value))
     return next((kind for kind, _ in entries[at + 1:] if kind != "data"), None)
 
@@ -328,3 +331,40 @@ def test_commit_survives_a_sigkill_of_the_transaction_coordinator(cluster):
     finally:
         cluster.start(victim)
         assert wait_for(lambda: all_see_all(cluster), 60, 0.2)
+
+
+def test_aiokafka_transactional_producer(cluster):
+    aiokafka = pytest.importorskip("aiokafka")
+    import asyncio
+
+    async def run():
+        p = aiokafka.AIOKafkaProducer(bootstrap_servers=cluster.broker_bootstrap, transactional_id="tx-aiokafka")
+        await p.start()
+        try:
+            async with p.transaction():
+                await p.send_and_wait(TOPIC, b"aio-committed", partition=0)
+            await p.begin_transaction()
+            await p.send_and_wait(TOPIC, b"aio-aborted", partition=0)
+            await p.abort_transaction()
+        finally:
+            await p.stop()
+    asyncio.run(run())
+    assert wait_for(lambda: marker_after(cluster, TOPIC, 0, b"aio-committed") == "COMMIT", 10, 0.2)
+    assert wait_for(lambda: marker_after(cluster, TOPIC, 0, b"aio-aborted") == "ABORT", 10, 0.2)
+
+
+def test_kafka_python_transactional_producer(cluster):
+    kafka = pytest.importorskip("kafka")
+    p = kafka.KafkaProducer(bootstrap_servers=cluster.broker_bootstrap, transactional_id="tx-kafka-python")
+    try:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(TOPIC, b"kp-committed", partition=1)
+        p.commit_transaction()
+        p.begin_transaction()
+        p.send(TOPIC, b"kp-aborted", partition=1).get(timeout=30)
+        p.abort_transaction()
+    finally:
+        p.close(timeout=5)
+    assert wait_for(lambda: marker_after(cluster, TOPIC, 1, b"kp-committed") == "COMMIT", 10, 0.2)
+    assert wait_for(lambda: marker_after(cluster, TOPIC, 1, b"kp-aborted") == "ABORT", 10, 0.2)
