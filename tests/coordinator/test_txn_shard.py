@@ -338,3 +338,33 @@ def test_describe_and_list_filters():
     assert names(h.shard.list({"Ongoing"}, set(), 100, None, 200)) == []   # running exactly 100 ms: not longer
     assert names(h.shard.list({"Ongoing"}, set(), 99, None, 200)) == ["y"]
     assert names(h.shard.list(set(), set(), -1, re.compile("x|z"), 200)) == ["x"]
+
+
+def test_empty_transactional_id_is_invalid_request_everywhere():
+    h = Harness()
+    h.shard.add_partitions("", 1, 0, [("a", 0)], 0, h.respond)
+    assert h.last() == E.INVALID_REQUEST
+    h.shard.end_txn("", 1, 0, True, 0, h.respond)
+    assert h.last() == E.INVALID_REQUEST
+    assert h.shard.verify_partitions("", 1, 0, [("a", 0)]) == {("a", 0): E.INVALID_PRODUCER_ID_MAPPING}
+    assert not h.shard.take_appends()
+
+
+def test_ongoing_transactions_never_expire_their_id():
+    h = Harness(id_expiration_ms=10)
+    h.init(timeout=900_000)
+    h.add([("a", 0)], now=5)
+    h.shard.tick(1000, abort_expired=False, expire_ids=True)
+    assert not h.shard.take_appends() and h.state().state == "Ongoing"
+
+
+def test_requests_while_a_record_is_in_flight_are_concurrent_transactions():
+    h = Harness()
+    h.init()
+    h.shard.add_partitions(T, 1000, 0, [("a", 0)], 10, h.respond)  # Ongoing record not yet durable
+    h.shard.end_txn(T, 1000, 0, True, 11, h.respond)
+    assert h.last() == E.CONCURRENT_TRANSACTIONS
+    h.shard.init_producer_id(T, 1000, -1, -1, 11, h.respond, None)
+    assert h.last()[0] == E.CONCURRENT_TRANSACTIONS
+    h.durable()
+    assert h.state().state == "Ongoing"
