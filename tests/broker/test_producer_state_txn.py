@@ -57,9 +57,9 @@ def test_commit_and_abort_markers_close_transactions_and_report_them():
     t.apply(txn_batch(2, 0, 0, base_offset=1))
     t.apply(txn_batch(1, 0, 1, base_offset=2))
     assert t.last_stable_offset(10) == 0
-    assert t.apply(producer_batches(marker(1, 0, True, 5, 3))) == [CompletedTxn(1, 0, 3, aborted=False)]
+    assert t.apply(producer_batches(marker(1, 0, True, 5, 3))) == [CompletedTxn(1, 0, 3, False, 1)]
     assert t.last_stable_offset(10) == 1  # producer 2 still open
-    assert t.apply(producer_batches(marker(2, 0, False, 5, 4))) == [CompletedTxn(2, 1, 4, aborted=True)]
+    assert t.apply(producer_batches(marker(2, 0, False, 5, 4))) == [CompletedTxn(2, 1, 4, True, 5)]
     assert t.last_stable_offset(10) == 10 and t.ongoing() == {}
     assert t.get(1).coordinator_epoch == 5
     # a marker for a producer that wrote nothing here closes nothing
