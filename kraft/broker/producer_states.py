@@ -53,8 +53,10 @@ class ProducerStates:
         return txn_index.collect(directory, bases, fetch_offset, upper_offset)
 
     def on_truncated(self, plog) -> None:
-        """The log lost its tail: the table is rebuilt from snapshots and log on next use."""
+        """The log lost its tail: the table is rebuilt from snapshots and log on next use, and
+        the aborted transactions whose markers went are dropped from the index now."""
         self._tables.pop((plog.topic, plog.partition), None)
+        txn_index.truncate_from(plog.log.directory, plog.log.end_offset)
 
     def forget(self, topic: str, partition: int) -> None:
         self._tables.pop((topic, partition), None)

@@ -48,3 +48,40 @@ def test_collect_returns_transactions_overlapping_the_range_across_segments(tmp_
     txn_index.append(d, 20, AbortedTxn(4, 40, 45, 46))  # begins after the range
     got = txn_index.collect(d, txn_index.base_offsets(d), 10, 30)
     assert [(a.producer_id, a.first_offset) for a in got] == [(2, 3), (3, 18)]
+
+
+def test_compaction_swap_keeps_the_aborted_transactions_of_the_replaced_segments(tmp_path):
+    from _compaction_helpers import append_keyed, open_compact_log
+
+    from kraft.log.cleaner import clean_log
+    from kraft.log.compact_codec import OffsetMap
+
+    log = open_compact_log(tmp_path / "c-0", segment_bytes=1024)
+    append_keyed(log, [(b"k%d" % (i % 5), b"v" * 40) for i in range(120)])
+    assert len(log.segments) >= 4
+    bases = [s.base_offset for s in log.segments]
+    d = log.directory
+    txn_index.append(d, bases[0], AbortedTxn(1, 1, 3, 4))
+    txn_index.append(d, bases[1], AbortedTxn(2, bases[1], bases[1] + 2, bases[1] + 3))
+    # Groups up to 1 MiB: the small segments are cleaned into one.
+    clean_log(log, 0, bases[-1], OffsetMap(1 << 20), now_ms=10_000, delete_retention_ms=1_000,
+              segment_bytes=1 << 20)
+    kept = [s.base_offset for s in log.segments]
+    assert kept != bases  # segments were merged
+    entries = [e for b in txn_index.base_offsets(d) for e in txn_index.read(d, b)]
+    assert [e.producer_id for e in entries] == [1, 2]
+    assert set(txn_index.base_offsets(d)) <= set(kept)  # no index left behind for a replaced segment
+    log.close()
+
+
+def test_retention_and_delete_records_take_a_segments_index_with_it(tmp_path):
+    from _compaction_helpers import append_keyed, open_compact_log
+
+    log = open_compact_log(tmp_path / "r-0", segment_bytes=1024)
+    append_keyed(log, [(b"k%d" % i, b"v" * 40) for i in range(60)])
+    bases = [s.base_offset for s in log.segments]
+    for b in bases[:3]:
+        txn_index.append(log.directory, b, AbortedTxn(1, b, b + 1, b + 2))
+    log.delete_below(bases[2])  # DeleteRecords / retention: segments wholly below go
+    assert txn_index.base_offsets(log.directory) == [bases[2]]
+    log.close()
