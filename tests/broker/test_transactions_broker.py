@@ -13,7 +13,7 @@ import struct
 
 from kraft.errors import ErrorCode
 from kraft.log import txn_index
-from kraft.protocol import (FetchRequest, ListOffsetsRequest, ProduceRequest, WriteTxnMarkersRequest,
+from kraft.protocol import (DescribeProducersRequest, FetchRequest, ListOffsetsRequest, ProduceRequest, WriteTxnMarkersRequest,
                             decode_response, encode_request)
 from kraft.records import build_batch
 from kraft.server.broker_node import BrokerNode, broker_config, static_image
@@ -121,6 +121,11 @@ async def _scenario(tmp_path):
         assert written[-1] == (TOPIC, 0, B, 0, False)
         assert (await produce(conn, C, 0)).base_offset == 10       # 10-11: C open
         await _check_state(conn, topic_id, lso=10, hw=12, aborted=[(B, 2)])
+        DP = DescribeProducersRequest
+        resp = await conn.ask(DP(topics=[DP.Topic(name=TOPIC, partition_indexes=[0])]), 0)
+        described = {s.producer_id: (s.coordinator_epoch, s.current_txn_start_offset)
+                     for s in resp.topics[0].partitions[0].active_producers}
+        assert described == {A: (1, -1), B: (1, -1), C: (-1, 10), 4000: (-1, -1)}
         # The ABORT is in the segment's .txnindex as Kafka writes it.
         assert txn_index.read(os.path.join(log_dir, f"{TOPIC}-0"), 0) == [txn_index.AbortedTxn(B, 2, 9, 10)]
 

@@ -59,6 +59,7 @@ from kraft.protocol.messages.reassign_raft_voters import ReassignRaftVotersReque
 from kraft.protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from kraft.protocol.messages.vote import VoteRequest, VoteResponse
 from kraft.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from kraft.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 
 __all__ = [
     "ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse",
@@ -78,6 +79,7 @@ __all__ = [
     "UpdateRaftVoterRequest", "UpdateRaftVoterResponse",
     "AllocateProducerIdsRequest", "AllocateProducerIdsResponse",
     "WriteTxnMarkersRequest", "WriteTxnMarkersResponse",
+    "DescribeProducersRequest", "DescribeProducersResponse",
     "AlterConfigsRequest", "AlterConfigsResponse",
     "AlterPartitionRequest", "AlterPartitionResponse",
     "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse",
