@@ -1,6 +1,6 @@
 """Client request handlers of a broker listener: ApiVersions with the broker's table, then
-Metadata, Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch, DescribeLogDirs, InitProducerId and
-WriteTxnMarkers over the
+Metadata, Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch, DescribeLogDirs, InitProducerId,
+WriteTxnMarkers and DescribeProducers over the
 broker's ``MetadataImage`` and partition logs; the group APIs go to the group coordinator the
 server layer attaches (``groups``). Each handler lives in its own module; this
 one dispatches and says which versions are advertised (every advertised version has a case
@@ -14,6 +14,7 @@ import logging
 
 from kraft.broker.broker_state import BrokerState
 from kraft.broker.delete_records_handler import DeleteRecordsHandler
+from kraft.broker.describe_producers_handler import handle_describe_producers
 from kraft.broker.describe_topic_partitions import handle_describe_topic_partitions
 from kraft.broker.fetch_handler import FetchHandler
 from kraft.broker.fetch_sessions import DEFAULT_CACHE_SLOTS
@@ -26,6 +27,7 @@ from kraft.broker.write_txn_markers_handler import WriteTxnMarkersHandler
 from kraft.broker.lifecycle import SUPPORTED_FEATURES as BROKER_SUPPORTED_FEATURES
 from kraft.errors import InvalidRequestError, KraftError
 from kraft.protocol import (ApiVersionsRequest, ApiVersionsResponse, DeleteRecordsRequest, DescribeLogDirsRequest,
+                            DescribeProducersRequest,
                             DescribeTopicPartitionsRequest, FetchRequest, InitProducerIdRequest, ListOffsetsRequest,
                             MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest, WriteTxnMarkersRequest,
                             api_versions_response, unsupported_api_versions_response)
@@ -33,7 +35,7 @@ from kraft.protocol import (ApiVersionsRequest, ApiVersionsResponse, DeleteRecor
 log = logging.getLogger("kraft.broker.handlers")
 
 #: API key -> highest version this broker answers with the semantics it has.
-BROKER_MAX_VERSIONS = {0: 11, 1: 17, 2: 10, 3: 12, 18: 4, 21: 2, 22: 5, 23: 4, 27: 1, 35: 4, 75: 0}
+BROKER_MAX_VERSIONS = {0: 11, 1: 17, 2: 10, 3: 12, 18: 4, 21: 2, 22: 5, 23: 4, 27: 1, 35: 4, 61: 0, 75: 0}
 #: The classic group coordinator's APIs (served by ``groups``, which the server layer attaches):
 #: OffsetCommit, OffsetFetch, FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup,
 #: DescribeGroups, ListGroups, DeleteGroups, OffsetDelete, TxnOffsetCommit (v5 is KIP-890 part 2); and KIP-848's ConsumerGroupHeartbeat
@@ -146,6 +148,8 @@ class BrokerHandlers:
             return self.delete_records.handle(request, version)
         if kind is WriteTxnMarkersRequest:
             return self.write_txn_markers.handle(request, version)
+        if kind is DescribeProducersRequest:
+            return handle_describe_producers(self.state, request, version)
         if request.API_KEY in TELEMETRY_APIS and self.telemetry is not None:
             if request.API_KEY == 71:
                 return self.telemetry.get_subscriptions(request, ctx.header.client_id)

@@ -58,12 +58,15 @@ class BatchHeader(NamedTuple):
 
 
 class CompletedTxn(NamedTuple):
-    """A transaction an end marker closed: ``last_offset`` is the marker's offset."""
+    """A transaction an end marker closed: ``last_offset`` is the marker's offset;
+    ``last_stable_offset`` the LSO right after it (the oldest other open transaction's first
+    offset, else the offset after the marker), as Kafka's ``AbortedTxn`` records it."""
 
     producer_id: int
     first_offset: int
     last_offset: int
     aborted: bool
+    last_stable_offset: int = -1
 
 
 def read_varint(view, pos: int) -> tuple[int, int]:
@@ -227,6 +230,9 @@ class ProducerStateTable:
     def __init__(self, end_offset: int = 0):
         self.producers: dict[int, ProducerEntry] = {}
         self.end_offset = end_offset
+        #: producer id -> first offset of its open transaction; None until first needed
+        #: (a loader fills ``producers`` directly), then kept by ``apply``
+        self._ongoing: dict[int, int] | None = None
 
     def __len__(self) -> int:
         return len(self.producers)
@@ -296,6 +302,7 @@ class ProducerStateTable:
         truth (Kafka's ``AppendOrigin.REPLICATION``). Returns the transactions closed by
         markers among them, in log order."""
         producers = self.producers
+        ongoing = self.ongoing()
         completed = []
         for h in headers:
             if h.producer_id < 0:
@@ -304,8 +311,13 @@ class ProducerStateTable:
             if entry is None:
                 entry = producers[h.producer_id] = ProducerEntry(h.producer_id)
             done = entry.record(h)
+            if entry.txn_first_offset >= 0:
+                ongoing[h.producer_id] = entry.txn_first_offset
+            else:
+                ongoing.pop(h.producer_id, None)
             if done is not None:
-                completed.append(done)
+                first = min(ongoing.values()) if ongoing else h.last_offset + 1
+                completed.append(done._replace(last_stable_offset=first))
         if end_offset is not None:
             self.end_offset = max(self.end_offset, end_offset)
         elif headers:
@@ -315,14 +327,9 @@ class ProducerStateTable:
     # --- transactions ----------------------------------------------------------------------------
     def first_unstable_offset(self) -> int | None:
         """The first offset of the oldest ongoing transaction, None if there is none (Kafka's
-        ``firstUndecidedOffset``). Scans the producers: ongoing transactions are few and the
-        table is small next to a fetch's work."""
-        first = None
-        for e in self.producers.values():
-            t = e.txn_first_offset
-            if t >= 0 and (first is None or t < first):
-                first = t
-        return first
+        ``firstUndecidedOffset``)."""
+        ongoing = self.ongoing()
+        return min(ongoing.values()) if ongoing else None
 
     def last_stable_offset(self, high_watermark: int) -> int:
         """Kafka's LSO: below the oldest ongoing transaction and never above the HW."""
@@ -330,8 +337,10 @@ class ProducerStateTable:
         return high_watermark if first is None else min(first, high_watermark)
 
     def ongoing(self) -> dict[int, int]:
-        """producer id -> first offset of its ongoing transaction."""
-        return {pid: e.txn_first_offset for pid, e in self.producers.items() if e.txn_first_offset >= 0}
+        """producer id -> first offset of its ongoing transaction (the table's own dict)."""
+        if self._ongoing is None:
+            self._ongoing = {pid: e.txn_first_offset for pid, e in self.producers.items() if e.txn_first_offset >= 0}
+        return self._ongoing
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers idle for ``producer.id.expiration.ms``; returns how many."""

@@ -2,15 +2,17 @@
 log replay, ``producer_snapshots.load_producer_state``) and kept beside the ``PartitionLog``
 it belongs to: a recreated partition (new ``PartitionLog`` object) gets a fresh table. Also
 writes the ``.snapshot`` files (on shutdown and whenever the server layer asks, e.g. after a
-segment roll) and keeps at most ``KEEP_SNAPSHOTS`` of them per partition. Loop thread only;
+segment roll) and keeps at most ``KEEP_SNAPSHOTS`` of them per partition; indexes aborted
+transactions (``.txnindex``) as their markers are appended, and gives the last stable offset. Loop thread only;
 file I/O only through ``producer_snapshots``.
 """
 
 from __future__ import annotations
 
-from kraft.broker.producer_snapshots import (delete_snapshots, load_producer_state, snapshot_offsets,
-                                             write_snapshot)
+from kraft.broker.producer_snapshots import (delete_snapshots, index_aborted, load_producer_state,
+                                             snapshot_offsets, write_snapshot)
 from kraft.broker.producer_state import ProducerStateTable, producer_batches
+from kraft.log import txn_index
 
 KEEP_SNAPSHOTS = 2
 
@@ -34,11 +36,27 @@ class ProducerStates:
         if table.end_offset >= plog.log.end_offset:
             return  # loaded after this append: already replayed from the log
         end = plog.log.end_offset  # a follower append may have dropped a partial last batch
-        table.apply([h for h in producer_batches(data) if h.last_offset < end], end)
+        index_aborted(plog.log, table.apply([h for h in producer_batches(data) if h.last_offset < end], end))
+
+    def last_stable_offset(self, plog) -> int:
+        """Kafka's LSO of ``plog``: its high watermark, or the first offset of its oldest open
+        transaction if that is lower."""
+        return self.table(plog).last_stable_offset(plog.high_watermark)
+
+    def aborted_transactions(self, plog, fetch_offset: int, upper_offset: int) -> list:
+        """The aborted transactions (``txn_index.AbortedTxn``) overlapping
+        ``[fetch_offset, upper_offset)``, for a read_committed fetch."""
+        directory = plog.log.directory
+        bases = txn_index.base_offsets(directory)
+        if not bases:
+            return []
+        return txn_index.collect(directory, bases, fetch_offset, upper_offset)
 
     def on_truncated(self, plog) -> None:
-        """The log lost its tail: the table is rebuilt from snapshots and log on next use."""
+        """The log lost its tail: the table is rebuilt from snapshots and log on next use, and
+        the aborted transactions whose markers went are dropped from the index now."""
         self._tables.pop((plog.topic, plog.partition), None)
+        txn_index.truncate_from(plog.log.directory, plog.log.end_offset)
 
     def forget(self, topic: str, partition: int) -> None:
         self._tables.pop((topic, partition), None)

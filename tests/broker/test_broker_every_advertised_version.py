@@ -13,7 +13,7 @@ import uuid
 from kraft.errors import ErrorCode
 from kraft.protocol import (ApiVersionsRequest, DeleteRecordsRequest, DescribeLogDirsRequest,
                             DescribeTopicPartitionsRequest, FetchRequest, GetTelemetrySubscriptionsRequest,
-                            InitProducerIdRequest, PushTelemetryRequest, WriteTxnMarkersRequest,
+                            InitProducerIdRequest, PushTelemetryRequest, WriteTxnMarkersRequest, DescribeProducersRequest,
                             ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
                             decode_response, encode_request)
 from kraft.records import build_batch, iter_batches
@@ -86,7 +86,7 @@ async def _scenario(tmp_path):
                 features = {f.name: (f.min_version, f.max_version) for f in resp.supported_features}
                 assert features["metadata.version"][1] >= 21 and features["kraft.version"] == (0, 1), features
             checked.add((18, v))
-        assert table == {0: (3, 11), 1: (4, 17), 2: (1, 10), 3: (0, 12), 18: (0, 4), 21: (0, 2), 22: (0, 5), 23: (2, 4), 27: (0, 1),
+        assert table == {0: (3, 11), 1: (4, 17), 2: (1, 10), 3: (0, 12), 18: (0, 4), 21: (0, 2), 22: (0, 5), 23: (2, 4), 27: (0, 1), 61: (0, 0),
                          35: (1, 4), 71: (0, 0), 72: (0, 0), 75: (0, 0), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5),
                          14: (0, 5), 15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0), 68: (0, 1), 69: (0, 0),
                          24: (0, 5), 25: (0, 4), 26: (0, 4), 28: (0, 4), 65: (0, 0), 66: (0, 2)}
@@ -244,6 +244,17 @@ async def _scenario(tmp_path):
             resp = await conn.ask(marker(9, topic="nope"), v)
             assert resp.markers[0].topics[0].partitions[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION, v
             checked.add((27, v))
+
+        DP = DescribeProducersRequest
+        resp = await conn.ask(DP(topics=[DP.Topic(name=TOPIC, partition_indexes=[0, 7]),
+                                         DP.Topic(name="nope", partition_indexes=[0])]), 0)
+        p0, p7 = resp.topics[0].partitions
+        assert (p7.error_code, resp.topics[1].partitions[0].error_code) == (E.UNKNOWN_TOPIC_OR_PARTITION,) * 2
+        states = {s.producer_id: s for s in p0.active_producers}
+        s = states[pid]
+        assert (p0.error_code, s.producer_epoch, s.last_sequence, s.coordinator_epoch,
+                s.current_txn_start_offset) == (0, 0, 1, 6, -1), s
+        checked.add((61, 0))
 
         # last: its transactions' markers take offsets of TOPIC's partition
         await check_txn_versions(conn, node, TOPIC, checked)

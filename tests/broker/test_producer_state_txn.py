@@ -5,9 +5,17 @@ oldest open transaction, and markers from a stale producer or coordinator epoch 
 
 from __future__ import annotations
 
+import os
+from types import SimpleNamespace
+
+from kraft.broker.producer_snapshots import load_producer_state, write_snapshot
 from kraft.broker.producer_state import CompletedTxn, ProducerStateTable, producer_batches
+from kraft.broker.producer_states import ProducerStates
 from kraft.broker.write_txn_markers_handler import end_txn_marker_batch
 from kraft.errors import ErrorCode
+from kraft.log import txn_index
+from kraft.log.config import LogConfig
+from kraft.log.segmented_log import SegmentedLog
 from kraft.records import build_batch, iter_batches
 
 E = ErrorCode
@@ -57,9 +65,9 @@ def test_commit_and_abort_markers_close_transactions_and_report_them():
     t.apply(txn_batch(2, 0, 0, base_offset=1))
     t.apply(txn_batch(1, 0, 1, base_offset=2))
     assert t.last_stable_offset(10) == 0
-    assert t.apply(producer_batches(marker(1, 0, True, 5, 3))) == [CompletedTxn(1, 0, 3, aborted=False)]
+    assert t.apply(producer_batches(marker(1, 0, True, 5, 3))) == [CompletedTxn(1, 0, 3, False, 1)]
     assert t.last_stable_offset(10) == 1  # producer 2 still open
-    assert t.apply(producer_batches(marker(2, 0, False, 5, 4))) == [CompletedTxn(2, 1, 4, aborted=True)]
+    assert t.apply(producer_batches(marker(2, 0, False, 5, 4))) == [CompletedTxn(2, 1, 4, True, 5)]
     assert t.last_stable_offset(10) == 10 and t.ongoing() == {}
     assert t.get(1).coordinator_epoch == 5
     # a marker for a producer that wrote nothing here closes nothing
@@ -96,3 +104,48 @@ def test_an_abort_with_an_epoch_bump_restarts_sequences():
     t.apply(producer_batches(marker(1, 1, False, 0, 2)))  # the coordinator bumped the epoch on abort
     assert t.get(1).epoch == 1 and t.get(1).last_seq == -1
     assert t.check_client_append(txn_batch(1, 1, 0, base_offset=3)).code == E.NONE
+
+
+# --- producer state over a real log: index on append, rebuild on load, truncation ------------
+
+
+def _append(states, plog, data):
+    data = bytearray(data)
+    plog.log.append(data, assign_offsets=True, leader_epoch=0)
+    states.on_appended(plog, data)
+    plog.high_watermark = plog.log.end_offset
+
+
+def _txn(pid, seq, n=2):
+    return build_batch([b"x"] * n, producer_id=pid, producer_epoch=0, base_sequence=seq, transactional=True)
+
+
+def test_abort_is_indexed_rebuilt_on_load_and_dropped_by_truncation(tmp_path):
+    log = SegmentedLog.open(str(tmp_path / "t-0"), LogConfig())
+    plog = SimpleNamespace(topic="t", partition=0, log=log, high_watermark=0)
+    states = ProducerStates()
+    _append(states, plog, _txn(1, 0))                     # 0-1
+    _append(states, plog, _txn(2, 0))                     # 2-3
+    write_snapshot(log.directory, states.table(plog))     # snapshot at 4: both open
+    _append(states, plog, marker(1, 0, False, 0, 0))      # 4: ABORT 1
+    _append(states, plog, _txn(3, 0))                     # 5-6
+    assert txn_index.read(log.directory, 0) == [txn_index.AbortedTxn(1, 0, 4, 2)]
+    assert states.last_stable_offset(plog) == 2
+    assert [(a.producer_id, a.first_offset) for a in states.aborted_transactions(plog, 0, 7)] == [(1, 0)]
+
+    # Lost index (crash): the load from the snapshot at 4 replays the marker and rebuilds it.
+    os.unlink(txn_index.path(log.directory, 0))
+    table = load_producer_state(log)
+    assert txn_index.read(log.directory, 0) == [txn_index.AbortedTxn(1, 0, 4, 2)]
+    assert table.ongoing() == {2: 2, 3: 5} and table.last_stable_offset(7) == 2
+    # A stale entry past the snapshot (left by a crash) is not duplicated by the rebuild.
+    load_producer_state(log)
+    assert len(txn_index.read(log.directory, 0)) == 1
+
+    # A truncation below the marker: the entry goes, producer 1's transaction is open again.
+    log.truncate_to(4)
+    plog.high_watermark = 4
+    states.on_truncated(plog)
+    assert txn_index.read(log.directory, 0) == []
+    assert states.table(plog).ongoing() == {1: 0, 2: 2} and states.last_stable_offset(plog) == 0
+    log.close()

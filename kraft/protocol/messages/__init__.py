@@ -65,6 +65,7 @@ from kraft.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from kraft.protocol.messages.transactions_admin import (DescribeTransactionsRequest, DescribeTransactionsResponse,
                                                         ListTransactionsRequest, ListTransactionsResponse)
 from kraft.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from kraft.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 
 __all__ = [
     "ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse",
@@ -88,6 +89,7 @@ __all__ = [
     "EndTxnRequest", "EndTxnResponse", "TxnOffsetCommitRequest", "TxnOffsetCommitResponse",
     "DescribeTransactionsRequest", "DescribeTransactionsResponse",
     "ListTransactionsRequest", "ListTransactionsResponse",
+    "DescribeProducersRequest", "DescribeProducersResponse",
     "AlterConfigsRequest", "AlterConfigsResponse",
     "AlterPartitionRequest", "AlterPartitionResponse",
     "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse",
