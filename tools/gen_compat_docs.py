@@ -56,8 +56,8 @@ Tested against real `kraft` processes in this repository's suite:
 | confluent-kafka transactional producer | init, commit, abort, `send_offsets_to_transaction`, zombie fencing, timeout abort, coordinator failover | `tests/integration/test_transactions.py` |
 
 Consumer groups are served (`tests/integration/test_consumer_groups.py`). Transactions: the
-coordinator, transactional produce and markers are served; `isolation.level=read_committed`
-does not yet stop at the last stable offset. Share groups are not served.
+coordinator, transactional produce, markers and `isolation.level=read_committed` are served
+(`docs/transactions.md` says what is not yet). Share groups are not served.
 """
 
 

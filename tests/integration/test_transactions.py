@@ -1,12 +1,12 @@
 """Transactions against 3 combined ``kraft server start`` processes with a real confluent-kafka
 (librdkafka) transactional Producer: init/begin/produce/commit and abort end with the right
-COMMIT/ABORT marker on every partition, ``send_offsets_to_transaction`` (the group's offset
-moves only when the transaction commits), zombie fencing by a second producer with the same
-transactional.id, a transaction past its timeout aborted by the coordinator, a commit across a
-SIGKILL of the coordinator's node, and DescribeTransactions / ListTransactions answered from
-``__transaction_state``. read_committed consumption waits for the partition side's last stable
-offset (strict xfail until then). aiokafka's and kafka-python's transactional producers commit
-and abort too. One cluster for the module."""
+COMMIT/ABORT marker on every partition and read_committed consumers read exactly the committed
+records; ``send_offsets_to_transaction`` (the group's offset moves only when the transaction
+commits); zombie fencing by a second producer with the same transactional.id; a transaction
+past its timeout aborted by the coordinator; a commit across a SIGKILL of the coordinator's
+node; DescribeTransactions / ListTransactions answered from ``__transaction_state``.
+aiokafka's and kafka-python's transactional producers commit and abort too. One cluster for
+the module."""
 
 from __future__ import annotations
 
@@ -150,10 +150,13 @@ def test_commit_and_abort_end_with_markers_on_every_partition(cluster):
             assert len({pid for kind, pid in mine if kind != "data"}) == 1  # one producer's markers
             return [e[0] if e[0] != "data" else e[1].split(b"-")[0].decode() for e in mine]
         assert wait_for(lambda: kinds() == expected, 10, 0.2), (part, kinds(), expected)
+    # A read_committed consumer reads exactly the committed records; read_uncommitted all of them.
+    got = read_all(cluster, "read_committed", expect=11)
+    assert sorted(v for v in got if v.startswith((b"committed", b"aborted"))) == \
+        sorted([b"committed-%d" % i for i in range(10)] + [b"committed-last"])
+    assert sum(v.startswith(b"aborted") for v in read_all(cluster, "read_uncommitted", expect=16)) == 5
 
 
-@pytest.mark.xfail(reason="read_committed Fetch (last stable offset, aborted transactions) is the partition "
-                          "side's next step on txn-partition", strict=True)
 def test_read_committed_sees_committed_records_only(cluster):
     p = producer(cluster, "tx-read-committed")
     p.init_transactions(60)
@@ -230,6 +233,8 @@ def test_second_producer_fences_the_first(cluster):
     assert marker_after(cluster, TOPIC, 1, b"zombie") == "ABORT"  # the fenced one's transaction
     assert marker_after(cluster, TOPIC, 1, b"from-second") == "COMMIT"
     assert ("data", b"zombie-2") not in log_of(cluster, TOPIC, 1)
+    got = read_all(cluster, "read_committed", expect=1)
+    assert b"from-second" in got and b"zombie" not in got
 
 
 def test_timed_out_transaction_is_aborted(cluster):
