@@ -233,6 +233,11 @@ class ProducerStateTable:
         #: producer id -> first offset of its open transaction; None until first needed
         #: (a loader fills ``producers`` directly), then kept by ``apply``
         self._ongoing: dict[int, int] | None = None
+        #: (first offset, marker offset) of ended transactions whose marker the high watermark
+        #: may not cover yet, in log order: they hold the LSO back until it does (Kafka's
+        #: ``unreplicatedTxns``), so a read_committed consumer never reads past a marker a
+        #: leader change could still take away
+        self._unreplicated: list[tuple[int, int]] = []
 
     def __len__(self) -> int:
         return len(self.producers)
@@ -318,6 +323,7 @@ class ProducerStateTable:
             if done is not None:
                 first = min(ongoing.values()) if ongoing else h.last_offset + 1
                 completed.append(done._replace(last_stable_offset=first))
+                self._unreplicated.append((done.first_offset, done.last_offset))
         if end_offset is not None:
             self.end_offset = max(self.end_offset, end_offset)
         elif headers:
@@ -332,8 +338,16 @@ class ProducerStateTable:
         return min(ongoing.values()) if ongoing else None
 
     def last_stable_offset(self, high_watermark: int) -> int:
-        """Kafka's LSO: below the oldest ongoing transaction and never above the HW."""
+        """Kafka's LSO: below the oldest transaction that is ongoing or whose end marker the
+        HW does not cover yet, and never above the HW."""
+        unrep = self._unreplicated
+        if unrep:
+            # Kafka's onHighWatermarkUpdated: a marker below the HW is replicated.
+            self._unreplicated = unrep = [t for t in unrep if t[1] >= high_watermark]
         first = self.first_unstable_offset()
+        if unrep:
+            u = min(t[0] for t in unrep)
+            first = u if first is None else min(first, u)
         return high_watermark if first is None else min(first, high_watermark)
 
     def ongoing(self) -> dict[int, int]:

@@ -83,6 +83,8 @@ class WriteTxnMarkersHandler:
 
     def _append(self, topic: str, index: int, m):
         """(error code, the appended part to wait for or None)."""
+        if m.producer_id < 0 or m.producer_epoch < 0:
+            return int(ErrorCode.INVALID_REQUEST), None  # a marker must name a producer
         code, plog, reg = self.state.local_leader(topic, index)
         if code != NONE:
             return code, None

@@ -149,3 +149,14 @@ def test_abort_is_indexed_rebuilt_on_load_and_dropped_by_truncation(tmp_path):
     assert txn_index.read(log.directory, 0) == []
     assert states.table(plog).ongoing() == {1: 0, 2: 2} and states.last_stable_offset(plog) == 0
     log.close()
+
+
+def test_lso_stays_below_an_ended_transaction_until_the_hw_covers_its_marker():
+    """Kafka's unreplicatedTxns: a marker a leader change could still lose must not let a
+    read_committed consumer past the transaction."""
+    t = ProducerStateTable()
+    t.apply(txn_batch(1, 0, 0, n=2, base_offset=0))   # 0-1
+    t.apply(producer_batches(marker(1, 0, True, 0, 2)))  # 2: COMMIT, not replicated yet
+    assert t.last_stable_offset(high_watermark=2) == 0
+    assert t.last_stable_offset(high_watermark=3) == 3  # the marker is below the HW
+    assert t.last_stable_offset(high_watermark=3) == 3

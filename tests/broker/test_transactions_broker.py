@@ -135,6 +135,7 @@ async def _scenario(tmp_path):
         assert await marker(conn, 5000, False, epoch=2) == [E.INVALID_PRODUCER_EPOCH]
         assert await marker(conn, A, True, coord_epoch=0) == [E.TRANSACTION_COORDINATOR_FENCED]
         assert await marker(conn, A, True, partitions=(5,)) == [E.UNKNOWN_TOPIC_OR_PARTITION]
+        assert await marker(conn, -1, True) == [E.INVALID_REQUEST]
         assert await marker(conn, 5000, False, epoch=3) == [0]    # 15: ABORT 5000
         # A non-transactional write inside an open transaction is INVALID_TXN_STATE.
         assert (await produce(conn, C, 2, transactional=False)).error_code == E.INVALID_TXN_STATE
