@@ -243,6 +243,18 @@ INT_SETTINGS.update({
     "log.cleaner.dedupe.buffer.size": (128 * MiB, 1),
     "log.cleaner.backoff.ms": (15_000, 0),
 })
+# The transaction coordinator and __transaction_state (Kafka's TransactionStateManagerConfig and
+# TransactionLogConfig defaults).
+INT_SETTINGS.update({
+    "transaction.state.log.num.partitions": (50, 1),
+    "transaction.state.log.replication.factor": (3, 1),
+    "transaction.state.log.min.isr": (2, 1),
+    "transaction.state.log.segment.bytes": (100 * MiB, 1),
+    "transaction.max.timeout.ms": (900_000, 1),
+    "transactional.id.expiration.ms": (7 * 24 * 3600 * 1000, 1),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (10_000, 1),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": (3_600_000, 1),
+})
 # The group coordinator and __consumer_offsets (Kafka's GroupCoordinatorConfig defaults).
 INT_SETTINGS.update({
     "offsets.topic.num.partitions": (50, 1),

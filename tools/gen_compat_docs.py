@@ -53,9 +53,11 @@ Tested against real `kraft` processes in this repository's suite:
 | kcat (librdkafka) | metadata, produce, consume | `tests/broker/test_real_clients.py` |
 | kafka-python | produce, consume | `tests/broker/test_real_clients.py` |
 | aiokafka | produce, consume | `tests/broker/test_real_clients.py` |
+| confluent-kafka transactional producer | init, commit, abort, `send_offsets_to_transaction`, zombie fencing, timeout abort, coordinator failover | `tests/integration/test_transactions.py` |
 
-Consumer groups, transactions and share groups are not served yet: clients that need a group
-coordinator (subscribe with `group.id`) wait for one.
+Consumer groups are served (`tests/integration/test_consumer_groups.py`). Transactions: the
+coordinator, transactional produce, markers and `isolation.level=read_committed` are served
+(`docs/transactions.md` says what is not yet). Share groups are not served.
 """
 
 

@@ -44,17 +44,20 @@ F = FetchResponse
 _MARKER_PREFIX = os.urandom(12)
 _I32 = struct.Struct(">i")
 _EMPTY = b""
+READ_COMMITTED = 1
 
 
 class _Read:
     """One partition's outcome."""
 
     __slots__ = ("topic", "topic_id", "partition", "code", "hw", "log_start", "records", "plog", "leader",
-                 "diverging")
+                 "diverging", "lso", "aborted")
 
     def __init__(self, topic, topic_id, partition):
         self.topic, self.topic_id, self.partition = topic, topic_id, partition
         self.code, self.hw, self.log_start = NONE, -1, -1
+        self.lso = None  # the last stable offset; None: the HW (a follower's read)
+        self.aborted = None  # read_committed: [(producer id, first offset)] of aborted transactions in range
         self.records = _EMPTY
         self.plog = None
         self.leader = None
@@ -82,7 +85,7 @@ class FetchHandler:
         wanted = ctx.wanted
         if replica >= 0:
             wanted = [(name, tid, p, replica) for name, tid, p in wanted]
-        reads, size, errors = self._read_all(wanted, request.max_bytes, version)
+        reads, size, errors = self._read_all(wanted, request.max_bytes, version, _isolation(request, version))
         if request.max_wait_ms <= 0 or size >= request.min_bytes or errors or not wanted:
             return self._answer(ctx, reads, version, listener)
         loop = asyncio.get_running_loop()
@@ -151,7 +154,7 @@ class FetchHandler:
                     seen.add(parked)
                     parked.check()
 
-    def _read_all(self, wanted, max_bytes: int, version: int):
+    def _read_all(self, wanted, max_bytes: int, version: int, isolation: int = 0):
         remaining = max_bytes
         size, errors = 0, False
         reads = []
@@ -159,7 +162,7 @@ class FetchHandler:
             if replica:
                 r = self._read_for_replica(name, topic_id, p, replica[0], remaining, size == 0, version)
             else:
-                r = self._read(name, topic_id, p, remaining, size == 0, version)
+                r = self._read(name, topic_id, p, remaining, size == 0, version, isolation)
             n = len(r.records)
             size += n
             remaining -= n
@@ -167,7 +170,7 @@ class FetchHandler:
             reads.append(r)
         return reads, size, errors
 
-    def _read(self, name, topic_id, p, remaining: int, first: bool, version: int) -> _Read:
+    def _read(self, name, topic_id, p, remaining: int, first: bool, version: int, isolation: int = 0) -> _Read:
         r = _Read(name, topic_id, p.partition)
         if name is None:
             r.code = int(ErrorCode.UNKNOWN_TOPIC_ID)
@@ -183,8 +186,17 @@ class FetchHandler:
         r.hw = self.state.advance_high_watermark(plog, reg)
         r.log_start = log.start_offset
         try:
+            states = self.state.producer_states
+            r.lso = states.last_stable_offset(plog)
+            upper = r.lso if isolation == READ_COMMITTED else r.hw
             r.records = read_bytes(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)),
-                                   upper_offset=r.hw, min_one=first)
+                                   upper_offset=upper, min_one=first)
+            if isolation == READ_COMMITTED:
+                # Kafka's collectAbortedTransactions: the consumer drops these producers'
+                # records from each first offset up to the ABORT marker.
+                r.aborted = [(a.producer_id, a.first_offset)
+                             for a in states.aborted_transactions(plog, p.fetch_offset, upper)] \
+                    if len(r.records) else []
         except OffsetOutOfRangeError:
             r.code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
         except FatalLogError:
@@ -249,13 +261,15 @@ class _Parked:
     def check(self) -> None:
         if self.fut.done():
             return
-        reads, size, errors = self.handler._read_all(self.wanted, self.request.max_bytes, self.version)
+        reads, size, errors = self.handler._read_all(self.wanted, self.request.max_bytes, self.version,
+                                                     _isolation(self.request, self.version))
         if size >= self.request.min_bytes or errors:
             self.fut.set_result(self.handler._answer(self.ctx, reads, self.version, self.listener))
 
     def finish(self) -> None:
         if not self.fut.done():
-            reads, _, _ = self.handler._read_all(self.wanted, self.request.max_bytes, self.version)
+            reads, _, _ = self.handler._read_all(self.wanted, self.request.max_bytes, self.version,
+                                                 _isolation(self.request, self.version))
             self.fut.set_result(self.handler._answer(self.ctx, reads, self.version, self.listener))
 
     def unpark(self) -> None:
@@ -268,6 +282,11 @@ class _Parked:
                 s.discard(self)
                 if not s:
                     del parked[plog]
+
+
+def _isolation(request, version: int) -> int:
+    """The request's isolation level (v4+; READ_UNCOMMITTED before, and for a follower)."""
+    return request.isolation_level if version >= 4 else 0
 
 
 def _encode(reads, version: int, session_id: int = 0, error_code: int = NONE,
@@ -291,8 +310,12 @@ def _encode(reads, version: int, session_id: int = 0, error_code: int = NONE,
                 records = _MARKER_PREFIX + _I32.pack(len(views))
                 views.append(r.records)
             part = F.Topic.Partition(partition_index=r.partition, error_code=r.code, high_watermark=r.hw,
-                                     last_stable_offset=r.hw, log_start_offset=r.log_start,
-                                     aborted_transactions=None, preferred_read_replica=-1, records=records)
+                                     last_stable_offset=r.hw if r.lso is None else r.lso,
+                                     log_start_offset=r.log_start,
+                                     aborted_transactions=None if r.aborted is None else [
+                                         F.AbortedTransaction(producer_id=pid, first_offset=first)
+                                         for pid, first in r.aborted],
+                                     preferred_read_replica=-1, records=records)
             if r.leader is not None and version >= 12:
                 part.current_leader = F.LeaderIdAndEpoch(leader_id=r.leader[0], leader_epoch=r.leader[1])
             if r.diverging is not None and version >= 12:

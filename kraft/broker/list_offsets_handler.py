@@ -1,6 +1,6 @@
 """ListOffsets (API key 2, v1-v10) on the partition leader (Kafka's
 ``UnifiedLog.fetchOffsetByTimestamp``): -2 earliest (log start offset), -1 latest (high
-watermark; the last stable offset for read_committed is the same without transactions),
+watermark; the last stable offset for read_committed, isolation level 1, v2+),
 -3 the record with the largest timestamp (v7+, KIP-734), -4 the local log start (v8+,
 KIP-405: the log start, kraft having no remote tier), -5 the last tiered offset (v9+,
 KIP-1005: -1 without a remote tier, as Kafka answers), any other timestamp the first record
@@ -26,7 +26,7 @@ def handle_list_offsets(state: BrokerState, request: ListOffsetsRequest, version
         parts = []
         for p in t.partitions:
             try:
-                parts.append(_one(state, t.name, p, version))
+                parts.append(_one(state, t.name, p, version, request.isolation_level if version >= 2 else 0))
             except FatalLogError:
                 parts.append(L.Topic.Partition(partition_index=p.partition_index,
                                                error_code=int(ErrorCode.KAFKA_STORAGE_ERROR)))
@@ -36,7 +36,7 @@ def handle_list_offsets(state: BrokerState, request: ListOffsetsRequest, version
     return L(throttle_time_ms=0, topics=topics)
 
 
-def _one(state: BrokerState, topic: str, p, version: int) -> L.Topic.Partition:
+def _one(state: BrokerState, topic: str, p, version: int, request_isolation: int = 0) -> L.Topic.Partition:
     code, plog, reg = state.local_leader(topic, p.partition_index, p.current_leader_epoch)
     if code != NONE:
         return L.Topic.Partition(partition_index=p.partition_index, error_code=code)
@@ -50,7 +50,8 @@ def _one(state: BrokerState, topic: str, p, version: int) -> L.Topic.Partition:
         out.leader_epoch = -1
         return out
     elif ts == LATEST:
-        found = (-1, hw)
+        # read_committed sees up to the last stable offset (Kafka's fetchOffsetByTimestamp).
+        found = (-1, state.producer_states.last_stable_offset(plog) if request_isolation == 1 else hw)
     elif ts == MAX_TIMESTAMP and version >= 7:
         found = max_timestamp_offset(log, hw)
     elif ts < 0:

@@ -265,12 +265,28 @@ class ProduceHandler:
                     part.code = int(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
 
     def _await_durable(self, waits, parts, request, version):
+        return self.await_replicated(waits, request.timeout_ms, lambda: self._response(parts, version))
+
+    @staticmethod
+    def appended(topic: str, index: int, plog, reg, base_offset: int, last_offset: int) -> _Part:
+        """A partition append made outside a Produce request (a transaction marker), to wait
+        on with ``await_replicated``."""
+        part = _Part(topic, index)
+        part.plog, part.reg = plog, reg
+        part.base_offset, part.last_offset = base_offset, last_offset
+        return part
+
+    def await_replicated(self, waits, timeout_ms: int, answer):
+        """A future of ``answer()`` once every part of ``waits`` is fsynced and below the
+        high watermark in the epoch of its append (acks=-1); a part that fails gets its
+        ``code`` set (NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT,
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND)."""
         fut = asyncio.get_running_loop().create_future()
 
         def done():
             if not fut.done():
                 self._after_append_check(waits)
-                fut.set_result(self._response(parts, version))
+                fut.set_result(answer())
         ack = _Ack(len(waits), done)
         for part in waits:
             plog = part.plog
@@ -281,7 +297,7 @@ class ProduceHandler:
             self._durable.setdefault(plog, []).append((target, ack, part))
             plog.log.request_flush()
         if not fut.done():
-            timeout = max(request.timeout_ms, 0) / 1000
+            timeout = max(timeout_ms, 0) / 1000
 
             def expire():
                 if not fut.done():
@@ -293,7 +309,7 @@ class ProduceHandler:
                         elif part.plog.log.flushed_offset <= part.last_offset or \
                                 part.plog.high_watermark <= part.last_offset:
                             part.code = int(ErrorCode.REQUEST_TIMED_OUT)
-                    fut.set_result(self._response(parts, version))
+                    fut.set_result(answer())
             handle = asyncio.get_running_loop().call_later(timeout, expire)
             fut.add_done_callback(lambda _: handle.cancel())
         return fut

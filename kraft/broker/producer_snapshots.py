@@ -10,11 +10,13 @@ int32 last_sequence, int64 last_offset, int32 offset_delta, int64 timestamp,
 int32 coordinator_epoch, int64 current_txn_first_offset)``. Only each producer's last batch
 is stored, as in Kafka: after a restart a retry of an older one of the last five batches is
 OUT_OF_ORDER_SEQUENCE_NUMBER rather than a duplicate. A corrupt snapshot is deleted and the
-next older one used (Kafka does the same). Files only: no sockets, no asyncio.
+next older one used (Kafka does the same). The replay also rebuilds the aborted-transaction
+index (``.txnindex``) past the snapshot. Files only: no sockets, no asyncio.
 """
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 import re
@@ -22,7 +24,7 @@ import struct
 
 from kraft.broker.producer_state import BatchMetadata, ProducerEntry, ProducerStateTable, producer_batches
 from kraft.errors import StateFileError
-from kraft.log import files
+from kraft.log import files, txn_index
 from kraft.records import crc32c
 
 log = logging.getLogger("kraft.broker.producers")
@@ -134,8 +136,24 @@ def load_producer_state(seg_log) -> ProducerStateTable:
                 pass
     if table is None:
         table = ProducerStateTable(start)
+    # The aborted-transaction index past the snapshot is rebuilt by the replay (Kafka's
+    # recovery does the same): entries a crash or a truncation left there may be stale.
+    txn_index.truncate_from(directory, table.end_offset)
     replay(table, seg_log, table.end_offset, end)
     return table
+
+
+def index_aborted(seg_log, completed) -> None:
+    """Append the aborted ones of ``completed`` (``CompletedTxn``) to the ``.txnindex`` of the
+    segment holding each marker."""
+    aborted = [c for c in completed if c.aborted]
+    if not aborted:
+        return
+    bases = [seg.base_offset for seg in seg_log.segments]
+    for c in aborted:
+        i = bisect.bisect_right(bases, c.last_offset) - 1
+        txn_index.append(seg_log.directory, bases[max(i, 0)],
+                         txn_index.AbortedTxn(c.producer_id, c.first_offset, c.last_offset, c.last_stable_offset))
 
 
 def replay(table: ProducerStateTable, seg_log, from_offset: int, to_offset: int) -> None:
@@ -148,6 +166,6 @@ def replay(table: ProducerStateTable, seg_log, from_offset: int, to_offset: int)
         headers = producer_batches(data, only_idempotent=False)
         if not headers:
             break
-        table.apply([h for h in headers if h.producer_id >= 0 and h.last_offset < to_offset])
+        index_aborted(seg_log, table.apply([h for h in headers if h.producer_id >= 0 and h.last_offset < to_offset]))
         offset = headers[-1].last_offset + 1
     table.end_offset = max(table.end_offset, min(offset, to_offset))

@@ -159,9 +159,16 @@ def _record_doc(r, is_control: bool, values: bool, decode_metadata: bool = False
     if is_control:
         try:
             ctype = records.decode_control_key(r.key)
-            msg = records.decode_control_record(r.key, r.value)
             name = ControlType(ctype).name if ctype in ControlType._value2member_map_ else str(ctype)
-            doc["control"] = {"type": name, "message": None if msg is None else _plain(msg)}
+            if ctype in (ControlType.ABORT, ControlType.COMMIT):
+                # Kafka's EndTransactionMarker value: int16 version, int32 coordinator epoch.
+                if r.value is None or len(r.value) < 6:
+                    raise CorruptRecordError("end transaction marker value shorter than 6 bytes")
+                epoch = int.from_bytes(bytes(r.value[2:6]), "big", signed=True)
+                doc["endTxnMarker"] = {"type": name, "coordinatorEpoch": epoch}
+            else:
+                msg = records.decode_control_record(r.key, r.value)
+                doc["control"] = {"type": name, "message": None if msg is None else _plain(msg)}
         except CorruptRecordError as exc:
             doc["control"] = {"error": str(exc)}
     elif r.value is not None and len(r.value) >= 3:
@@ -266,6 +273,9 @@ def print_text(doc: dict, out=None) -> None:
         for r in b.get("records", ()):
             line = (f"| offset: {r['offset']} {b['timestampType']}: {r['timestamp']} "
                     f"keySize: {r['keySize']} valueSize: {r['valueSize']} headerKeys: {r['headerKeys']}")
+            if "endTxnMarker" in r:  # as kafka-dump-log prints it
+                m = r["endTxnMarker"]
+                line += f" endTxnMarker: {m['type']} coordinatorEpoch: {m['coordinatorEpoch']}"
             if "control" in r:
                 c = r["control"]
                 line += (f" control: {c['type']} {json.dumps(c['message'])}" if "type" in c

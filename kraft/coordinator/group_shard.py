@@ -22,8 +22,9 @@ from kraft.coordinator.mixed_groups import MixedGroupHandlers
 from kraft.coordinator.consumer_records import ConsumerGroupMemberMetadataKey, ConsumerGroupMetadataKey
 from kraft.coordinator.group_records import GroupMetadataKey, OffsetCommitKey, decode_record, group_metadata_record
 from kraft.coordinator.offset_handlers import OffsetHandlers
-from kraft.coordinator.shard_state import (Append, GroupConfig, OffsetEntry, coordinator_error,
-                                           valid_group_id)
+from kraft.coordinator.shard_state import (Append, GroupConfig, OffsetEntry, TxnMarker, TxnOffsets,
+                                           coordinator_error, valid_group_id)
+from kraft.coordinator.txn_offsets import TxnOffsetHandlers
 from kraft.errors import ErrorCode as E
 from kraft.protocol.messages.group_admin import DescribeGroupsResponse, ListGroupsResponse
 
@@ -31,7 +32,7 @@ log = logging.getLogger("kraft.groups")
 from kraft.protocol.messages.group_membership import (HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse,
                                                       SyncGroupResponse)
 
-class GroupShard(OffsetHandlers, ConsumerHandlers, MixedGroupHandlers):
+class GroupShard(OffsetHandlers, TxnOffsetHandlers, ConsumerHandlers, MixedGroupHandlers):
     """Invariant: a group id is in ``groups`` (classic) or ``consumer_groups`` (KIP-848), never
     both; committed offsets (``offsets``) are the same for both types."""
 
@@ -42,6 +43,8 @@ class GroupShard(OffsetHandlers, ConsumerHandlers, MixedGroupHandlers):
         self.consumer_groups: dict[str, ConsumerGroup] = {}
         self.topics = topics or TopicsView()  # the cluster's topics: what consumer groups subscribe to
         self.offsets: dict[str, dict[tuple[str, int], OffsetEntry]] = {}
+        #: transactional offsets waiting for their producer's marker: pid -> group -> (t, p) -> entry
+        self.pending_txn: dict[int, dict[str, dict[tuple[str, int], OffsetEntry]]] = {}
         self._counter = 0
         self.new_member_id = new_member_id or self._next_member_id
         self._appends: list[Append] = []
@@ -65,6 +68,10 @@ class GroupShard(OffsetHandlers, ConsumerHandlers, MixedGroupHandlers):
         event loop and applies on it)."""
         if decoded is None:
             return
+        if isinstance(decoded, TxnOffsets):
+            return self.apply_txn_offset(decoded.producer_id, decoded.decoded)
+        if isinstance(decoded, TxnMarker):
+            return self.complete_txn(decoded.producer_id, decoded.committed, now_ms)
         k, v = decoded
         if isinstance(k, OffsetCommitKey):
             offsets = self.offsets.setdefault(k.group, {})
@@ -105,6 +112,7 @@ class GroupShard(OffsetHandlers, ConsumerHandlers, MixedGroupHandlers):
         self.groups.clear()
         self.consumer_groups.clear()
         self.offsets.clear()
+        self.pending_txn.clear()
 
     # --- JoinGroup -----------------------------------------------------------------------------
     def join(self, req, version: int, now_ms: int, client_id: str, client_host: str, respond) -> None:

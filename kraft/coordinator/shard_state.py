@@ -46,6 +46,24 @@ class Append:
     on_durable: object = None
     on_failed: object = None
     replies: list = field(default_factory=list)
+    #: a transactional append (TxnOffsetCommit): written as a transactional batch of this
+    #: producer, alone; its offsets count once the transaction's COMMIT marker lands
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+@dataclass(frozen=True)
+class TxnOffsets:
+    """A loaded record of a transactional batch: pending until its producer's marker."""
+    producer_id: int
+    decoded: tuple
+
+
+@dataclass(frozen=True)
+class TxnMarker:
+    """A loaded COMMIT/ABORT control record on the shard's partition."""
+    producer_id: int
+    committed: bool
 
 
 def valid_group_id(group_id) -> bool:

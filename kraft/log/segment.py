@@ -17,6 +17,7 @@ import struct
 
 from kraft.errors import FatalLogError, LogCorruptionError
 from kraft.log import files, hotloops
+from kraft.log import txn_index
 from kraft.log.index import SegmentIndex
 from kraft.log.tail_memo import TailMemo
 from kraft.records import scan_batches
@@ -125,6 +126,7 @@ class LogSegment:
         """Close and unlink all three files (the caller fsyncs the directory)."""
         self.close()
         self.index.delete_files()
+        txn_index.delete(self.directory, self.base_offset)  # the aborted transactions go with it
         try:
             os.unlink(self.path)
         except FileNotFoundError:

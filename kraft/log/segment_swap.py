@@ -22,7 +22,7 @@ import logging
 import os
 import re
 
-from kraft.log import files
+from kraft.log import files, txn_index
 from kraft.log.segment import LogSegment
 from kraft.records import scan_batches
 
@@ -86,10 +86,29 @@ def _open_swapped(directory: str, base: int, swap_path: str, interval: int) -> L
 
 def rename_into_place(old_segments: list, swap_path: str, final_path: str) -> None:
     """Step 3's file operations (owner thread, under the log's lock)."""
+    _merge_txn_indexes(old_segments, final_path)
     for old in old_segments:
         os.replace(old.path, old.path + DELETED_SUFFIX)
         old.index.delete_files()
     os.replace(swap_path, final_path)
+
+
+def _merge_txn_indexes(old_segments: list, final_path: str) -> None:
+    """The aborted transactions of the replaced segments go with their replacement: one
+    ``.txnindex`` under its base offset, written (temp, rename) before the old ones go, so a
+    crash leaves an entry twice at worst (a consumer skips an aborted range twice: harmless),
+    never lost. Entries stay even if the cleaner dropped their records: a consumer that sees
+    no record of the range is unaffected."""
+    directory = os.path.dirname(final_path)
+    base = int(os.path.basename(final_path)[:files.OFFSET_WIDTH])
+    entries = []
+    for old in old_segments:
+        entries.extend(txn_index.read(directory, old.base_offset))
+    if entries:
+        files.atomic_write(txn_index.path(directory, base), txn_index.encode(entries))
+    for old in old_segments:
+        if old.base_offset != base:
+            txn_index.delete(directory, old.base_offset)
 
 
 def recover_leftovers(directory: str, removed: list) -> None:

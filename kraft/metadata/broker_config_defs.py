@@ -92,7 +92,7 @@ _DYNAMIC = [
               "(its metrics endpoint is kraft.metrics.port)"),
     *_refused(["producer.id.expiration.ms"], T.INT, "86400000", "kraft reads it at start-up only",
               validator=at_least(1)),
-    *_refused(["transaction.partition.verification.enable"], T.BOOLEAN, "true", "kraft has no transactions yet"),
+    *_refused(["transaction.partition.verification.enable"], T.BOOLEAN, "true", "kraft does not verify transactional produce (KIP-890) yet"),
     *_refused(["leader.replication.throttled.rate", "follower.replication.throttled.rate",
                "replica.alter.log.dirs.io.max.bytes.per.second"], T.LONG, str(LONG_MAX), _THROTTLE,
               validator=at_least(0)),
@@ -171,6 +171,21 @@ _READ_ONLY = [
                "creation (not capped by the live brokers)."),
     _read_only("offsets.topic.segment.bytes", T.INT, str(100 * 1024 * 1024), "Segment size of "
                "__consumer_offsets."),
+    _read_only("transaction.state.log.num.partitions", T.INT, "50", "Partitions of __transaction_state at its "
+               "creation."),
+    _read_only("transaction.state.log.replication.factor", T.SHORT, "3", "Replication factor of "
+               "__transaction_state at its creation."),
+    _read_only("transaction.state.log.min.isr", T.INT, "2", "min.insync.replicas of __transaction_state."),
+    _read_only("transaction.state.log.segment.bytes", T.INT, str(100 * 1024 * 1024), "Segment size of "
+               "__transaction_state."),
+    _read_only("transaction.max.timeout.ms", T.INT, "900000", "The largest transaction.timeout.ms a producer "
+               "may ask for."),
+    _read_only("transactional.id.expiration.ms", T.INT, "604800000", "How long a transactional id without "
+               "a transaction is kept."),
+    _read_only("transaction.abort.timed.out.transaction.cleanup.interval.ms", T.INT, "10000", "How often "
+               "transactions past their timeout are aborted."),
+    _read_only("transaction.remove.expired.transaction.cleanup.interval.ms", T.INT, "3600000", "How often "
+               "expired transactional ids are removed."),
 ]
 
 #: Broker configs DescribeConfigs lists and AlterConfigs knows, by name.

@@ -46,6 +46,7 @@ from kraft.metadata.config_defs import parse_value
 from kraft.metadata.configs import BROKER
 from kraft.metadata.image import EMPTY_IMAGE, MetadataImage
 from kraft.server.group_driver import GroupDriver
+from kraft.server.txn_driver import TxnDriver, producer_ids_from
 from kraft.server.client_telemetry import ClientTelemetry
 from kraft.server.group_lag import GroupLag
 from kraft.server.network import KafkaServer, connection_limits
@@ -132,6 +133,13 @@ class BrokerNode:
         self.replication.start()
         self.handlers.groups = GroupDriver(self.state, self.handlers.produce, v, create_topic=self.create_topic)
         self.handlers.groups.start()
+        self.handlers.transactions = TxnDriver(
+            self.state, self.handlers.produce, v, listener=self.replication.listener,
+            new_producer_id=producer_ids_from(self.handlers.init_producer_id), create_topic=self.create_topic)
+        self.handlers.groups.transactions = self.handlers.transactions
+        # A COMMIT/ABORT marker durable on __consumer_offsets settles transactional offsets.
+        self.handlers.write_txn_markers.txn_marker_written = self.handlers.groups.txn_marker_written
+        self.handlers.transactions.start()
         self.group_lag = GroupLag(state, self.handlers.groups, self.replication.listener,
                                   v["kraft.group.lag.interval.ms"], max_series=v["kraft.group.lag.max.series"])
         self.group_lag.start()

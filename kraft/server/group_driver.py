@@ -23,7 +23,7 @@ import logging
 import time
 import uuid
 
-from kraft.coordinator.group_records import OFFSETS_TOPIC, decode_record, partition_for
+from kraft.coordinator.group_records import OFFSETS_TOPIC, partition_for
 from kraft.coordinator.group_shard import GroupConfig, GroupShard
 from kraft.errors import ErrorCode as E
 from kraft.errors import KraftError
@@ -35,14 +35,14 @@ from kraft.protocol import (ConsumerGroupDescribeRequest, ConsumerGroupDescribeR
                             LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse,
                             OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse,
                             OffsetFetchRequest, OffsetFetchResponse, ProduceRequest, SyncGroupRequest,
-                            SyncGroupResponse)
+                            SyncGroupResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse)
 from kraft.protocol.messages.group_membership import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
-from kraft.records import build_batch, iter_batches
+from kraft.records import build_batch
+from kraft.server.partition_loader import read_partition_records
 
 log = logging.getLogger("kraft.groups")
 
 TICK_S = 0.05
-LOAD_CHUNK = 1 << 20
 #: Appends of one loop turn written as one batch, up to these (well below message.max.bytes).
 COALESCE_RECORDS, COALESCE_BYTES = 4000, 512 * 1024
 
@@ -87,35 +87,6 @@ class ImageTopics:
         return self.state.image.topics.by_name.keys()
 
 
-def read_partition_records(plog) -> tuple[list, int]:
-    """Every record of a partition log from its start to its end, decoded (``decode_record``),
-    and how many did not decode: the per-byte work of a load, on a worker thread."""
-    out, bad = [], 0
-    lg = plog.log
-    offset, end = lg.start_offset, lg.end_offset
-    while offset < end:
-        data = lg.read(offset, LOAD_CHUNK)
-        if not data:
-            break
-        last = offset
-        for batch in iter_batches(data):
-            if batch.last_offset < offset:
-                continue
-            last = batch.last_offset + 1
-            if batch.is_control:
-                continue
-            for rec in batch:
-                if rec.offset >= offset and rec.key is not None:
-                    try:
-                        out.append(decode_record(bytes(rec.key), None if rec.value is None else bytes(rec.value)))
-                    except KraftError:
-                        bad += 1  # no version of ours decodes it: skipped, as Kafka's loader logs
-        if last <= offset:
-            break
-        offset = last
-    return out, bad
-
-
 class _Loaded:
     __slots__ = ("shard", "epoch", "ready", "plog")
 
@@ -141,6 +112,10 @@ class GroupDriver:
         self._next_retention_ms = 0
         self._queued: dict[int, list] = {}  # partition -> appends waiting for this turn's write
         self._write_scheduled = False
+        #: the transaction coordinator (``TxnDriver``): FindCoordinator for transactional ids
+        self.transactions = None
+        #: (partition, producer id) -> (epoch, next sequence) of transactional offsets in flight
+        self._txn_seqs: dict = {}
 
     # --- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -187,6 +162,7 @@ class GroupDriver:
                 log.info("groups: unloading %s-%d (leader epoch %d)", OFFSETS_TOPIC, p, loaded.epoch)
                 loaded.shard.unload()
                 del self.shards[p]
+                self._txn_seqs = {k: v for k, v in self._txn_seqs.items() if k[0] != p}
         for p, (epoch, plog) in led.items():
             if p not in self.shards:
                 self._load(p, epoch, plog)
@@ -245,6 +221,9 @@ class GroupDriver:
             appends = [a for loaded, a in entries if self.shards.get(p) is loaded]
             group, records, size = [], 0, 0
             for append in appends:
+                if append.producer_id >= 0:  # transactional: a batch of its producer, alone
+                    self._append(p, [append])
+                    continue
                 n = sum(len(r.key) + len(r.value or b"") for r in append.records)
                 if group and (records + len(append.records) > COALESCE_RECORDS or size + n > COALESCE_BYTES):
                     self._append(p, group)
@@ -258,7 +237,12 @@ class GroupDriver:
     def _append(self, p: int, appends: list) -> None:
         P = ProduceRequest
         records = [r for a in appends for r in a.records]
-        batch = build_batch([r.value for r in records], keys=[r.key for r in records])
+        first = appends[0]
+        seq = -1 if first.producer_id < 0 else self._txn_sequence(p, first.producer_id, first.producer_epoch,
+                                                                  len(records))
+        batch = build_batch([r.value for r in records], keys=[r.key for r in records], producer_id=first.producer_id,
+                            producer_epoch=first.producer_epoch, transactional=first.producer_id >= 0,
+                            base_sequence=seq)
         req = P(transactional_id=None, acks=-1, timeout_ms=self.values["offsets.commit.timeout.ms"],
                 topic_data=[P.Topic(name=OFFSETS_TOPIC, partition_data=[P.Topic.Partition(index=p, records=batch)])])
         try:
@@ -270,9 +254,26 @@ class GroupDriver:
         else:
             self._appended(p, appends, _produce_code(result))
 
+    def _txn_sequence(self, p: int, producer_id: int, epoch: int, n: int) -> int:
+        """The base sequence of a transactional offsets batch: the partition's producer state
+        checks coordinator writes as client ones, so they continue the producer's sequence on
+        this partition (from 0 in a new epoch); batches still in flight are counted here."""
+        loaded = self.shards.get(p)
+        entry = self.state.producer_states.table(loaded.plog).get(producer_id) if loaded is not None else None
+        seq = 0
+        if entry is not None and entry.epoch == epoch and entry.last_seq >= 0:
+            seq = (entry.last_seq + 1) & 0x7FFFFFFF
+        ahead = self._txn_seqs.get((p, producer_id))
+        if ahead is not None and ahead[0] == epoch:
+            seq = ahead[1]
+        self._txn_seqs[(p, producer_id)] = (epoch, (seq + n) & 0x7FFFFFFF)
+        return seq
+
     def _appended(self, p: int, appends: list, code: int) -> None:
         if code != 0:
             log.warning("groups: appending to %s-%d failed: %s", OFFSETS_TOPIC, p, E(code).name)
+            for append in appends:  # what was not written is not counted: ask the log next time
+                self._txn_seqs.pop((p, append.producer_id), None)
         try:
             for append in appends:
                 if code == 0:
@@ -363,6 +364,8 @@ class GroupDriver:
             return ConsumerGroupDescribeResponse(groups=out)
         if kind is OffsetCommitRequest:
             return self.offset_commit(request, version, now)
+        if kind is TxnOffsetCommitRequest:
+            return self.txn_offset_commit(request, version, now)
         if kind is OffsetFetchRequest:
             return self.offset_fetch(request, version)
         if kind is ListGroupsRequest:
@@ -415,6 +418,38 @@ class GroupDriver:
                                            R.Topic.Partition(partition_index=p.partition_index, error_code=c)
                                            for p in t.partitions]) for t in request.topics]),)), make)
 
+    def txn_offset_commit(self, request, version: int, now: int):
+        """TxnOffsetCommit: the offsets are pending in the group's shard until the producer's
+        marker lands on its partition (``txn_marker_written``)."""
+        R = TxnOffsetCommitResponse
+        topics = self.state.image.topics.by_name
+        unknown = [R.Topic(name=t.name, partitions=[
+            R.Topic.Partition(partition_index=p.partition_index, error_code=E.UNKNOWN_TOPIC_OR_PARTITION)
+            for p in t.partitions]) for t in request.topics if t.name not in topics]
+        if unknown:
+            request.topics = [t for t in request.topics if t.name in topics]
+
+        def make(resp):
+            resp.topics.extend(unknown)
+            return resp
+        return self._answer(self._call(request.group_id, lambda s, r: s.txn_commit(request, version, now, r),
+                                       lambda c: (R(topics=[R.Topic(name=t.name, partitions=[
+                                           R.Topic.Partition(partition_index=p.partition_index, error_code=c)
+                                           for p in t.partitions]) for t in request.topics]),)), make)
+
+    def txn_marker_written(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
+                           committed: bool) -> None:
+        """The partition side's hook (its WriteTxnMarkers handler calls it once a marker is
+        durable on any partition): on a ``__consumer_offsets`` partition this broker
+        coordinates, the producer's pending transactional offsets become committed (COMMIT) or
+        are dropped (ABORT)."""
+        if topic != OFFSETS_TOPIC:
+            return
+        self._txn_seqs.pop((partition, producer_id), None)
+        loaded = self.shards.get(partition)
+        if loaded is not None and loaded.ready:
+            loaded.shard.complete_txn(producer_id, committed, _now_ms())
+
     # --- FindCoordinator -----------------------------------------------------------------------
     def find_coordinator(self, request, version: int, listener: str):
         R = FindCoordinatorResponse
@@ -430,7 +465,9 @@ class GroupDriver:
     def _coordinator(self, key: str, key_type: int, listener: str):
         unavailable = (E.COORDINATOR_NOT_AVAILABLE, None, -1, "", -1)
         if key_type == KEY_TYPE_TRANSACTION:
-            return (E.COORDINATOR_NOT_AVAILABLE, "no transaction coordinator on this cluster", -1, "", -1)
+            if self.transactions is None:
+                return (E.COORDINATOR_NOT_AVAILABLE, "no transaction coordinator on this broker", -1, "", -1)
+            return self.transactions.coordinator(key, listener)
         if key_type != KEY_TYPE_GROUP:
             return (E.INVALID_REQUEST, f"unsupported key type {key_type}", -1, "", -1)
         if not key:
@@ -493,10 +530,15 @@ class GroupDriver:
             asks = [(request.group_id, None if request.topics is None else
                      [(t.name, list(t.partition_indexes)) for t in request.topics], None, -1)]
         results = []
+        unstable = set()  # (group, topic, partition) with transactional offsets pending
         for gid, topics, member_id, member_epoch in asks:
             code, shard = self._shard(gid)
             if shard is not None:
                 code, found = shard.fetch_offsets(gid, topics, member_id, member_epoch)
+                if version >= 7 and request.require_stable and shard.pending_txn:
+                    # KIP-447: a read_committed consumer waits until the producer's marker lands.
+                    unstable.update((gid, n, p) for n, parts in found for p, _ in parts
+                                    if shard.has_pending_txn_offsets(gid, n, p))
             else:
                 found = [(n, [(p, None) for p in parts]) for n, parts in (topics or [])]
             results.append((gid, code, found))
@@ -505,15 +547,16 @@ class GroupDriver:
             return R(groups=[R.Group(group_id=gid, error_code=code, topics=[GT(name=n, partitions=[
                 GT.Partition(partition_index=p, committed_offset=e.offset if e else -1,
                              committed_leader_epoch=e.leader_epoch if e else -1, metadata=e.metadata if e else "",
-                             error_code=E.NONE) for p, e in parts]) for n, parts in found])
-                for gid, code, found in results])
+                             error_code=E.UNSTABLE_OFFSET_COMMIT if (gid, n, p) in unstable else E.NONE)
+                for p, e in parts]) for n, parts in found]) for gid, code, found in results])
         gid, code, found = results[0]
         T = R.Topic
         part_code = code if version < 2 else E.NONE
         return R(error_code=code, topics=[T(name=n, partitions=[
             T.Partition(partition_index=p, committed_offset=e.offset if e else -1,
                         committed_leader_epoch=e.leader_epoch if e else -1, metadata=e.metadata if e else "",
-                        error_code=part_code) for p, e in parts]) for n, parts in found])
+                        error_code=E.UNSTABLE_OFFSET_COMMIT if (gid, n, p) in unstable else part_code)
+            for p, e in parts]) for n, parts in found])
 
     def delete_groups(self, request):
         R = DeleteGroupsResponse

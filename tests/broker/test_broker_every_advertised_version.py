@@ -13,13 +13,14 @@ import uuid
 from kraft.errors import ErrorCode
 from kraft.protocol import (ApiVersionsRequest, DeleteRecordsRequest, DescribeLogDirsRequest,
                             DescribeTopicPartitionsRequest, FetchRequest, GetTelemetrySubscriptionsRequest,
-                            InitProducerIdRequest, PushTelemetryRequest,
+                            InitProducerIdRequest, PushTelemetryRequest, WriteTxnMarkersRequest, DescribeProducersRequest,
                             ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
                             decode_response, encode_request)
 from kraft.records import build_batch, iter_batches
 from kraft.server.broker_node import BrokerNode, broker_config, static_image
 
 from group_version_cases import OFFSETS, check_consumer_group_versions, check_group_versions
+from txn_version_cases import TXNS, check_txn_versions
 
 E = ErrorCode
 TOPIC = "t"
@@ -69,7 +70,7 @@ async def _scenario(tmp_path):
     node = BrokerNode(broker_config(1, str(tmp_path / "logs"), props={"group.initial.rebalance.delay.ms": 0}),
                       cluster_id="cid")
     await node.start()
-    image = static_image(node.registration_record(), {TOPIC: 1, OFFSETS: 1})
+    image = static_image(node.registration_record(), {TOPIC: 1, OFFSETS: 1, TXNS: 1})
     node.publish(image)
     topic_id = image.topics.by_name[TOPIC].id
     reader, writer = await asyncio.open_connection("127.0.0.1", node.port())
@@ -85,9 +86,10 @@ async def _scenario(tmp_path):
                 features = {f.name: (f.min_version, f.max_version) for f in resp.supported_features}
                 assert features["metadata.version"][1] >= 21 and features["kraft.version"] == (0, 1), features
             checked.add((18, v))
-        assert table == {0: (3, 11), 1: (4, 17), 2: (1, 10), 3: (0, 12), 18: (0, 4), 21: (0, 2), 22: (0, 5), 23: (2, 4),
+        assert table == {0: (3, 11), 1: (4, 17), 2: (1, 10), 3: (0, 12), 18: (0, 4), 21: (0, 2), 22: (0, 5), 23: (2, 4), 27: (0, 1), 61: (0, 0),
                          35: (1, 4), 71: (0, 0), 72: (0, 0), 75: (0, 0), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5),
-                         14: (0, 5), 15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0), 68: (0, 1), 69: (0, 0)}
+                         14: (0, 5), 15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0), 68: (0, 1), 69: (0, 0),
+                         24: (0, 5), 25: (0, 4), 26: (0, 4), 28: (0, 4), 65: (0, 0), 66: (0, 2)}
         # the group coordinator loads its shard on its first tick
         for _ in range(100):
             if node.handlers.groups.shards.get(0) is not None and node.handlers.groups.shards[0].ready:
@@ -99,7 +101,7 @@ async def _scenario(tmp_path):
         for v in range(0, 13):
             resp = await conn.ask(MetadataRequest(topics=[] if v == 0 else None), v)
             assert [(b.node_id, b.port) for b in resp.brokers] == [(1, node.port())], v
-            [t] = [t for t in resp.topics if t.name != OFFSETS]
+            [t] = [t for t in resp.topics if t.name not in (OFFSETS, TXNS)]
             assert (t.name, t.error_code, t.partitions[0].leader_id) == (TOPIC, 0, 1), v
             if v >= 10:
                 assert t.topic_id == topic_id
@@ -159,7 +161,7 @@ async def _scenario(tmp_path):
         for v in range(1, 5):
             resp = await conn.ask(DescribeLogDirsRequest(topics=None), v)
             [d] = resp.results
-            [t] = [t for t in d.topics if t.name != OFFSETS]
+            [t] = [t for t in d.topics if t.name not in (OFFSETS, TXNS)]
             assert (t.name, t.partitions[0].partition_index, t.partitions[0].offset_lag) == (TOPIC, 0, 0), v
             assert t.partitions[0].partition_size > 0
             resp = await conn.ask(DescribeLogDirsRequest(topics=[DescribeLogDirsRequest.Topic(
@@ -190,7 +192,9 @@ async def _scenario(tmp_path):
             [("nope", E.UNKNOWN_TOPIC_OR_PARTITION, []), (TOPIC, 0, [1])]
         assert resp.topics[1].topic_id == topic_id and resp.next_cursor is None
         resp = await conn.ask(T(topics=[], response_partition_limit=1), 0)  # every topic, one partition each
-        assert [t.name for t in resp.topics] == [OFFSETS] and resp.next_cursor.topic_name == TOPIC
+        assert [t.name for t in resp.topics] == [OFFSETS] and resp.next_cursor.topic_name == TXNS
+        resp = await conn.ask(T(topics=[], response_partition_limit=1, cursor=resp.next_cursor), 0)
+        assert [t.name for t in resp.topics] == [TXNS] and resp.next_cursor.topic_name == TOPIC
         resp = await conn.ask(T(topics=[], response_partition_limit=1, cursor=resp.next_cursor), 0)
         assert [t.name for t in resp.topics] == [TOPIC] and resp.next_cursor is None
         checked.add((75, 0))
@@ -212,11 +216,48 @@ async def _scenario(tmp_path):
             resp = await conn.ask(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000), v)
             assert (resp.error_code, resp.producer_epoch) == (0, 0) and resp.producer_id >= 0, v
             pids.add(resp.producer_id)
-            resp = await conn.ask(InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000), v)
-            assert resp.error_code == E.COORDINATOR_NOT_AVAILABLE, v
             checked.add((22, v))
         assert len(pids) == 6  # a new producer id each time
 
+        W = WriteTxnMarkersRequest
+        pid = min(pids)
+        for v in range(0, 2):  # a transactional batch, then its COMMIT marker (and a refused stale one)
+            P = ProduceRequest
+            resp = await conn.ask(P(transactional_id="tx", acks=-1, timeout_ms=5000, topic_data=[P.Topic(
+                name=TOPIC, partition_data=[P.Topic.Partition(index=0, records=build_batch(
+                    [b"t%d" % v], producer_id=pid, producer_epoch=0, base_sequence=v, transactional=True))])]), 8)
+            p = resp.responses[0].partition_responses[0]
+            assert p.error_code == 0, (v, p)
+            txn_first = p.base_offset
+
+            def marker(coord_epoch, topic=TOPIC, partition=0):
+                return W(markers=[W.Marker(producer_id=pid, producer_epoch=0, transaction_result=True,
+                                           coordinator_epoch=coord_epoch, topics=[W.Marker.Topic(
+                                               name=topic, partition_indexes=[partition])])])
+            resp = await conn.ask(marker(5 + v), v)
+            assert resp.markers[0].producer_id == pid
+            assert resp.markers[0].topics[0].partitions[0].error_code == 0, v
+            end = (await conn.ask(_list_offsets(-1), 4)).topics[0].partitions[0].offset
+            assert end > txn_first + 1, v  # the marker took an offset after the batch
+            resp = await conn.ask(marker(4 + v), v)  # an older coordinator epoch
+            assert resp.markers[0].topics[0].partitions[0].error_code == E.TRANSACTION_COORDINATOR_FENCED, v
+            resp = await conn.ask(marker(9, topic="nope"), v)
+            assert resp.markers[0].topics[0].partitions[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION, v
+            checked.add((27, v))
+
+        DP = DescribeProducersRequest
+        resp = await conn.ask(DP(topics=[DP.Topic(name=TOPIC, partition_indexes=[0, 7]),
+                                         DP.Topic(name="nope", partition_indexes=[0])]), 0)
+        p0, p7 = resp.topics[0].partitions
+        assert (p7.error_code, resp.topics[1].partitions[0].error_code) == (E.UNKNOWN_TOPIC_OR_PARTITION,) * 2
+        states = {s.producer_id: s for s in p0.active_producers}
+        s = states[pid]
+        assert (p0.error_code, s.producer_epoch, s.last_sequence, s.coordinator_epoch,
+                s.current_txn_start_offset) == (0, 0, 1, 6, -1), s
+        checked.add((61, 0))
+
+        # last: its transactions' markers take offsets of TOPIC's partition
+        await check_txn_versions(conn, node, TOPIC, checked)
         advertised = {(k, v) for k, (lo, hi) in table.items() for v in range(lo, hi + 1)}
         assert checked == advertised
     finally:

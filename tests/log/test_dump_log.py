@@ -145,3 +145,22 @@ def test_offsets_decoder_prints_kafkas_json_tombstones_and_errors(tmp_path, caps
     assert lines[2].endswith("key: Unknown record type 99 at offset 2, skipping."), lines[2]
     assert lines[3].split("key: ")[1].startswith("Error at offset 3, skipping."), lines[3]
     assert code == 0
+
+
+def test_transaction_markers_print_as_kafka_dump_log_does(tmp_path, capsys):
+    from kraft.broker.write_txn_markers_handler import end_txn_marker_batch
+
+    log = SegmentedLog.open(str(tmp_path), LogConfig())
+    log.append(records.build_batch([b"v"], producer_id=7, producer_epoch=2, base_sequence=0, transactional=True,
+                                   timestamp=5), leader_epoch=1)
+    log.append(end_txn_marker_batch(7, 2, True, 3, 6), leader_epoch=1)
+    log.append(end_txn_marker_batch(8, 0, False, 4, 6), leader_epoch=1)
+    log.close()
+    code, out = run(capsys, tmp_path / "00000000000000000000.log")
+    lines = out.out.splitlines()
+    assert code == 0
+    assert "producerId: 7 producerEpoch: 2" in lines[2] and "isTransactional: true isControl: false" in lines[2]
+    assert "baseSequence: -1 producerId: 7 producerEpoch: 2" in lines[4]
+    assert "isTransactional: true isControl: true" in lines[4]
+    assert lines[5].endswith("keySize: 4 valueSize: 6 headerKeys: [] endTxnMarker: COMMIT coordinatorEpoch: 3")
+    assert lines[7].endswith("endTxnMarker: ABORT coordinatorEpoch: 4")

@@ -59,6 +59,13 @@ from kraft.protocol.messages.reassign_raft_voters import ReassignRaftVotersReque
 from kraft.protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from kraft.protocol.messages.vote import VoteRequest, VoteResponse
 from kraft.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from kraft.protocol.messages.add_to_txn import (AddOffsetsToTxnRequest, AddOffsetsToTxnResponse,
+                                                AddPartitionsToTxnRequest, AddPartitionsToTxnResponse)
+from kraft.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
+from kraft.protocol.messages.transactions_admin import (DescribeTransactionsRequest, DescribeTransactionsResponse,
+                                                        ListTransactionsRequest, ListTransactionsResponse)
+from kraft.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from kraft.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 
 __all__ = [
     "ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse",
@@ -78,6 +85,11 @@ __all__ = [
     "UpdateRaftVoterRequest", "UpdateRaftVoterResponse",
     "AllocateProducerIdsRequest", "AllocateProducerIdsResponse",
     "WriteTxnMarkersRequest", "WriteTxnMarkersResponse",
+    "AddPartitionsToTxnRequest", "AddPartitionsToTxnResponse", "AddOffsetsToTxnRequest", "AddOffsetsToTxnResponse",
+    "EndTxnRequest", "EndTxnResponse", "TxnOffsetCommitRequest", "TxnOffsetCommitResponse",
+    "DescribeTransactionsRequest", "DescribeTransactionsResponse",
+    "ListTransactionsRequest", "ListTransactionsResponse",
+    "DescribeProducersRequest", "DescribeProducersResponse",
     "AlterConfigsRequest", "AlterConfigsResponse",
     "AlterPartitionRequest", "AlterPartitionResponse",
     "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse",
