@@ -55,10 +55,11 @@ class _Part:
 
     __slots__ = ("topic", "index", "code", "message", "data", "plog", "reg", "compressed", "base_offset",
                  "last_offset", "append_time", "log_append", "leader", "rules", "codec", "level", "max_bytes",
-                 "record_errors")
+                 "record_errors", "coordinator")
 
     def __init__(self, topic, index):
         self.topic, self.index = topic, index
+        self.coordinator = False  # written by this broker's coordinators (Kafka's AppendOrigin.COORDINATOR)
         self.code, self.message = NONE, None
         self.data = self.plog = self.reg = None
         self.compressed = False
@@ -98,7 +99,9 @@ class ProduceHandler:
                     part.message = f"Cannot append to internal topic {t.name}"
                     parts.append(part)
                     continue
-                parts.append(self._check(t.name, p, request.acks, listener))
+                part = self._check(t.name, p, request.acks, listener)
+                part.coordinator = internal
+                parts.append(part)
         if request.acks not in (-1, 0, 1):
             for part in parts:
                 part.code = int(ErrorCode.INVALID_REQUIRED_ACKS)
@@ -241,7 +244,8 @@ class ProduceHandler:
         """The producer-state verdict on ``part``'s batches; False if nothing is to be
         appended (an error, or a duplicate answered with its original offsets)."""
         try:
-            verdict = self.state.producer_states.table(part.plog).check_client_append(producer_batches(part.data))
+            verdict = self.state.producer_states.table(part.plog).check_client_append(
+                producer_batches(part.data), coordinator=part.coordinator)
         except KraftError as exc:
             part.code, part.message = int(exc.code), str(exc)
             return False

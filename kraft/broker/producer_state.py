@@ -246,9 +246,13 @@ class ProducerStateTable:
         return self.producers.get(producer_id)
 
     # --- the leader's check before a client append ----------------------------------------------
-    def check_client_append(self, headers: list[BatchHeader]) -> Verdict:
+    def check_client_append(self, headers: list[BatchHeader], *, coordinator: bool = False) -> Verdict:
         """Decide on a client's batches (``producer_batches`` of the request) before the
-        append. Several batches of one producer in one request must continue each other."""
+        append. Several batches of one producer in one request must continue each other.
+        ``coordinator``: this broker's group coordinator writing a producer's transactional
+        offsets (Kafka's AppendOrigin.COORDINATOR): only the epoch is checked, as Kafka checks
+        sequences for client writes alone (those batches carry no sequence of the producer's,
+        and are never retried as duplicates)."""
         pending: dict[int, tuple[int, int]] = {}  # pid -> (epoch, last seq) after earlier batches here
         for h in headers:
             if h.control:
@@ -259,6 +263,11 @@ class ProducerStateTable:
                 # Kafka's ProducerAppendInfo: a producer inside a transaction writes only transactionally.
                 return Verdict(int(ErrorCode.INVALID_TXN_STATE),
                                f"producer {h.producer_id} wrote a non-transactional batch inside its transaction")
+            if coordinator:
+                if entry is not None and h.producer_epoch < entry.epoch:
+                    return Verdict(int(ErrorCode.INVALID_PRODUCER_EPOCH),
+                                   f"producer {h.producer_id} epoch {h.producer_epoch} is older than {entry.epoch}")
+                continue
             if h.producer_id not in pending and entry is not None:
                 dup = entry.find_duplicate(h.producer_epoch, h.first_sequence, h.last_sequence)
                 if dup is not None:

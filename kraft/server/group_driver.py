@@ -114,8 +114,6 @@ class GroupDriver:
         self._write_scheduled = False
         #: the transaction coordinator (``TxnDriver``): FindCoordinator for transactional ids
         self.transactions = None
-        #: (partition, producer id) -> (epoch, next sequence) of transactional offsets in flight
-        self._txn_seqs: dict = {}
 
     # --- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -162,7 +160,6 @@ class GroupDriver:
                 log.info("groups: unloading %s-%d (leader epoch %d)", OFFSETS_TOPIC, p, loaded.epoch)
                 loaded.shard.unload()
                 del self.shards[p]
-                self._txn_seqs = {k: v for k, v in self._txn_seqs.items() if k[0] != p}
         for p, (epoch, plog) in led.items():
             if p not in self.shards:
                 self._load(p, epoch, plog)
@@ -238,8 +235,9 @@ class GroupDriver:
         P = ProduceRequest
         records = [r for a in appends for r in a.records]
         first = appends[0]
-        seq = -1 if first.producer_id < 0 else self._txn_sequence(p, first.producer_id, first.producer_epoch,
-                                                                  len(records))
+        # A producer's transactional offsets go as its batch at sequence 0, as Kafka's coordinator
+        # writes them: the partition checks only their epoch (a coordinator write, not a client's).
+        seq = -1 if first.producer_id < 0 else 0
         batch = build_batch([r.value for r in records], keys=[r.key for r in records], producer_id=first.producer_id,
                             producer_epoch=first.producer_epoch, transactional=first.producer_id >= 0,
                             base_sequence=seq)
@@ -254,26 +252,9 @@ class GroupDriver:
         else:
             self._appended(p, appends, _produce_code(result))
 
-    def _txn_sequence(self, p: int, producer_id: int, epoch: int, n: int) -> int:
-        """The base sequence of a transactional offsets batch: the partition's producer state
-        checks coordinator writes as client ones, so they continue the producer's sequence on
-        this partition (from 0 in a new epoch); batches still in flight are counted here."""
-        loaded = self.shards.get(p)
-        entry = self.state.producer_states.table(loaded.plog).get(producer_id) if loaded is not None else None
-        seq = 0
-        if entry is not None and entry.epoch == epoch and entry.last_seq >= 0:
-            seq = (entry.last_seq + 1) & 0x7FFFFFFF
-        ahead = self._txn_seqs.get((p, producer_id))
-        if ahead is not None and ahead[0] == epoch:
-            seq = ahead[1]
-        self._txn_seqs[(p, producer_id)] = (epoch, (seq + n) & 0x7FFFFFFF)
-        return seq
-
     def _appended(self, p: int, appends: list, code: int) -> None:
         if code != 0:
             log.warning("groups: appending to %s-%d failed: %s", OFFSETS_TOPIC, p, E(code).name)
-            for append in appends:  # what was not written is not counted: ask the log next time
-                self._txn_seqs.pop((p, append.producer_id), None)
         try:
             for append in appends:
                 if code == 0:
@@ -445,7 +426,6 @@ class GroupDriver:
         are dropped (ABORT)."""
         if topic != OFFSETS_TOPIC:
             return
-        self._txn_seqs.pop((partition, producer_id), None)
         loaded = self.shards.get(partition)
         if loaded is not None and loaded.ready:
             loaded.shard.complete_txn(producer_id, committed, _now_ms())

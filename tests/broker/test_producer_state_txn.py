@@ -160,3 +160,22 @@ def test_lso_stays_below_an_ended_transaction_until_the_hw_covers_its_marker():
     assert t.last_stable_offset(high_watermark=2) == 0
     assert t.last_stable_offset(high_watermark=3) == 3  # the marker is below the HW
     assert t.last_stable_offset(high_watermark=3) == 3
+
+
+def test_coordinator_writes_are_checked_for_epoch_only_as_kafkas_coordinator_origin():
+    """The group coordinator writes a producer's transactional offsets as that producer's batch
+    at sequence 0, every time (Kafka's AppendOrigin.COORDINATOR): neither a duplicate nor out of
+    order, but a stale epoch is still refused. A client's batch is checked in full."""
+    t = ProducerStateTable()
+    first = txn_batch(5, 2, 0, base_offset=0)
+    assert t.check_client_append(first, coordinator=True).code == E.NONE
+    t.apply(first)
+    again = txn_batch(5, 2, 0, base_offset=1)
+    v = t.check_client_append(again, coordinator=True)
+    assert v.code == E.NONE and v.duplicate is None  # appended, not answered as the first one
+    assert t.check_client_append(again).duplicate is not None  # a client's retry would be a duplicate
+    t.apply(again)
+    assert t.check_client_append(txn_batch(5, 2, 7, base_offset=2)).code == E.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert t.check_client_append(txn_batch(5, 2, 7, base_offset=2), coordinator=True).code == E.NONE
+    assert t.check_client_append(txn_batch(5, 1, 0, base_offset=2), coordinator=True).code == E.INVALID_PRODUCER_EPOCH
+    assert t.ongoing() == {5: 0}
