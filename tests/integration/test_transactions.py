@@ -338,38 +338,94 @@ def test_commit_survives_a_sigkill_of_the_transaction_coordinator(cluster):
         assert wait_for(lambda: all_see_all(cluster), 60, 0.2)
 
 
-def test_aiokafka_transactional_producer(cluster):
+def _fresh_topic(cluster, name: str) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.broker_bootstrap, **QUIET})
+    for f in admin.create_topics([NewTopic(name, 1, 3)]).values():
+        f.result()
+
+
+def test_aiokafka_transactional_producer_and_read_committed_consumer(cluster):
+    """aiokafka on both sides: its transactional producer commits and aborts (markers in the
+    log), its read_committed consumer reads exactly the committed values in order while its
+    read_uncommitted consumer sees the aborted one too."""
     aiokafka = pytest.importorskip("aiokafka")
     import asyncio
 
-    async def run():
+    topic = "tx-aio"
+    _fresh_topic(cluster, topic)
+
+    async def produce():
         p = aiokafka.AIOKafkaProducer(bootstrap_servers=cluster.broker_bootstrap, transactional_id="tx-aiokafka")
         await p.start()
         try:
             async with p.transaction():
-                await p.send_and_wait(TOPIC, b"aio-committed", partition=0)
+                await p.send_and_wait(topic, b"aio-committed", partition=0)
             await p.begin_transaction()
-            await p.send_and_wait(TOPIC, b"aio-aborted", partition=0)
+            await p.send_and_wait(topic, b"aio-aborted", partition=0)
             await p.abort_transaction()
+            async with p.transaction():
+                await p.send_and_wait(topic, b"aio-committed-2", partition=0)
         finally:
             await p.stop()
-    asyncio.run(run())
-    assert wait_for(lambda: marker_after(cluster, TOPIC, 0, b"aio-committed") == "COMMIT", 10, 0.2)
-    assert wait_for(lambda: marker_after(cluster, TOPIC, 0, b"aio-aborted") == "ABORT", 10, 0.2)
+
+    async def consume(isolation: str, want: int) -> list:
+        c = aiokafka.AIOKafkaConsumer(topic, bootstrap_servers=cluster.broker_bootstrap, auto_offset_reset="earliest",
+                                      enable_auto_commit=False, isolation_level=isolation)
+        await c.start()
+        out = []
+        try:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                batch = await c.getmany(timeout_ms=500)
+                out += [m.value for msgs in batch.values() for m in msgs]
+                if len(out) >= want:
+                    out += [m.value for msgs in (await c.getmany(timeout_ms=1500)).values() for m in msgs]
+                    break
+        finally:
+            await c.stop()
+        return out
+    asyncio.run(produce())
+    assert wait_for(lambda: marker_after(cluster, topic, 0, b"aio-committed") == "COMMIT", 10, 0.2)
+    assert wait_for(lambda: marker_after(cluster, topic, 0, b"aio-aborted") == "ABORT", 10, 0.2)
+    assert asyncio.run(consume("read_committed", 2)) == [b"aio-committed", b"aio-committed-2"]
+    assert asyncio.run(consume("read_uncommitted", 3)) == [b"aio-committed", b"aio-aborted", b"aio-committed-2"]
 
 
-def test_kafka_python_transactional_producer(cluster):
+def test_kafka_python_transactional_producer_and_read_committed_consumer(cluster):
+    """kafka-python on both sides, as aiokafka's test: committed values only under read_committed."""
     kafka = pytest.importorskip("kafka")
+    topic = "tx-kp"
+    _fresh_topic(cluster, topic)
     p = kafka.KafkaProducer(bootstrap_servers=cluster.broker_bootstrap, transactional_id="tx-kafka-python")
     try:
         p.init_transactions()
         p.begin_transaction()
-        p.send(TOPIC, b"kp-committed", partition=1)
+        p.send(topic, b"kp-committed", partition=0)
         p.commit_transaction()
         p.begin_transaction()
-        p.send(TOPIC, b"kp-aborted", partition=1).get(timeout=30)
+        p.send(topic, b"kp-aborted", partition=0).get(timeout=30)
         p.abort_transaction()
+        p.begin_transaction()
+        p.send(topic, b"kp-committed-2", partition=0)
+        p.commit_transaction()
     finally:
         p.close(timeout=5)
-    assert wait_for(lambda: marker_after(cluster, TOPIC, 1, b"kp-committed") == "COMMIT", 10, 0.2)
-    assert wait_for(lambda: marker_after(cluster, TOPIC, 1, b"kp-aborted") == "ABORT", 10, 0.2)
+    assert wait_for(lambda: marker_after(cluster, topic, 0, b"kp-committed") == "COMMIT", 10, 0.2)
+    assert wait_for(lambda: marker_after(cluster, topic, 0, b"kp-aborted") == "ABORT", 10, 0.2)
+
+    def consume(isolation: str, want: int) -> list:
+        c = kafka.KafkaConsumer(topic, bootstrap_servers=cluster.broker_bootstrap, auto_offset_reset="earliest",
+                                enable_auto_commit=False, isolation_level=isolation, consumer_timeout_ms=3000)
+        out = []
+        try:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and len(out) < want:
+                for msgs in c.poll(timeout_ms=500).values():
+                    out += [m.value for m in msgs]
+            for msgs in c.poll(timeout_ms=1500).values():
+                out += [m.value for m in msgs]
+        finally:
+            c.close()
+        return out
+    assert consume("read_committed", 2) == [b"kp-committed", b"kp-committed-2"]
+    assert consume("read_uncommitted", 3) == [b"kp-committed", b"kp-aborted", b"kp-committed-2"]
