@@ -131,7 +131,7 @@ async def _find_hanging(adm, args) -> None:
         raise ToolError("The --partition argument requires --topic to be provided")
     cluster = await adm.cluster(None if args.topic is None else [args.topic])
     if args.topic in cluster.topic_errors:
-        raise _failed(f"Failed to describe 1 topics", cluster.topic_errors[args.topic])
+        raise _failed("Failed to describe 1 topics", cluster.topic_errors[args.topic])
     if args.partition is not None:
         partitions = [(args.topic, args.partition)]
     else:
@@ -175,12 +175,13 @@ async def _abort(adm, args) -> None:
         raise ToolError("The transaction to abort must be identified either with --start-offset (for brokers on "
                         "3.0 or above) or with --producer-id, --producer-epoch, and --coordinator-epoch (for older "
                         "brokers)")
-    cluster = await adm.cluster([args.topic])
     if args.start_offset is None:
         if args.producer_epoch is None:
             raise ToolError("Missing required argument --producer-epoch")
         if args.coordinator_epoch is None:
             raise ToolError("Missing required argument --coordinator-epoch")
+    cluster = await adm.cluster([args.topic])
+    if args.start_offset is None:
         pid, epoch, coordinator_epoch = args.producer_id, args.producer_epoch, args.coordinator_epoch
     else:
         code, message, producers = (await adm.describe_producers(cluster, [tp]))[tp]

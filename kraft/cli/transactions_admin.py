@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from kraft.cli.kafka_tool_args import ToolError
 from kraft.client.node_client import NodeClient
 from kraft.client.quorum import parse_address
 from kraft.errors import ErrorCode, NetworkError
@@ -23,7 +24,6 @@ from kraft.protocol.messages.describe_producers import DescribeProducersRequest
 from kraft.protocol.messages.group_membership import FindCoordinatorRequest
 from kraft.protocol.messages.transactions_admin import DescribeTransactionsRequest, ListTransactionsRequest
 from kraft.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
-from kraft.cli.kafka_tool_args import ToolError
 
 METADATA_VERSION = 9
 FIND_COORDINATOR_VERSION = 3  # one key per request: all a describe needs
