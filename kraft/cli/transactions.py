@@ -98,7 +98,9 @@ def hanging_rows(found, now: int) -> list[list[str]]:
 async def _list(adm, args) -> None:
     cluster = await adm.cluster([])
     try:
-        by_broker = await adm.list_transactions(cluster)
+        duration = -1 if args.duration_filter is None else args.duration_filter
+        by_broker = await adm.list_transactions(cluster, duration_ms=duration,
+                                                pattern=args.transactional_id_pattern or None)
     except ToolError as exc:
         raise ToolError(f"Failed to list transactions: {exc}.") from None
     print_table(LIST_HEADERS, list_rows(by_broker))
@@ -248,6 +250,10 @@ def register(sub) -> None:
 
     c = cmds.add_parser("list", help="list transactions (every broker's coordinators)")
     _connection(c, top=False)
+    c.add_argument("--duration-filter", type=int, metavar="MS",
+                   help="only transactions running longer than this (< 0: all)")
+    c.add_argument("--transactional-id-pattern", metavar="REGEX",
+                   help="only transactional ids matching this regular expression (Java syntax)")
 
     c = cmds.add_parser("describe", help="describe the state of an active transactional-id")
     _connection(c, top=False)

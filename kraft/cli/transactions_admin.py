@@ -106,13 +106,18 @@ class TxnAdmin:
                 return code, result
             await asyncio.sleep(_BACKOFF_S)
 
-    async def list_transactions(self, cluster: Cluster, producer_ids=()) -> dict[int, list]:
-        """broker id -> its ListTransactions listings (each broker coordinates some ids)."""
-        req = ListTransactionsRequest(state_filters=[], producer_id_filters=list(producer_ids))
+    async def list_transactions(self, cluster: Cluster, producer_ids=(), duration_ms: int = -1,
+                                pattern: str | None = None) -> dict[int, list]:
+        """broker id -> its ListTransactions listings (each broker coordinates some ids). The
+        oldest version that carries the filters asked for, as Kafka's admin client picks it:
+        v1 for a duration (KIP-994), v2 for a transactional id pattern (KIP-1152)."""
+        req = ListTransactionsRequest(state_filters=[], producer_id_filters=list(producer_ids),
+                                      duration_filter=duration_ms, transactional_id_pattern=pattern)
+        version = 2 if pattern else 1 if duration_ms >= 0 else 0
 
         async def one(broker_id):
             async def call():
-                resp = await self._at(cluster, broker_id, req, 0)
+                resp = await self._at(cluster, broker_id, req, version)
                 return resp.error_code, resp.transaction_states
             code, states = await self._retrying(call)
             if code:

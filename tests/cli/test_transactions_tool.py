@@ -108,6 +108,13 @@ def test_list_describe_and_producers_show_ongoing_and_completed_transactions(kra
     assert by_id["tool-done"][3] == "CompleteCommit" and by_id["tool-open"][3] == "Ongoing", out
     assert {int(by_id[t][1]) for t in ("tool-done", "tool-open")} <= set(cluster.broker_ids)
 
+    code, out, err = kraft("list", "--transactional-id-pattern", "tool-o.*")
+    assert code == 0 and [r[0] for r in table(out)[1]] == ["tool-open"], (out, err)
+    code, out, err = kraft("list", "--duration-filter", "3600000")
+    assert code == 0 and table(out)[1] == [], (out, err)  # nothing has run for an hour
+    code, out, err = kraft("list", "--duration-filter", "0")
+    assert code == 0 and "tool-open" in [r[0] for r in table(out)[1]], (out, err)
+
     code, out, err = kraft("describe", "--transactional-id", "tool-open")
     assert code == 0, err
     header, [row] = table(out)
