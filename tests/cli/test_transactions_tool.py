@@ -155,10 +155,10 @@ def _leader(cluster, topic: str) -> int:
     return admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
 
 
-def _hand_built_transaction(address) -> None:
+def _hand_built_transaction(address, pid: int = HANGING_PID, values=(b"h0", b"h1", b"h2")) -> int:
     """Transactional records of a producer no coordinator knows: nothing will ever end them."""
     P = ProduceRequest
-    records = build_batch([b"h0", b"h1", b"h2"], producer_id=HANGING_PID, producer_epoch=0, base_sequence=0,
+    records = build_batch(list(values), producer_id=pid, producer_epoch=0, base_sequence=0,
                           transactional=True)
     request = P(transactional_id="nobody-knows", acks=-1, timeout_ms=10_000,
                 topic_data=[P.Topic(name=HANG, partition_data=[P.Topic.Partition(index=0, records=records)])])
@@ -170,12 +170,13 @@ def _hand_built_transaction(address) -> None:
         finally:
             await client.close()
     p = asyncio.run(send()).responses[0].partition_responses[0]
-    assert (p.error_code, p.base_offset) == (0, 0), p
+    assert p.error_code == 0, p
+    return p.base_offset
 
 
 def test_find_hanging_finds_a_hand_made_hanging_transaction_and_abort_ends_it(kraft, cluster):
     leader = _leader(cluster, HANG)
-    _hand_built_transaction(cluster.broker_address(leader))
+    assert _hand_built_transaction(cluster.broker_address(leader)) == 0
     plain = Producer({"bootstrap.servers": cluster.broker_bootstrap, "acks": "all", **QUIET})
     plain.produce(HANG, value=b"after", partition=0)  # offset 3, held back by the open transaction
     assert plain.flush(30) == 0
@@ -201,6 +202,17 @@ def test_find_hanging_finds_a_hand_made_hanging_transaction_and_abort_ends_it(kr
     assert row[5] == "None"
     assert table(kraft("find-hanging", "--topic", HANG, "--partition", "0",
                        "--max-transaction-timeout", "0")[1])[1] == []
+
+    # The form for brokers before 3.0: the producer named; coordinator epoch -1 (no marker yet)
+    # is sent as 0, as Kafka does.
+    assert _hand_built_transaction(cluster.broker_address(leader), HANGING_PID + 1, [b"x"]) == 5
+    code, out, err = kraft("abort", "--topic", HANG, "--partition", "0", "--producer-id", str(HANGING_PID + 1),
+                           "--producer-epoch", "0", "--coordinator-epoch", "-1")
+    assert (code, out) == (0, ""), err
+    plain.produce(HANG, value=b"last", partition=0)  # offset 7, after the marker at 6
+    assert plain.flush(30) == 0
+    got, lso = read_committed(cluster, HANG, 2)
+    assert got == [b"after", b"last"] and lso == 8, (got, lso)
 
     code, out, err = kraft("abort", "--topic", HANG, "--partition", "0", "--start-offset", "0")
     assert code == 1 and err.strip() == "error: Could not find any open transactions starting at offset 0 on " \
