@@ -137,12 +137,10 @@ async def _find_hanging(adm, args) -> None:
     if args.partition is not None:
         partitions = [(args.topic, args.partition)]
     else:
-        # The partitions with a replica on --broker-id, as Kafka searches; kraft answers
-        # DescribeProducers on leaders only, so each is asked of its leader (a follower's
-        # producer state is the leader's, replicated).
+        # The partitions with a replica on --broker-id, as Kafka searches.
         partitions = sorted(tp for tp, (_, replicas) in cluster.partitions.items()
                             if args.broker_id is None or args.broker_id in replicas)
-    states = await adm.describe_producers(cluster, partitions)
+    states = await adm.describe_producers(cluster, partitions, args.broker_id)
     now, max_ms = now_ms(), args.max_transaction_timeout * 60_000
     candidates = []
     for tp in partitions:

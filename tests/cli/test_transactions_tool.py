@@ -148,6 +148,9 @@ def test_list_describe_and_producers_show_ongoing_and_completed_transactions(kra
     code, out, err = kraft("describe", "--transactional-id", "no-such-id")
     assert code == 1 and out == "" and len(err.splitlines()) == 1, err
     assert "TRANSACTIONAL_ID_NOT_FOUND" in err and "`no-such-id`" in err
+    code, out, err = kraft("describe-producers", "--topic", "no-such-topic", "--partition", "0")
+    assert code == 1 and out == "" and len(err.splitlines()) == 1, err
+    assert "Failed to describe producers for partition no-such-topic-0 on leader" in err
 
 
 def _leader(cluster, topic: str) -> int:
@@ -189,6 +192,12 @@ def test_find_hanging_finds_a_hand_made_hanging_transaction_and_abort_ends_it(kr
     assert header == HANGING_HEADERS
     assert [r[:6] for r in rows] == [[HANG, "0", str(HANGING_PID), "0", "-1", "0"]], out
     assert rows[0][7] == "0"  # minutes since its last write
+    # A follower answers DescribeProducers too, from the producer state it built replicating.
+    follower = next(b for b in cluster.broker_ids if b != leader)
+    code, out, err = kraft("find-hanging", "--broker-id", str(follower), "--max-transaction-timeout", "0")
+    assert code == 0 and [r[:6] for r in table(out)[1]] == [r[:6] for r in rows], (out, err)
+    code, out, err = kraft("describe-producers", "--topic", HANG, "--partition", "0", "--broker-id", str(follower))
+    assert code == 0 and [r[0] for r in table(out)[1] if r[5] == "0"] == [str(HANGING_PID)], (out, err)
     # Within Kafka's default 15 minutes a transaction may still be ended by its coordinator.
     code, out, _ = kraft("find-hanging", "--topic", HANG)
     assert code == 0 and table(out)[1] == []
