@@ -146,8 +146,8 @@ async def _find_hanging(adm, args) -> None:
     for tp in partitions:
         code, message, producers = states[tp]
         if code:
-            raise _failed(f"Failed to describe producers for {len(partitions)} partitions on broker "
-                          f"{args.broker_id}", code, message)
+            where = f" on broker {args.broker_id}" if args.broker_id is not None else ""
+            raise _failed(f"Failed to describe producers for {len(partitions)} partitions{where}", code, message)
         candidates += [(tp, p) for p in producers
                        if p.current_txn_start_offset >= 0 and now - p.last_timestamp > max_ms]
     found = []
