@@ -168,7 +168,9 @@ def test_perf_tests_print_kafkas_lines(kraft, cluster):
                                      "broker-api-versions", "log-dirs", "cluster cluster-id", "cluster unregister",
                                      "producer-perf-test", "consumer-perf-test", "delete-records",
                                      "features describe", "features upgrade", "features downgrade",
-                                     "features disable"])
+                                     "features disable", "transactions", "transactions list",
+                                     "transactions describe", "transactions describe-producers",
+                                     "transactions abort", "transactions find-hanging"])
 def test_help_lists_every_option_with_its_default(command, capsys):
     from kraft.cli import build_parser
     parser = build_parser()
