@@ -18,6 +18,12 @@ Connection limits, as Kafka's SocketServer: a connection from an address that al
 closed at once, before anything is read; a connection with no request in flight and no
 bytes in either direction for ``connections.max.idle.ms`` is closed (negative disables).
 
+TLS (``ssl_context``): the loop's TLS layer runs the handshake (in steps, as bytes arrive)
+before the connection is made, bounded by ``TLS_HANDSHAKE_TIMEOUT_S``; a failure closes that
+connection with one (rate-limited) log line (``tls.watch_handshakes``). Connections count
+against ``max.connections.per.ip`` once their handshake is done. The client certificate's subject becomes the
+connection's principal (``RequestContext.principal``; ``User:ANONYMOUS`` otherwise).
+
 This module knows nothing about Raft or the controller; it calls a :class:`RequestHandler`.
 """
 
@@ -34,6 +40,7 @@ from typing import Awaitable, Protocol, Union
 
 from kraft.config import parse_connection_overrides
 from kraft.errors import ErrorCode, KraftError, ProtocolError, UnsupportedVersionError
+from kraft.server.tls import peer_principal as tls_peer_principal, watch_handshakes
 from kraft.server.turn import turn_queue
 from kraft.protocol import (DEFAULT_MAX_FRAME_BYTES, EncodedBody, EncodedParts, FrameDecoder, RequestHeader, Response,
                             decode_request, encode_response, encode_response_parts, response_class,
@@ -48,6 +55,10 @@ REJECT_LOG_BURST = 10
 # What a handler may return as an answer that is already known (anything else is awaited).
 _IMMEDIATE = (Response, EncodedBody, EncodedParts)
 _IMMEDIATE_BY_TYPE: dict = {}
+#: A TLS handshake not finished within this many seconds closes the connection: a client that
+#: connects and sends nothing (or half a ClientHello) holds a socket, never the loop.
+TLS_HANDSHAKE_TIMEOUT_S = 10.0
+ANONYMOUS = "User:ANONYMOUS"
 
 
 def _is_immediate(result) -> bool:
@@ -66,6 +77,9 @@ class RequestContext:
     listener: str
     peer: str  # "host:port" of the client
     received_ns: int
+    #: who sent it: ``User:ANONYMOUS`` on PLAINTEXT, the certificate subject on mTLS (Kafka's
+    #: KafkaPrincipal text), for the authorizer to check
+    principal: str = ANONYMOUS
 
 
 class RequestHandler(Protocol):
@@ -121,6 +135,8 @@ class _Connection(asyncio.Protocol):
         self._idle_timer: asyncio.TimerHandle | None = None
         self._flush_scheduled = False
         self._draining = False  # the transport's buffer is over the limit: hold answers
+        self.principal = ANONYMOUS
+        self._tls = server.ssl_context is not None
 
     # --- asyncio.Protocol --------------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -135,6 +151,8 @@ class _Connection(asyncio.Protocol):
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._tls:
+            self.principal = tls_peer_principal(transport.get_extra_info("ssl_object"))
         # A slow reader is held at 1 MiB of unwritten answers (pause_writing below).
         transport.set_write_buffer_limits(high=1 << 20)
         self._arm_idle_timer()
@@ -161,7 +179,8 @@ class _Connection(asyncio.Protocol):
     def eof_received(self) -> bool:
         self._eof = True
         self._close_if_done()
-        return True  # keep the transport open to write the answers still owed
+        # Keep the transport open to write the answers still owed (TLS has no half-close).
+        return not self._tls
 
     def connection_lost(self, exc) -> None:
         self._close()
@@ -234,7 +253,7 @@ class _Connection(asyncio.Protocol):
             return False
         srv.requests_total += 1
         self.unanswered += 1
-        ctx = RequestContext(header, srv.listener_name, self.peer, time.monotonic_ns())
+        ctx = RequestContext(header, srv.listener_name, self.peer, time.monotonic_ns(), self.principal)
         try:
             result = srv.handler.handle(ctx, request)
         except Exception as exc:  # a handler bug must not take the node down
@@ -398,8 +417,11 @@ class KafkaServer:
                  max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, max_in_flight: int = 64,
                  connections_max_idle_ms: int = 600_000, max_connections_per_ip: int = 2**31 - 1,
                  max_connections_per_ip_overrides: dict[str, int] | None = None,
-                 admission: AdmissionGate | None = None, on_disconnect=None):
+                 admission: AdmissionGate | None = None, on_disconnect=None, ssl_context=None):
         self.handler = handler
+        self.ssl_context = ssl_context  # an ssl.SSLContext: TLS on every connection (SSL, SASL_SSL)
+        if ssl_context is not None:
+            watch_handshakes(ssl_context, self._handshake_failed)
         self.on_disconnect = on_disconnect  # called with the peer ("host:port") of each closed connection
         self.admission = admission
         self.host = host
@@ -416,11 +438,17 @@ class KafkaServer:
         self.rejected_total = 0  # closed for bad input
         self.refused_total = 0  # closed at once: the address had its maximum of connections
         self.idle_closed_total = 0  # closed after connections.max.idle.ms without activity
+        self.tls_failed_total = 0  # closed because the TLS handshake failed or timed out
         self._reject_second = 0  # the whole second of monotonic time the lines below were logged in
         self._reject_lines = 0
         self._rejects_unlogged = 0
         self._server: asyncio.base_events.Server | None = None
         self._connections: set = set()
+
+    def _handshake_failed(self, reason: str) -> None:
+        # The TLS layer fails a handshake before a connection (and its peer) exists here.
+        self.tls_failed_total += 1
+        self.rejected("a client", f"TLS handshake failed: {reason}")
 
     def rejected(self, peer, why: str) -> None:
         """Count a connection closed for bad input; log it, or past the burst, count it."""
@@ -452,8 +480,11 @@ class KafkaServer:
                 continue
             for info in infos:
                 self._cap_by_address[_address(info[4][0])] = cap
+        tls = {}
+        if self.ssl_context is not None:
+            tls = dict(ssl=self.ssl_context, ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S)
         self._server = await loop.create_server(lambda: _Connection(self), self.host or None, self.port,
-                                                reuse_address=True, start_serving=serving)
+                                                reuse_address=True, start_serving=serving, **tls)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def start_serving(self) -> None:

@@ -244,7 +244,7 @@ INVALID = {
     "security map: unknown protocol": (dict(listener_security_protocol_map="CONTROLLER:FOO"),
                                        "listener.security.protocol.map"),
     "security map: no colon": (dict(listener_security_protocol_map="CONTROLLER"), "listener.security.protocol.map"),
-    "listener named SSL without a map": (dict(listeners="CONTROLLER://:9093,SSL://:9094"),
+    "listener named SASL_SSL without a map": (dict(listeners="CONTROLLER://:9093,SASL_SSL://:9094"),
                                          "listener.security.protocol.map"),
 }
 
