@@ -461,8 +461,8 @@ def security_protocol(values: dict, listener: str) -> str:
         listener, listener if listener in _SECURITY else "PLAINTEXT")
 
 
-#: protocols kraft serves so far (SASL is not implemented yet)
-SERVED_SECURITY = ("PLAINTEXT", "SSL")
+#: protocols kraft serves (SASL: mechanism PLAIN, kraft.server.sasl)
+SERVED_SECURITY = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 def _check_security_map(spec: str, names: set) -> None:
@@ -471,7 +471,7 @@ def _check_security_map(spec: str, names: set) -> None:
         proto = mapping.get(name, name if name in _SECURITY else "PLAINTEXT")
         if proto not in SERVED_SECURITY:
             raise ConfigError(f"listener.security.protocol.map: {name} uses {proto}; "
-                              f"kraft supports {' and '.join(SERVED_SECURITY)} listeners only")
+                              f"kraft supports {', '.join(SERVED_SECURITY)} listeners only")
 
 
 #: Kafka's ssl.* and sasl.* settings: read per listener by kraft.server.tls (never "unknown")
@@ -479,7 +479,10 @@ SECURITY_KEYS = frozenset({
     "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
     "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.type", "ssl.truststore.location",
     "ssl.truststore.password", "ssl.truststore.certificates", "ssl.client.auth", "ssl.enabled.protocols",
-    "ssl.cipher.suites", "ssl.principal.mapping.rules"})
+    "ssl.cipher.suites", "ssl.principal.mapping.rules", "sasl.enabled.mechanisms", "sasl.jaas.config",
+    "plain.sasl.jaas.config"})
+# Kafka's SocketServer delays closing a connection whose authentication failed (KIP-306).
+INT_SETTINGS["connection.failed.authentication.delay.ms"] = (100, 0)
 
 
 def _is_security_key(key: str) -> bool:

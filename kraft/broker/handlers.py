@@ -41,6 +41,9 @@ BROKER_MAX_VERSIONS = {0: 11, 1: 17, 2: 10, 3: 12, 18: 4, 21: 2, 22: 5, 23: 4, 3
 GROUP_MAX_VERSIONS = {8: 9, 9: 9, 10: 6, 11: 9, 12: 4, 13: 5, 14: 5, 15: 5, 16: 5, 42: 2, 47: 0,
                       68: 1, 69: 0}
 BROKER_MAX_VERSIONS.update(GROUP_MAX_VERSIONS)
+#: SaslHandshake, SaslAuthenticate: answered by the network layer (kraft.server.sasl) before any
+#: handler, on every listener as Kafka advertises them (ILLEGAL_SASL_STATE where no SASL runs).
+BROKER_MAX_VERSIONS.update({17: 1, 36: 2})
 BROKER_APIS = frozenset(BROKER_MAX_VERSIONS)
 #: KIP-714 client metrics, advertised only when the node has a ``ClientTelemetry`` (``telemetry``)
 TELEMETRY_APIS = frozenset({71, 72})

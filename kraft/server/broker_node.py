@@ -48,6 +48,7 @@ from kraft.metadata.image import EMPTY_IMAGE, MetadataImage
 from kraft.server.group_driver import GroupDriver
 from kraft.server.client_telemetry import ClientTelemetry
 from kraft.server.group_lag import GroupLag
+from kraft.server.sasl import listener_sasl
 from kraft.server.tls import listener_context
 from kraft.server.network import KafkaServer, connection_limits
 from kraft.server.replication_driver import ReplicationDriver
@@ -145,6 +146,7 @@ class BrokerNode:
             handlers = self.serve(self.handlers) if self.serve is not None else self.handlers
             server = KafkaServer(handlers, ep.host, ep.port, listener_name=ep.name,
                                  max_frame_bytes=v["socket.request.max.bytes"], ssl_context=listener_context(cfg, ep.name),
+                                 sasl=listener_sasl(cfg, ep.name),
                                  **connection_limits(cfg))
             await server.start(serving)
             self.servers[ep.name] = server

@@ -21,7 +21,12 @@ bytes in either direction for ``connections.max.idle.ms`` is closed (negative di
 TLS (``ssl_context``): the loop's TLS layer runs the handshake (in steps, as bytes arrive)
 before the connection is made, bounded by ``TLS_HANDSHAKE_TIMEOUT_S``; a failure closes that
 connection with one (rate-limited) log line (``tls.watch_handshakes``). Connections count
-against ``max.connections.per.ip`` once their handshake is done. The client certificate's subject becomes the
+against ``max.connections.per.ip`` once their handshake is done.
+
+SASL (``sasl``, kraft.server.sasl): until a connection has authenticated it may send only
+ApiVersions, SaslHandshake and SaslAuthenticate, in frames of at most 512 KiB (Kafka's
+sasl.server.max.receive.size); anything else closes it. A failed authentication is answered,
+then the connection stops reading and closes after ``connection.failed.authentication.delay.ms``. The client certificate's subject becomes the
 connection's principal (``RequestContext.principal``; ``User:ANONYMOUS`` otherwise).
 
 This module knows nothing about Raft or the controller; it calls a :class:`RequestHandler`.
@@ -40,6 +45,8 @@ from typing import Awaitable, Protocol, Union
 
 from kraft.config import parse_connection_overrides
 from kraft.errors import ErrorCode, KraftError, ProtocolError, UnsupportedVersionError
+from kraft.server.sasl import (API_VERSIONS, MAX_RECEIVE_SIZE, SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslSession,
+                               after_authentication)
 from kraft.server.tls import peer_principal as tls_peer_principal, watch_handshakes
 from kraft.server.turn import turn_queue
 from kraft.protocol import (DEFAULT_MAX_FRAME_BYTES, EncodedBody, EncodedParts, FrameDecoder, RequestHeader, Response,
@@ -136,6 +143,10 @@ class _Connection(asyncio.Protocol):
         self._flush_scheduled = False
         self._draining = False  # the transport's buffer is over the limit: hold answers
         self.principal = ANONYMOUS
+        self.sasl = SaslSession(server.sasl) if server.sasl is not None else None
+        if self.sasl is not None:
+            self.decoder.max_frame_bytes = min(server.max_frame_bytes, MAX_RECEIVE_SIZE)
+        self._closing = False  # answered a failed authentication: read nothing more, close soon
         self._tls = server.ssl_context is not None
 
     # --- asyncio.Protocol --------------------------------------------------------------------
@@ -158,7 +169,7 @@ class _Connection(asyncio.Protocol):
         self._arm_idle_timer()
 
     def data_received(self, data: bytes) -> None:
-        if self.closed:
+        if self.closed or self._closing:
             return
         self.last_active = time.monotonic()
         try:
@@ -244,6 +255,9 @@ class _Connection(asyncio.Protocol):
     def _dispatch(self, frame: bytes) -> bool:
         """Decode and hand one request to the handler (no coroutine per request)."""
         srv = self.server
+        sasl = self.sasl
+        if sasl is not None and sasl.state == "raw":
+            return self._raw_token(frame)
         try:
             header, request = decode_request(frame)
         except (ProtocolError, UnsupportedVersionError) as exc:
@@ -251,6 +265,15 @@ class _Connection(asyncio.Protocol):
             what = f"api_key={hdr.api_key} v{hdr.api_version}" if hdr else "unreadable header"
             self._reject(f"{type(exc).__name__} ({what}): {exc}")
             return False
+        api_key = header.api_key
+        if sasl is not None and sasl.state != "done":
+            if not sasl.allows(api_key):
+                self._reject(f"api_key={api_key} before SASL authentication (state {sasl.state})")
+                return False
+            if api_key != API_VERSIONS:
+                return self._sasl_step(header, request)
+        elif api_key == SASL_HANDSHAKE or api_key == SASL_AUTHENTICATE:
+            return self._queue_answer(header, after_authentication(api_key))
         srv.requests_total += 1
         self.unanswered += 1
         ctx = RequestContext(header, srv.listener_name, self.peer, time.monotonic_ns(), self.principal)
@@ -271,6 +294,50 @@ class _Connection(asyncio.Protocol):
         else:
             result.add_done_callback(self._answered)
         return True
+
+    def _queue_answer(self, header: RequestHeader, response) -> bool:
+        self.server.requests_total += 1
+        self.unanswered += 1
+        self.pending.append((header, response))
+        self._schedule_flush()
+        return True
+
+    def _sasl_step(self, header: RequestHeader, request) -> bool:
+        sasl = self.sasl
+        if header.api_key == SASL_HANDSHAKE:
+            response = sasl.handshake(request, header.api_version)
+        else:
+            response = sasl.authenticate(request)
+        self._queue_answer(header, response)
+        self._after_sasl_step()
+        return not self._closing
+
+    def _raw_token(self, frame) -> bool:
+        """After a v0 SaslHandshake the token comes bare (Kafka's pre-KIP-152 framing) and the
+        answer is the server's token, empty for PLAIN, or a closed connection."""
+        if self.sasl.token(frame):
+            self.transport.write(b"\x00\x00\x00\x00")
+        self._after_sasl_step()
+        return not self._closing
+
+    def _after_sasl_step(self) -> None:
+        sasl = self.sasl
+        if sasl.state == "done":
+            self.principal = sasl.principal
+            self.decoder.max_frame_bytes = self.server.max_frame_bytes
+        elif sasl.failed is not None:
+            # The answer goes out; nothing more is read; the close waits, as Kafka's does, so a
+            # client retrying wrong passwords in a loop costs the node little.
+            self._closing = True
+            self.held.clear()
+            if sasl.auth_failed:
+                self.server.auth_failed_total += 1
+                log.info("authentication failed for %s on %s: %s", self.peer, self.server.listener_name, sasl.failed)
+                delay = self.server.failed_authentication_delay_ms / 1000
+            else:
+                self.server.rejected(self.peer, sasl.failed)
+                delay = 0.0
+            self.loop.call_later(delay, self._close)
 
     def _handler_failed(self, header: RequestHeader, exc: Exception):
         code = exc.code if isinstance(exc, KraftError) else ErrorCode.UNKNOWN_SERVER_ERROR
@@ -417,11 +484,15 @@ class KafkaServer:
                  max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, max_in_flight: int = 64,
                  connections_max_idle_ms: int = 600_000, max_connections_per_ip: int = 2**31 - 1,
                  max_connections_per_ip_overrides: dict[str, int] | None = None,
-                 admission: AdmissionGate | None = None, on_disconnect=None, ssl_context=None):
+                 admission: AdmissionGate | None = None, on_disconnect=None, ssl_context=None, sasl=None,
+                 failed_authentication_delay_ms: int = 100):
         self.handler = handler
         self.ssl_context = ssl_context  # an ssl.SSLContext: TLS on every connection (SSL, SASL_SSL)
         if ssl_context is not None:
             watch_handshakes(ssl_context, self._handshake_failed)
+        self.sasl = sasl  # a kraft.server.sasl.SaslListener: SASL_PLAINTEXT, SASL_SSL
+        self.failed_authentication_delay_ms = failed_authentication_delay_ms
+        self.auth_failed_total = 0
         self.on_disconnect = on_disconnect  # called with the peer ("host:port") of each closed connection
         self.admission = admission
         self.host = host
@@ -536,6 +607,7 @@ def connection_limits(cfg) -> dict:
     ``queued.max.requests`` (Kafka: the requests its network threads queue before they stop
     reading, 500) bounds here the requests read from one connection and not yet answered."""
     return dict(max_in_flight=cfg.int("queued.max.requests"),
+                failed_authentication_delay_ms=cfg.int("connection.failed.authentication.delay.ms"),
                 connections_max_idle_ms=cfg.int("connections.max.idle.ms"),
                 max_connections_per_ip=cfg.int("max.connections.per.ip"),
                 max_connections_per_ip_overrides=parse_connection_overrides(
