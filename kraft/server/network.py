@@ -46,7 +46,7 @@ from typing import Awaitable, Protocol, Union
 from kraft.config import parse_connection_overrides
 from kraft.errors import ErrorCode, KraftError, ProtocolError, UnsupportedVersionError
 from kraft.server.sasl import (API_VERSIONS, MAX_RECEIVE_SIZE, SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslSession,
-                               after_authentication)
+                               after_authentication, sasl_raw_token, sasl_step)
 from kraft.server.tls import peer_principal as tls_peer_principal, watch_handshakes
 from kraft.server.turn import turn_queue
 from kraft.protocol import (DEFAULT_MAX_FRAME_BYTES, EncodedBody, EncodedParts, FrameDecoder, RequestHeader, Response,
@@ -257,7 +257,7 @@ class _Connection(asyncio.Protocol):
         srv = self.server
         sasl = self.sasl
         if sasl is not None and sasl.state == "raw":
-            return self._raw_token(frame)
+            return sasl_raw_token(self, frame)
         try:
             header, request = decode_request(frame)
         except (ProtocolError, UnsupportedVersionError) as exc:
@@ -271,7 +271,7 @@ class _Connection(asyncio.Protocol):
                 self._reject(f"api_key={api_key} before SASL authentication (state {sasl.state})")
                 return False
             if api_key != API_VERSIONS:
-                return self._sasl_step(header, request)
+                return sasl_step(self, header, request)
         elif api_key == SASL_HANDSHAKE or api_key == SASL_AUTHENTICATE:
             return self._queue_answer(header, after_authentication(api_key))
         srv.requests_total += 1
@@ -301,43 +301,6 @@ class _Connection(asyncio.Protocol):
         self.pending.append((header, response))
         self._schedule_flush()
         return True
-
-    def _sasl_step(self, header: RequestHeader, request) -> bool:
-        sasl = self.sasl
-        if header.api_key == SASL_HANDSHAKE:
-            response = sasl.handshake(request, header.api_version)
-        else:
-            response = sasl.authenticate(request)
-        self._queue_answer(header, response)
-        self._after_sasl_step()
-        return not self._closing
-
-    def _raw_token(self, frame) -> bool:
-        """After a v0 SaslHandshake the token comes bare (Kafka's pre-KIP-152 framing) and the
-        answer is the server's token, empty for PLAIN, or a closed connection."""
-        if self.sasl.token(frame):
-            self.transport.write(b"\x00\x00\x00\x00")
-        self._after_sasl_step()
-        return not self._closing
-
-    def _after_sasl_step(self) -> None:
-        sasl = self.sasl
-        if sasl.state == "done":
-            self.principal = sasl.principal
-            self.decoder.max_frame_bytes = self.server.max_frame_bytes
-        elif sasl.failed is not None:
-            # The answer goes out; nothing more is read; the close waits, as Kafka's does, so a
-            # client retrying wrong passwords in a loop costs the node little.
-            self._closing = True
-            self.held.clear()
-            if sasl.auth_failed:
-                self.server.auth_failed_total += 1
-                log.info("authentication failed for %s on %s: %s", self.peer, self.server.listener_name, sasl.failed)
-                delay = self.server.failed_authentication_delay_ms / 1000
-            else:
-                self.server.rejected(self.peer, sasl.failed)
-                delay = 0.0
-            self.loop.call_later(delay, self._close)
 
     def _handler_failed(self, header: RequestHeader, exc: Exception):
         code = exc.code if isinstance(exc, KraftError) else ErrorCode.UNKNOWN_SERVER_ERROR

@@ -13,12 +13,15 @@ when the listener is built. No I/O here: :mod:`kraft.server.network` frames and 
 from __future__ import annotations
 
 import hmac
+import logging
 import re
 
 from kraft.config import security_protocol
 from kraft.errors import ConfigError, ErrorCode
 from kraft.protocol.messages.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
 from kraft.server.tls import ListenerSettings
+
+log = logging.getLogger("kraft.network")
 
 SASL_HANDSHAKE = 17
 SASL_AUTHENTICATE = 36
@@ -184,3 +187,48 @@ def after_authentication(api_key: int):
     return SaslAuthenticateResponse(error_code=int(ErrorCode.ILLEGAL_SASL_STATE),
                                     error_message="SaslAuthenticate request received after successful "
                                                   "authentication", auth_bytes=b"", session_lifetime_ms=0)
+
+
+# --- one connection's steps (``conn`` is kraft.server.network's _Connection) -------------------
+
+
+def sasl_step(conn, header, request) -> bool:
+    """Answer a SaslHandshake or SaslAuthenticate of an unauthenticated connection; False when
+    the connection is closing."""
+    sasl = conn.sasl
+    if header.api_key == SASL_HANDSHAKE:
+        response = sasl.handshake(request, header.api_version)
+    else:
+        response = sasl.authenticate(request)
+    conn._queue_answer(header, response)
+    _after_step(conn)
+    return not conn._closing
+
+
+def sasl_raw_token(conn, frame) -> bool:
+    """After a v0 SaslHandshake the token comes bare (Kafka's pre-KIP-152 framing) and the
+    answer is the server's token, empty for PLAIN, or a closed connection."""
+    if conn.sasl.token(frame):
+        conn.transport.write(b"\x00\x00\x00\x00")
+    _after_step(conn)
+    return not conn._closing
+
+
+def _after_step(conn) -> None:
+    sasl, server = conn.sasl, conn.server
+    if sasl.state == "done":
+        conn.principal = sasl.principal
+        conn.decoder.max_frame_bytes = server.max_frame_bytes
+    elif sasl.failed is not None:
+        # The answer goes out; nothing more is read; the close waits, as Kafka's does, so a
+        # client retrying wrong passwords in a loop costs the node little.
+        conn._closing = True
+        conn.held.clear()
+        if sasl.auth_failed:
+            server.auth_failed_total += 1
+            log.info("authentication failed for %s on %s: %s", conn.peer, server.listener_name, sasl.failed)
+            delay = server.failed_authentication_delay_ms / 1000
+        else:
+            server.rejected(conn.peer, sasl.failed)
+            delay = 0.0
+        conn.loop.call_later(delay, conn._close)
