@@ -51,9 +51,11 @@ class CertAuthority:
     def cert_pem(self) -> str:
         return self.cert.public_bytes(serialization.Encoding.PEM).decode()
 
-    def issue(self, cn: str, org: str = "kraft", server: bool = False) -> Issued:
+    def issue(self, cn: str, org: str = "kraft", server: bool = False, expired: bool = False) -> Issued:
         key = ec.generate_private_key(ec.SECP256R1())
         now = datetime.datetime.now(datetime.timezone.utc)
+        if expired:
+            now -= datetime.timedelta(days=60)  # valid from 61 to 30 days ago
         b = (x509.CertificateBuilder().subject_name(_name(cn, org)).issuer_name(self.name)
              .public_key(key.public_key()).serial_number(x509.random_serial_number())
              .not_valid_before(now - datetime.timedelta(days=1))

@@ -124,6 +124,29 @@ def test_required_client_auth_refuses_a_client_without_a_certificate_and_keeps_s
 
 
 @pytest.mark.parametrize("loop", list(LOOPS))
+def test_an_expired_client_certificate_is_refused_and_an_expired_server_certificate_fails_the_client(loop):
+    expired = CA.issue("old", expired=True)
+
+    async def main():
+        server, handler = await _serve(_pem_listener(**{"ssl.client.auth": "required"}))
+        try:
+            with pytest.raises((ssl.SSLError, ConnectionError, asyncio.IncompleteReadError)):
+                await _ask(server.port, _client_ctx(expired))
+            assert handler.principals == []
+        finally:
+            await server.close()
+        old_server = CA.issue("localhost", server=True, expired=True)
+        server, _ = await _serve(_pem_listener(**{"ssl.keystore.certificate.chain": old_server.cert_pem(),
+                                                  "ssl.keystore.key": old_server.key_pem()}))
+        try:
+            with pytest.raises(ssl.SSLCertVerificationError, match="certificate has expired"):
+                await _ask(server.port, _client_ctx())
+        finally:
+            await server.close()
+    _run(loop, main)
+
+
+@pytest.mark.parametrize("loop", list(LOOPS))
 def test_a_client_trusting_another_ca_fails_the_handshake(loop):
     async def main():
         server, _ = await _serve(_pem_listener())
