@@ -391,7 +391,7 @@ class NodeConfig:
             values[key] = _int(key, props[key], lo, hi) if key in props else default
         for key, default in STR_SETTINGS.items():
             values[key] = props.get(key, default).strip()
-        unknown = tuple(sorted(k for k in props if k not in values))
+        unknown = tuple(sorted(k for k in props if k not in values and not _is_security_key(k)))
 
         if not values["node.id"]:
             raise ConfigError("node.id: required in KRaft mode")
@@ -420,6 +420,11 @@ class NodeConfig:
         if "controller" not in roles and set(ctrl_names) & names:
             raise ConfigError("listeners: a broker-only node must not listen on the controller listener")
         _check_security_map(values["listener.security.protocol.map"], names | set(ctrl_names))
+        inter_broker = values["inter.broker.listener.name"].strip().upper()
+        for name, what in [*((n, "controller listener") for n in ctrl_names), (inter_broker, "inter-broker listener")]:
+            if security_protocol(values, name) != "PLAINTEXT":
+                raise ConfigError(f"listener.security.protocol.map: the {what} {name} must be PLAINTEXT: kraft's "
+                                  "node-to-node client speaks no TLS or SASL yet")
         if "controller" in roles and voters and node_id not in {v.node_id for v in voters}:
             raise ConfigError(f"controller.quorum.voters: node.id {node_id} has the controller role "
                               f"but is not among the voters")
@@ -451,18 +456,51 @@ class NodeConfig:
                    log_dirs, values, unknown, {k: v.strip() for k, v in props.items()})
 
 
-def _check_security_map(spec: str, names: set) -> None:
+def _security_map(spec: str) -> dict[str, str]:
     mapping = {}
     for item in filter(None, (x.strip() for x in spec.split(","))):
         name, sep, proto = item.partition(":")
         if not sep or proto.strip().upper() not in _SECURITY:
             raise ConfigError(f"listener.security.protocol.map: bad entry {item!r}")
         mapping[name.strip().upper()] = proto.strip().upper()
+    return mapping
+
+
+def security_protocol(values: dict, listener: str) -> str:
+    """The security protocol of ``listener`` (Kafka: a listener named after a protocol
+    uses it when the map does not name it)."""
+    return _security_map(values["listener.security.protocol.map"]).get(
+        listener, listener if listener in _SECURITY else "PLAINTEXT")
+
+
+#: protocols kraft serves (SASL: mechanism PLAIN, kraft.server.sasl)
+SERVED_SECURITY = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def _check_security_map(spec: str, names: set) -> None:
+    mapping = _security_map(spec)
     for name in names:
         proto = mapping.get(name, name if name in _SECURITY else "PLAINTEXT")
-        if proto != "PLAINTEXT":
+        if proto not in SERVED_SECURITY:
             raise ConfigError(f"listener.security.protocol.map: {name} uses {proto}; "
-                              f"kraft supports PLAINTEXT listeners only")
+                              f"kraft supports {', '.join(SERVED_SECURITY)} listeners only")
+
+
+#: Kafka's ssl.* and sasl.* settings: read per listener by kraft.server.tls (never "unknown")
+SECURITY_KEYS = frozenset({
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+    "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.type", "ssl.truststore.location",
+    "ssl.truststore.password", "ssl.truststore.certificates", "ssl.client.auth", "ssl.enabled.protocols",
+    "ssl.cipher.suites", "ssl.principal.mapping.rules", "sasl.enabled.mechanisms", "sasl.jaas.config",
+    "plain.sasl.jaas.config"})
+# Kafka's SocketServer delays closing a connection whose authentication failed (KIP-306).
+INT_SETTINGS["connection.failed.authentication.delay.ms"] = (100, 0)
+
+
+def _is_security_key(key: str) -> bool:
+    if key.startswith("listener.name."):
+        key = key[len("listener.name."):].partition(".")[2]
+    return key in SECURITY_KEYS
 
 # Controller leadership policy (Kafka's ReplicationConfigs / KIP-966's ELR switch).
 INT_SETTINGS.update({"leader.imbalance.check.interval.seconds": (300, 1),

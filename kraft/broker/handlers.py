@@ -51,6 +51,9 @@ BROKER_MAX_VERSIONS.update(GROUP_MAX_VERSIONS)
 #: v5 means KIP-890 part 2 (an epoch bump per transaction, transaction.version 2), not done.
 TXN_MAX_VERSIONS = {24: 5, 25: 4, 26: 4, 65: 0, 66: 2}
 BROKER_MAX_VERSIONS.update(TXN_MAX_VERSIONS)
+#: SaslHandshake, SaslAuthenticate: answered by the network layer (kraft.server.sasl) before any
+#: handler, on every listener as Kafka advertises them (ILLEGAL_SASL_STATE where no SASL runs).
+BROKER_MAX_VERSIONS.update({17: 1, 36: 2})
 BROKER_APIS = frozenset(BROKER_MAX_VERSIONS)
 #: KIP-714 client metrics, advertised only when the node has a ``ClientTelemetry`` (``telemetry``)
 TELEMETRY_APIS = frozenset({71, 72})

@@ -50,7 +50,11 @@ _SECONDARY = ("log.roll.hours", "log.roll.jitter.hours", "log.retention.minutes"
               "log.flush.scheduler.interval.ms")
 _THREADS = "kraft serves requests on one event loop; its worker counts are fixed at start-up"
 _CLEANER = "kraft's log cleaner reads it from server.properties at start-up (no change at run time)"
-_TLS = "kraft listeners are PLAINTEXT only (no TLS or SASL)"
+_TLS = ("dynamic update refused: kraft reads the ssl.* settings (PEM, PKCS12 stores; JKS refused with how to convert; "
+        "ssl.client.auth, ssl.enabled.protocols, ssl.cipher.suites, DEFAULT ssl.principal.mapping.rules), "
+        "also as listener.name.<listener>.ssl.*, and SASL PLAIN (sasl.enabled.mechanisms, "
+        "[listener.name.<listener>.plain.]sasl.jaas.config) from server.properties at start only; "
+        "SCRAM, GSSAPI, OAUTHBEARER and keystore reload are not implemented")
 _TIERED = "kraft has no tiered storage"
 _THROTTLE = "kraft has no replication throttling"
 
@@ -124,6 +128,8 @@ _READ_ONLY = [
     _read_only("broker.id", T.INT, "-1", "The broker id (node.id in KRaft)."),
     _read_only("broker.rack", T.STRING, None, "Rack of the broker."),
     _read_only("broker.session.timeout.ms", T.INT, "9000", "Broker lease length."),
+    _read_only("connection.failed.authentication.delay.ms", T.INT, "100",
+               "Delay before a connection whose authentication failed is closed."),
     _read_only("connections.max.idle.ms", T.LONG, "600000", "Idle connections are closed after this."),
     _read_only("controller.listener.names", T.STRING, None, "The listeners the controller uses."),
     _read_only("controller.quorum.bootstrap.servers", T.LIST, "", "Controller quorum bootstrap addresses."),
@@ -203,7 +209,8 @@ _BROKER_GROUPS = (
 BROKER_SYNONYM_GROUPS: dict[str, tuple] = {name: group for group in _BROKER_GROUPS for name in group}
 #: ``listener.name.<listener>.<config>`` (Kafka's ``ListenerConfigRegex``)
 LISTENER_CONFIG = re.compile(r"listener\.name\.[^.]*\.(.*)")
-LISTENER_NOTE = "kraft listeners are PLAINTEXT with no per-listener settings"
+LISTENER_NOTE = ("kraft reads per-listener ssl.* settings from server.properties at start; it updates no "
+                 "listener setting dynamically")
 #: listener configs Kafka lets the cluster default set (``ClusterLevelListenerConfigs``)
 _CLUSTER_LEVEL_LISTENER = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})
 #: security configs Kafka updates only with a listener prefix (``DynamicSecurityConfigs``)

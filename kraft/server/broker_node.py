@@ -49,6 +49,8 @@ from kraft.server.group_driver import GroupDriver
 from kraft.server.txn_driver import TxnDriver, producer_ids_from
 from kraft.server.client_telemetry import ClientTelemetry
 from kraft.server.group_lag import GroupLag
+from kraft.server.sasl import listener_sasl
+from kraft.server.tls import listener_context
 from kraft.server.network import KafkaServer, connection_limits
 from kraft.server.replication_driver import ReplicationDriver
 from kraft.server.allocator import keep_freed_pages
@@ -151,7 +153,9 @@ class BrokerNode:
                 continue
             handlers = self.serve(self.handlers) if self.serve is not None else self.handlers
             server = KafkaServer(handlers, ep.host, ep.port, listener_name=ep.name,
-                                 max_frame_bytes=v["socket.request.max.bytes"], **connection_limits(cfg))
+                                 max_frame_bytes=v["socket.request.max.bytes"], ssl_context=listener_context(cfg, ep.name),
+                                 sasl=listener_sasl(cfg, ep.name),
+                                 **connection_limits(cfg))
             await server.start(serving)
             self.servers[ep.name] = server
             log.info("broker %d: serving %s on %s:%d", cfg.node_id, ep.name, ep.host or "0.0.0.0", server.port)

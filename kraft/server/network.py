@@ -18,6 +18,17 @@ Connection limits, as Kafka's SocketServer: a connection from an address that al
 closed at once, before anything is read; a connection with no request in flight and no
 bytes in either direction for ``connections.max.idle.ms`` is closed (negative disables).
 
+TLS (``ssl_context``): the loop's TLS layer runs the handshake (in steps, as bytes arrive)
+before the connection is made, bounded by ``TLS_HANDSHAKE_TIMEOUT_S``; a failure closes that
+connection with one (rate-limited) log line (``tls.watch_handshakes``). Connections count
+against ``max.connections.per.ip`` once their handshake is done.
+
+SASL (``sasl``, kraft.server.sasl): until a connection has authenticated it may send only
+ApiVersions, SaslHandshake and SaslAuthenticate, in frames of at most 512 KiB (Kafka's
+sasl.server.max.receive.size); anything else closes it. A failed authentication is answered,
+then the connection stops reading and closes after ``connection.failed.authentication.delay.ms``. The client certificate's subject becomes the
+connection's principal (``RequestContext.principal``; ``User:ANONYMOUS`` otherwise).
+
 This module knows nothing about Raft or the controller; it calls a :class:`RequestHandler`.
 """
 
@@ -34,6 +45,9 @@ from typing import Awaitable, Protocol, Union
 
 from kraft.config import parse_connection_overrides
 from kraft.errors import ErrorCode, KraftError, ProtocolError, UnsupportedVersionError
+from kraft.server.sasl import (API_VERSIONS, MAX_RECEIVE_SIZE, SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslSession,
+                               after_authentication, sasl_raw_token, sasl_step)
+from kraft.server.tls import peer_principal as tls_peer_principal, watch_handshakes
 from kraft.server.turn import turn_queue
 from kraft.protocol import (DEFAULT_MAX_FRAME_BYTES, EncodedBody, EncodedParts, FrameDecoder, RequestHeader, Response,
                             decode_request, encode_response, encode_response_parts, response_class,
@@ -48,6 +62,10 @@ REJECT_LOG_BURST = 10
 # What a handler may return as an answer that is already known (anything else is awaited).
 _IMMEDIATE = (Response, EncodedBody, EncodedParts)
 _IMMEDIATE_BY_TYPE: dict = {}
+#: A TLS handshake not finished within this many seconds closes the connection: a client that
+#: connects and sends nothing (or half a ClientHello) holds a socket, never the loop.
+TLS_HANDSHAKE_TIMEOUT_S = 10.0
+ANONYMOUS = "User:ANONYMOUS"
 
 
 def _is_immediate(result) -> bool:
@@ -66,6 +84,9 @@ class RequestContext:
     listener: str
     peer: str  # "host:port" of the client
     received_ns: int
+    #: who sent it: ``User:ANONYMOUS`` on PLAINTEXT, the certificate subject on mTLS (Kafka's
+    #: KafkaPrincipal text), for the authorizer to check
+    principal: str = ANONYMOUS
 
 
 class RequestHandler(Protocol):
@@ -121,6 +142,12 @@ class _Connection(asyncio.Protocol):
         self._idle_timer: asyncio.TimerHandle | None = None
         self._flush_scheduled = False
         self._draining = False  # the transport's buffer is over the limit: hold answers
+        self.principal = ANONYMOUS
+        self.sasl = SaslSession(server.sasl) if server.sasl is not None else None
+        if self.sasl is not None:
+            self.decoder.max_frame_bytes = min(server.max_frame_bytes, MAX_RECEIVE_SIZE)
+        self._closing = False  # answered a failed authentication: read nothing more, close soon
+        self._tls = server.ssl_context is not None
 
     # --- asyncio.Protocol --------------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -135,12 +162,14 @@ class _Connection(asyncio.Protocol):
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._tls:
+            self.principal = tls_peer_principal(transport.get_extra_info("ssl_object"))
         # A slow reader is held at 1 MiB of unwritten answers (pause_writing below).
         transport.set_write_buffer_limits(high=1 << 20)
         self._arm_idle_timer()
 
     def data_received(self, data: bytes) -> None:
-        if self.closed:
+        if self.closed or self._closing:
             return
         self.last_active = time.monotonic()
         try:
@@ -161,7 +190,8 @@ class _Connection(asyncio.Protocol):
     def eof_received(self) -> bool:
         self._eof = True
         self._close_if_done()
-        return True  # keep the transport open to write the answers still owed
+        # Keep the transport open to write the answers still owed (TLS has no half-close).
+        return not self._tls
 
     def connection_lost(self, exc) -> None:
         self._close()
@@ -225,6 +255,9 @@ class _Connection(asyncio.Protocol):
     def _dispatch(self, frame: bytes) -> bool:
         """Decode and hand one request to the handler (no coroutine per request)."""
         srv = self.server
+        sasl = self.sasl
+        if sasl is not None and sasl.state == "raw":
+            return sasl_raw_token(self, frame)
         try:
             header, request = decode_request(frame)
         except (ProtocolError, UnsupportedVersionError) as exc:
@@ -232,9 +265,18 @@ class _Connection(asyncio.Protocol):
             what = f"api_key={hdr.api_key} v{hdr.api_version}" if hdr else "unreadable header"
             self._reject(f"{type(exc).__name__} ({what}): {exc}")
             return False
+        api_key = header.api_key
+        if sasl is not None and sasl.state != "done":
+            if not sasl.allows(api_key):
+                self._reject(f"api_key={api_key} before SASL authentication (state {sasl.state})")
+                return False
+            if api_key != API_VERSIONS:
+                return sasl_step(self, header, request)
+        elif api_key == SASL_HANDSHAKE or api_key == SASL_AUTHENTICATE:
+            return self._queue_answer(header, after_authentication(api_key))
         srv.requests_total += 1
         self.unanswered += 1
-        ctx = RequestContext(header, srv.listener_name, self.peer, time.monotonic_ns())
+        ctx = RequestContext(header, srv.listener_name, self.peer, time.monotonic_ns(), self.principal)
         try:
             result = srv.handler.handle(ctx, request)
         except Exception as exc:  # a handler bug must not take the node down
@@ -251,6 +293,13 @@ class _Connection(asyncio.Protocol):
             self._schedule_flush()
         else:
             result.add_done_callback(self._answered)
+        return True
+
+    def _queue_answer(self, header: RequestHeader, response) -> bool:
+        self.server.requests_total += 1
+        self.unanswered += 1
+        self.pending.append((header, response))
+        self._schedule_flush()
         return True
 
     def _handler_failed(self, header: RequestHeader, exc: Exception):
@@ -398,8 +447,15 @@ class KafkaServer:
                  max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, max_in_flight: int = 64,
                  connections_max_idle_ms: int = 600_000, max_connections_per_ip: int = 2**31 - 1,
                  max_connections_per_ip_overrides: dict[str, int] | None = None,
-                 admission: AdmissionGate | None = None, on_disconnect=None):
+                 admission: AdmissionGate | None = None, on_disconnect=None, ssl_context=None, sasl=None,
+                 failed_authentication_delay_ms: int = 100):
         self.handler = handler
+        self.ssl_context = ssl_context  # an ssl.SSLContext: TLS on every connection (SSL, SASL_SSL)
+        if ssl_context is not None:
+            watch_handshakes(ssl_context, self._handshake_failed)
+        self.sasl = sasl  # a kraft.server.sasl.SaslListener: SASL_PLAINTEXT, SASL_SSL
+        self.failed_authentication_delay_ms = failed_authentication_delay_ms
+        self.auth_failed_total = 0
         self.on_disconnect = on_disconnect  # called with the peer ("host:port") of each closed connection
         self.admission = admission
         self.host = host
@@ -416,11 +472,17 @@ class KafkaServer:
         self.rejected_total = 0  # closed for bad input
         self.refused_total = 0  # closed at once: the address had its maximum of connections
         self.idle_closed_total = 0  # closed after connections.max.idle.ms without activity
+        self.tls_failed_total = 0  # closed because the TLS handshake failed or timed out
         self._reject_second = 0  # the whole second of monotonic time the lines below were logged in
         self._reject_lines = 0
         self._rejects_unlogged = 0
         self._server: asyncio.base_events.Server | None = None
         self._connections: set = set()
+
+    def _handshake_failed(self, reason: str) -> None:
+        # The TLS layer fails a handshake before a connection (and its peer) exists here.
+        self.tls_failed_total += 1
+        self.rejected("a client", f"TLS handshake failed: {reason}")
 
     def rejected(self, peer, why: str) -> None:
         """Count a connection closed for bad input; log it, or past the burst, count it."""
@@ -452,8 +514,11 @@ class KafkaServer:
                 continue
             for info in infos:
                 self._cap_by_address[_address(info[4][0])] = cap
+        tls = {}
+        if self.ssl_context is not None:
+            tls = dict(ssl=self.ssl_context, ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S)
         self._server = await loop.create_server(lambda: _Connection(self), self.host or None, self.port,
-                                                reuse_address=True, start_serving=serving)
+                                                reuse_address=True, start_serving=serving, **tls)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def start_serving(self) -> None:
@@ -505,6 +570,7 @@ def connection_limits(cfg) -> dict:
     ``queued.max.requests`` (Kafka: the requests its network threads queue before they stop
     reading, 500) bounds here the requests read from one connection and not yet answered."""
     return dict(max_in_flight=cfg.int("queued.max.requests"),
+                failed_authentication_delay_ms=cfg.int("connection.failed.authentication.delay.ms"),
                 connections_max_idle_ms=cfg.int("connections.max.idle.ms"),
                 max_connections_per_ip=cfg.int("max.connections.per.ip"),
                 max_connections_per_ip_overrides=parse_connection_overrides(

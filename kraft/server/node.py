@@ -43,6 +43,7 @@ from kraft.server.controller_requests import ControllerRequests, ListenerFanOut,
 from kraft.log.replicated_log import MetadataLog
 from kraft.server.metrics import MetricsServer, NodeMetrics, fetch_session_gauges
 from kraft.server.loop_watchdog import LoopWatchdog
+from kraft.server.tls import listener_context
 from kraft.server.network import KafkaServer, connection_limits
 from kraft.server.raft_driver import RaftDriver, election_from_file, wall_ms
 from kraft.metadata.snapshot_schedule import ScheduleConfig
@@ -312,7 +313,8 @@ class KraftNode:
         self.server = KafkaServer(handlers, ctl.host, ctl.port, listener_name=ctl.name,
                                   max_frame_bytes=cfg.int("socket.request.max.bytes"),
                                   admission=self.controller_requests,
-                                  on_disconnect=self.controller_requests.disconnected, **connection_limits(cfg))
+                                  on_disconnect=self.controller_requests.disconnected,
+                                  ssl_context=listener_context(cfg, ctl.name), **connection_limits(cfg))
         await _listen(f"the {ctl.name} listener", "listeners", ctl.host, ctl.port, self.server.start)
 
     def _clean_periodically(self) -> None:

@@ -16,6 +16,7 @@ from kraft.protocol import (ApiVersionsRequest, DeleteRecordsRequest, DescribeLo
                             InitProducerIdRequest, PushTelemetryRequest, WriteTxnMarkersRequest, DescribeProducersRequest,
                             ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
                             decode_response, encode_request)
+from kraft.protocol.messages.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from kraft.records import build_batch, iter_batches
 from kraft.server.broker_node import BrokerNode, broker_config, static_image
 
@@ -89,7 +90,16 @@ async def _scenario(tmp_path):
         assert table == {0: (3, 11), 1: (4, 17), 2: (1, 10), 3: (0, 12), 18: (0, 4), 21: (0, 2), 22: (0, 5), 23: (2, 4), 27: (0, 1), 61: (0, 0),
                          35: (1, 4), 71: (0, 0), 72: (0, 0), 75: (0, 0), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5),
                          14: (0, 5), 15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0), 68: (0, 1), 69: (0, 0),
-                         24: (0, 5), 25: (0, 4), 26: (0, 4), 28: (0, 4), 65: (0, 0), 66: (0, 2)}
+                         24: (0, 5), 25: (0, 4), 26: (0, 4), 28: (0, 4), 65: (0, 0), 66: (0, 2),
+                         17: (0, 1), 36: (0, 2)}
+        # On a listener without SASL Kafka answers both ILLEGAL_SASL_STATE (tests/server/test_sasl.py:
+        # every version on a SASL listener).
+        for v in range(0, 2):
+            assert (await conn.ask(SaslHandshakeRequest(mechanism="PLAIN"), v)).error_code == E.ILLEGAL_SASL_STATE
+            checked.add((17, v))
+        for v in range(0, 3):
+            assert (await conn.ask(SaslAuthenticateRequest(auth_bytes=b""), v)).error_code == E.ILLEGAL_SASL_STATE
+            checked.add((36, v))
         # the group coordinator loads its shard on its first tick
         for _ in range(100):
             if node.handlers.groups.shards.get(0) is not None and node.handlers.groups.shards[0].ready:

@@ -201,8 +201,8 @@ def test_broker_config_errors():
     ("", "num.io.threads", "16", ErrorCode.INVALID_CONFIG, "Configuration num.io.threads is not supported by kraft: "
      "kraft serves requests on one event loop; its worker counts are fixed at start-up"),
     ("2", "listener.name.plaintext.max.connections", "5", ErrorCode.INVALID_CONFIG,
-     "Configuration listener.name.plaintext.max.connections is not supported by kraft: kraft listeners are "
-     "PLAINTEXT with no per-listener settings"),
+     "Configuration listener.name.plaintext.max.connections is not supported by kraft: kraft reads "
+     "per-listener ssl.* settings from server.properties at start; it updates no listener setting dynamically"),
     ("2", "custom.plugin.setting", "x", ErrorCode.INVALID_CONFIG,
      "Unknown broker config name: custom.plugin.setting (kraft loads no plugins that read custom configs)"),
     ("", "log.preallocate", "true", ErrorCode.INVALID_CONFIG,

@@ -244,7 +244,9 @@ INVALID = {
     "security map: unknown protocol": (dict(listener_security_protocol_map="CONTROLLER:FOO"),
                                        "listener.security.protocol.map"),
     "security map: no colon": (dict(listener_security_protocol_map="CONTROLLER"), "listener.security.protocol.map"),
-    "listener named SSL without a map": (dict(listeners="CONTROLLER://:9093,SSL://:9094"),
+    # A listener named after a protocol uses it: SSL here, and inter-broker traffic must be PLAINTEXT.
+    "inter-broker listener named SSL without a map": (dict(listeners="CONTROLLER://:9093,SSL://:9094",
+                                                           inter_broker_listener_name="SSL"),
                                          "listener.security.protocol.map"),
 }
 

@@ -27,14 +27,16 @@ def cfg(**props) -> NodeConfig:
 def test_defaults_are_kafkas():
     limits = connection_limits(cfg())
     assert limits == dict(max_in_flight=500, connections_max_idle_ms=600_000, max_connections_per_ip=2**31 - 1,
-                          max_connections_per_ip_overrides={})
+                          max_connections_per_ip_overrides={}, failed_authentication_delay_ms=100)
 
 
 def test_settings_reach_the_server_arguments():
     c = cfg(**{"connections.max.idle.ms": "-1", "max.connections.per.ip": "5", "queued.max.requests": "3",
-               "max.connections.per.ip.overrides": "localhost:7, 10.0.0.1:0,[::1]:3"})
+               "max.connections.per.ip.overrides": "localhost:7, 10.0.0.1:0,[::1]:3",
+               "connection.failed.authentication.delay.ms": "250"})
     assert connection_limits(c) == dict(max_in_flight=3, connections_max_idle_ms=-1, max_connections_per_ip=5,
-                                        max_connections_per_ip_overrides={"localhost": 7, "10.0.0.1": 0, "::1": 3})
+                                        max_connections_per_ip_overrides={"localhost": 7, "10.0.0.1": 0, "::1": 3},
+                                        failed_authentication_delay_ms=250)
     assert KafkaServer(None, "127.0.0.1", 0, listener_name="X", **connection_limits(c)).max_in_flight == 3
 
 

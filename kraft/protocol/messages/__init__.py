@@ -10,6 +10,8 @@ from kraft.protocol.messages.acls import (CreateAclsRequest, CreateAclsResponse,
 from kraft.protocol.messages.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
 from kraft.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from kraft.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kraft.protocol.messages.sasl import (SaslAuthenticateRequest, SaslAuthenticateResponse,
+                                        SaslHandshakeRequest, SaslHandshakeResponse)
 from kraft.protocol.messages.broker_lifecycle import (BrokerHeartbeatRequest, BrokerHeartbeatResponse,
                                                       BrokerRegistrationRequest, BrokerRegistrationResponse,
                                                       UnregisterBrokerRequest, UnregisterBrokerResponse)
@@ -125,5 +127,6 @@ __all__ = [
     "ReassignRaftVotersRequest", "ReassignRaftVotersResponse",
     "UnregisterBrokerRequest", "UnregisterBrokerResponse",
     "UpdateFeaturesRequest", "UpdateFeaturesResponse",
+    "SaslAuthenticateRequest", "SaslAuthenticateResponse", "SaslHandshakeRequest", "SaslHandshakeResponse",
     "VoteRequest", "VoteResponse",
 ]

@@ -1,0 +1,234 @@
+"""SASL authentication of a connection, as Kafka's SaslServerAuthenticator runs it: the client
+names a mechanism (SaslHandshake), then sends its tokens (SaslAuthenticate, or raw frames after
+a v0 handshake); until that succeeds only ApiVersions, SaslHandshake and SaslAuthenticate may be
+sent. Mechanism PLAIN with the users of the listener's JAAS config (Kafka's PlainLoginModule
+``user_<name>="<password>"`` options).
+
+Config as Kafka reads it: ``sasl.enabled.mechanisms`` and
+``listener.name.<listener>.<mechanism>.sasl.jaas.config`` (else ``sasl.jaas.config``), with the
+``listener.name.<listener>.`` prefix first. Mistakes are one-line :class:`ConfigError`s raised
+when the listener is built. No I/O here: :mod:`kraft.server.network` frames and sends.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import re
+
+from kraft.config import security_protocol
+from kraft.errors import ConfigError, ErrorCode
+from kraft.protocol.messages.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
+from kraft.server.tls import ListenerSettings
+
+log = logging.getLogger("kraft.network")
+
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
+API_VERSIONS = 18
+#: Kafka's sasl.server.max.receive.size: the largest frame an unauthenticated client may send.
+MAX_RECEIVE_SIZE = 524288
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SUPPORTED = ("PLAIN",)
+
+_JAAS = re.compile(r'\s*([\w.$]+)\s+(required|requisite|sufficient|optional)\s*(.*?)\s*;\s*$', re.S)
+_OPTION = re.compile(r'\s*([\w.$-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s;"]+)')
+
+
+def parse_jaas(text: str, key: str) -> tuple[str, dict[str, str]]:
+    """``<LoginModule> <flag> name=value ... ;`` (Kafka's JaasConfig, one module)."""
+    m = _JAAS.fullmatch(text or "")
+    if not m:
+        raise ConfigError(f"{key}: expected '<LoginModule> required name=\"value\" ...;', got {text[:60]!r}")
+    options, rest = {}, m.group(3)
+    pos = 0
+    while pos < len(rest):
+        o = _OPTION.match(rest, pos)
+        if not o:
+            if rest[pos:].strip():
+                raise ConfigError(f"{key}: cannot parse the JAAS options at {rest[pos:pos + 30]!r}")
+            break
+        value = o.group(2)
+        if value.startswith('"'):
+            value = re.sub(r"\\(.)", r"\1", value[1:-1])
+        options[o.group(1)] = value
+        pos = o.end()
+    return m.group(1), options
+
+
+class PlainMechanism:
+    """Kafka's PlainSaslServer with PlainServerCallbackHandler: the users are the JAAS
+    config's ``user_<name>`` options; one token ``authzid NUL authcid NUL password``."""
+
+    name = "PLAIN"
+
+    def __init__(self, users: dict[str, str]):
+        self.users = users
+
+    def authenticate(self, token: bytes) -> str:
+        """The authenticated user name, or raises AuthenticationFailed with Kafka's message."""
+        parts = bytes(token).decode("utf-8", "replace").split("\x00")
+        if len(parts) != 3:
+            raise AuthenticationFailed(f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}")
+        authzid, username, password = parts
+        if not username:
+            raise AuthenticationFailed("Authentication failed: username not specified")
+        if not password:
+            raise AuthenticationFailed("Authentication failed: password not specified")
+        expected = self.users.get(username)
+        # compare_digest: the time taken does not tell how much of a password was right
+        if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
+            raise AuthenticationFailed("Authentication failed: Invalid username or password")
+        if authzid and authzid != username:
+            raise AuthenticationFailed("Authentication failed: Client requested an authorization id that is "
+                                       "different from username")
+        return username
+
+
+class AuthenticationFailed(Exception):
+    pass
+
+
+class SaslListener:
+    """The mechanisms one SASL listener offers."""
+
+    def __init__(self, mechanisms: dict):
+        self.mechanisms = mechanisms  # name -> mechanism
+
+
+def listener_sasl(cfg, listener: str) -> SaslListener | None:
+    """The SASL settings of a SASL_PLAINTEXT / SASL_SSL listener of ``cfg``; None otherwise."""
+    if security_protocol(cfg.values, listener) not in ("SASL_PLAINTEXT", "SASL_SSL"):
+        return None
+    return sasl_settings(cfg.given, listener)
+
+
+def sasl_settings(given: dict, listener: str) -> SaslListener:
+    s = ListenerSettings(given, listener)
+    names = [n.strip().upper() for n in s.get("sasl.enabled.mechanisms", "GSSAPI").split(",") if n.strip()]
+    unsupported = [n for n in names if n not in SUPPORTED]
+    if not names or unsupported:
+        raise ConfigError(f"{s.key('sasl.enabled.mechanisms')}: kraft supports {', '.join(SUPPORTED)} only "
+                          f"(got {', '.join(names) or 'none'}; Kafka's default is GSSAPI)")
+    mechanisms = {}
+    for name in names:
+        key = f"{name.lower()}.sasl.jaas.config"
+        text = s.get(key) or s.get("sasl.jaas.config")
+        where = s.key(key) if s.get(key) else s.key("sasl.jaas.config")
+        if not text:
+            raise ConfigError(f"{s.prefix}{key}: the {name} mechanism needs a JAAS config (or sasl.jaas.config)")
+        module, options = parse_jaas(text, where)
+        if module != PLAIN_MODULE:
+            raise ConfigError(f"{where}: mechanism PLAIN needs {PLAIN_MODULE}, got {module}")
+        users = {k[len("user_"):]: v for k, v in options.items() if k.startswith("user_")}
+        mechanisms[name] = PlainMechanism(users)
+    return SaslListener(mechanisms)
+
+
+class SaslSession:
+    """One connection's authentication. ``state``: ``handshake`` (expects SaslHandshake),
+    ``authenticate`` (expects SaslAuthenticate), ``raw`` (a v0 handshake: the next frame is the
+    bare token), ``done``; ``failed`` is set when the connection must close."""
+
+    def __init__(self, listener: SaslListener):
+        self.listener = listener
+        self.state = "handshake"
+        self.mechanism = None
+        self.principal: str | None = None
+        self.failed: str | None = None  # why the connection must be closed (after the answer)
+        self.auth_failed = False  # closed after connection.failed.authentication.delay.ms
+
+    @property
+    def done(self) -> bool:
+        return self.state == "done"
+
+    def allows(self, api_key: int) -> bool:
+        """May an unauthenticated connection send this request now? (Kafka closes otherwise.)"""
+        if self.state == "handshake":
+            return api_key in (API_VERSIONS, SASL_HANDSHAKE)
+        if self.state == "authenticate":
+            return api_key == SASL_AUTHENTICATE
+        return False
+
+    def handshake(self, request, version: int) -> SaslHandshakeResponse:
+        names = list(self.listener.mechanisms)
+        mechanism = self.listener.mechanisms.get(request.mechanism)
+        if mechanism is None:
+            self.failed = f"unsupported SASL mechanism {request.mechanism!r}"
+            return SaslHandshakeResponse(error_code=int(ErrorCode.UNSUPPORTED_SASL_MECHANISM), mechanisms=names)
+        self.mechanism = mechanism
+        self.state = "authenticate" if version >= 1 else "raw"
+        return SaslHandshakeResponse(error_code=0, mechanisms=names)
+
+    def token(self, auth_bytes) -> bool:
+        """Run the mechanism on one client token; True when it authenticated."""
+        try:
+            user = self.mechanism.authenticate(auth_bytes)
+        except AuthenticationFailed as exc:
+            self.failed = str(exc)
+            self.auth_failed = True
+            return False
+        self.principal = f"User:{user}"
+        self.state = "done"
+        return True
+
+    def authenticate(self, request) -> SaslAuthenticateResponse:
+        if self.token(request.auth_bytes):
+            return SaslAuthenticateResponse(error_code=0, error_message=None, auth_bytes=b"", session_lifetime_ms=0)
+        return SaslAuthenticateResponse(error_code=int(ErrorCode.SASL_AUTHENTICATION_FAILED),
+                                        error_message=self.failed, auth_bytes=b"", session_lifetime_ms=0)
+
+
+def after_authentication(api_key: int):
+    """SaslHandshake / SaslAuthenticate on an authenticated connection or a listener without
+    SASL: Kafka's KafkaApis answers ILLEGAL_SASL_STATE."""
+    if api_key == SASL_HANDSHAKE:
+        return SaslHandshakeResponse(error_code=int(ErrorCode.ILLEGAL_SASL_STATE), mechanisms=[])
+    return SaslAuthenticateResponse(error_code=int(ErrorCode.ILLEGAL_SASL_STATE),
+                                    error_message="SaslAuthenticate request received after successful "
+                                                  "authentication", auth_bytes=b"", session_lifetime_ms=0)
+
+
+# --- one connection's steps (``conn`` is kraft.server.network's _Connection) -------------------
+
+
+def sasl_step(conn, header, request) -> bool:
+    """Answer a SaslHandshake or SaslAuthenticate of an unauthenticated connection; False when
+    the connection is closing."""
+    sasl = conn.sasl
+    if header.api_key == SASL_HANDSHAKE:
+        response = sasl.handshake(request, header.api_version)
+    else:
+        response = sasl.authenticate(request)
+    conn._queue_answer(header, response)
+    _after_step(conn)
+    return not conn._closing
+
+
+def sasl_raw_token(conn, frame) -> bool:
+    """After a v0 SaslHandshake the token comes bare (Kafka's pre-KIP-152 framing) and the
+    answer is the server's token, empty for PLAIN, or a closed connection."""
+    if conn.sasl.token(frame):
+        conn.transport.write(b"\x00\x00\x00\x00")
+    _after_step(conn)
+    return not conn._closing
+
+
+def _after_step(conn) -> None:
+    sasl, server = conn.sasl, conn.server
+    if sasl.state == "done":
+        conn.principal = sasl.principal
+        conn.decoder.max_frame_bytes = server.max_frame_bytes
+    elif sasl.failed is not None:
+        # The answer goes out; nothing more is read; the close waits, as Kafka's does, so a
+        # client retrying wrong passwords in a loop costs the node little.
+        conn._closing = True
+        conn.held.clear()
+        if sasl.auth_failed:
+            server.auth_failed_total += 1
+            log.info("authentication failed for %s on %s: %s", conn.peer, server.listener_name, sasl.failed)
+            delay = server.failed_authentication_delay_ms / 1000
+        else:
+            server.rejected(conn.peer, sasl.failed)
+            delay = 0.0
+        conn.loop.call_later(delay, conn._close)
