@@ -12,7 +12,8 @@ a read_committed Consumer in one group, no auto commit, and a transactional Prod
 own ``transactional.id``, kept across restarts so a zombie is fenced) loop: consume a batch,
 begin a transaction, produce each record to the same partition of ``copied`` as
 ``attempt|in_partition|in_offset|value``, send the consumed offsets to the transaction,
-commit. On an abortable error they abort and rewind to the committed offsets (confluent-kafka's
+commit (or, ``--abort-share`` of the time, abort on purpose and rewind: aborted records for the
+readers to skip). On an abortable error they abort and rewind to the committed offsets (confluent-kafka's
 EOS example); on a fatal one (fenced) the process exits and is started again. Every attempt
 and its outcome is written down. A read_committed reader reads ``copied`` during the run; a
 fresh one reads it all at the end.
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import signal
 import sys
@@ -78,7 +80,7 @@ def copy_main(a) -> int:
             for tp in c.committed(assigned, timeout=30):
                 c.seek(TopicPartition(TOPIC, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING))
 
-    n = 0
+    n, rng = 0, random.Random(f"{a.seed}-{incarnation}")
     try:
         while not stop:
             msgs = [m for m in c.consume(a.batch, 0.5) if m.error() is None]
@@ -96,6 +98,11 @@ def copy_main(a) -> int:
                 sent = [TopicPartition(TOPIC, q, o) for q, o in sorted(offsets.items())]
                 p.send_offsets_to_transaction(sent, c.consumer_group_metadata(), 30)
                 out.write(f"P\t{attempt}\t{len(msgs)}\t{','.join(f'{q}:{o}' for q, o in sorted(offsets.items()))}\n")
+                if rng.random() < a.abort_share:  # on purpose: aborted records a reader must never see
+                    p.abort_transaction(30)
+                    out.write(f"A\t{attempt}\tdeliberate\n")
+                    rewind()
+                    continue
                 started = time.time()
                 out.write(f"K\t{attempt}\t{started:.6f}\n")
                 for tries in range(5):
@@ -167,7 +174,8 @@ class Copiers(Members):
         with open(path, "a") as f:
             f.write(f"S\t{time.time():.6f}\n")
         cmd = [sys.executable, os.path.abspath(__file__), "copy", "--bootstrap", self.run.cluster.broker_bootstrap,
-               "--name", name, "--out", path, "--batch", str(self.run.a.batch)]
+               "--name", name, "--out", path, "--batch", str(self.run.a.batch),
+               "--abort-share", str(self.run.a.abort_share), "--seed", str(self.run.a.seed)]
         self.procs[name] = subprocess.Popen(cmd, preexec_fn=_die_with_parent, stderr=open(path + ".err", "a"))
 
     def fault(self) -> str:
@@ -369,6 +377,8 @@ def parse(argv=None):
     co.add_argument("--name", required=True)
     co.add_argument("--out", required=True)
     co.add_argument("--batch", type=int, default=100)
+    co.add_argument("--abort-share", type=float, default=0.1)
+    co.add_argument("--seed", type=int, default=1)
     ap.add_argument("--minutes", type=float, default=1.0)
     ap.add_argument("--interval", type=float, default=6.0, help="mean seconds between faults")
     ap.add_argument("--seed", type=int, default=1)
@@ -379,6 +389,8 @@ def parse(argv=None):
     ap.add_argument("--rate", type=float, default=100, help="input records/s")
     ap.add_argument("--copiers", type=int, default=3)
     ap.add_argument("--batch", type=int, default=100, help="records per transaction at most")
+    ap.add_argument("--abort-share", type=float, default=0.1,
+                    help="fraction of transactions the copiers abort on purpose (then copy again)")
     ap.add_argument("--offsets-partitions", type=int, default=6,
                     help="offsets.topic.num.partitions and transaction.state.log.num.partitions")
     ap.add_argument("--faults", dest="fault_kinds", default="kill,pause,restart", type=lambda s: s.split(","))

@@ -3,7 +3,9 @@ transactional copiers say they did (each transaction attempt and its outcome), a
 read_committed readers read from the output topic, checked for the anomalies Jepsen looks for
 in transactions:
 
-- **lost** inputs: an acknowledged input record with no copy in the committed output;
+- **lost** inputs: an acknowledged input record with no copy in the committed output though
+  the group's final committed offset is past it; *not reached* if the group never got that far
+  (the copiers stuck: a liveness failure of the run, reported apart);
 - **duplicates**: one input record (partition, offset) copied more than once into the committed
   output (two committed attempts, or one attempt's record written twice);
 - **out of order**: within an output partition (the copy of the input partition of the same
@@ -70,13 +72,14 @@ class EosVerdict:
     live_reads: int = 0
     attempts: dict = field(default_factory=dict)  # outcome -> count
     lost: list = field(default_factory=list)
+    not_reached: list = field(default_factory=list)
     duplicates: list = field(default_factory=list)
     out_of_order: list = field(default_factory=list)
     aborted_reads: list = field(default_factory=list)
     lost_committed: list = field(default_factory=list)
     backwards: list = field(default_factory=list)
 
-    ANOMALIES = ("lost", "duplicates", "out_of_order", "aborted_reads", "lost_committed", "backwards")
+    ANOMALIES = ("lost", "not_reached", "duplicates", "out_of_order", "aborted_reads", "lost_committed", "backwards")
 
     @property
     def ok(self) -> bool:
@@ -106,7 +109,8 @@ def verdict(acks, attempts: dict, live_reads, final_reads, final_committed: dict
                                 ", ".join(f"{c.partition}:{c.offset} by {c.attempt}" for c in cs))
     for p, o, value in acks:
         if value not in values:
-            v.lost.append(f"{value.decode(errors='replace')} at input {p}:{o}")
+            behind = final_committed is not None and p in final_committed and final_committed[p] <= o
+            (v.not_reached if behind else v.lost).append(f"{value.decode(errors='replace')} at input {p}:{o}")
     _order(final_reads, v)
     for who, reads in (("live", live_reads), ("final", final_reads)):
         for c in reads:
@@ -165,6 +169,7 @@ def markdown(v: EosVerdict, *, title: str, faults: dict, extra_rows=()) -> str:
             ("output records read during the run", v.live_reads),
             ("transaction attempts", ", ".join(f"{k} {n}" for k, n in sorted(v.attempts.items())) or "none"),
             ("**lost** (acked input, no committed copy)", len(v.lost)),
+            ("**not reached** (acked input, the group never got there)", len(v.not_reached)),
             ("**duplicates** (input copied twice)", len(v.duplicates)),
             ("**out of order** (per input partition)", len(v.out_of_order)),
             ("**aborted reads**", len(v.aborted_reads)),

@@ -54,6 +54,8 @@ def test_an_acknowledged_input_with_no_committed_copy_is_lost():
     attempts, final = clean()
     v = eh.verdict(acks(0, 7), attempts, [], final)
     assert v.lost == ["v0-6 at input 0:6"] and not v.ok
+    v = eh.verdict(acks(0, 8), attempts, [], final, {0: 7}, 5.0)  # the group committed past 6, not 7
+    assert v.lost == ["v0-6 at input 0:6"] and v.not_reached == ["v0-7 at input 0:7"]
 
 
 def test_an_input_copied_by_two_committed_attempts_is_a_duplicate():
@@ -129,6 +131,6 @@ def test_copiers_copy_exactly_once_under_broker_coordinator_and_copier_faults(tm
     assert all(n == 0 for n in result["anomalies"].values()), proc.stdout[-3000:]
     assert result["caught_up"] and result["read_to_end"] and not result["crashes"], proc.stdout[-3000:]
     assert result["acked"] > 1000 and result["final_reads"] == result["acked"], result
-    assert result["attempts"].get("committed", 0) > 50, result
+    assert result["attempts"].get("committed", 0) > 50 and result["attempts"].get("aborted", 0) > 5, result
     assert sum(result["faults"].values()) >= 4 and len(result["faults"]) >= 2, result  # the nemesis really hit
     assert proc.returncode == 0, proc.stdout[-3000:]
