@@ -64,9 +64,11 @@ def copy_main(a) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     out = open(a.out, "a", buffering=1)
     incarnation = f"{a.name}.{os.getpid()}.{int(time.time() * 1000) % 100000000}"
+    # --rdkafka-debug: librdkafka's own log of the group (cgrp) on the copier's stderr file
+    logging = {"debug": a.rdkafka_debug} if a.rdkafka_debug else {"logger": quiet_logger()}
     c = Consumer({"bootstrap.servers": a.bootstrap, "group.id": GROUP, "enable.auto.commit": False,
                   "isolation.level": "read_committed", "auto.offset.reset": "earliest", "client.id": a.name,
-                  "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000, "logger": quiet_logger(),
+                  "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000, **logging,
                   "topic.metadata.refresh.interval.ms": 2000})
     p = Producer({"bootstrap.servers": a.bootstrap, "transactional.id": f"copier-{a.name}",
                   "transaction.timeout.ms": 10000, "linger.ms": 5, "request.timeout.ms": 5000,
@@ -176,10 +178,19 @@ class Copiers(Members):
         cmd = [sys.executable, os.path.abspath(__file__), "copy", "--bootstrap", self.run.cluster.broker_bootstrap,
                "--name", name, "--out", path, "--batch", str(self.run.a.batch),
                "--abort-share", str(self.run.a.abort_share), "--seed", str(self.run.a.seed)]
+        if self.run.a.rdkafka_debug:
+            cmd += ["--rdkafka-debug", self.run.a.rdkafka_debug]
         self.procs[name] = subprocess.Popen(cmd, preexec_fn=_die_with_parent, stderr=open(path + ".err", "a"))
 
     def fault(self) -> str:
         return super().fault().replace("consumer", "copier")
+
+    def check_crashes(self) -> None:  # a fenced copier exits (3) and is started again: counted, no failure
+        for name, p in self.procs.items():
+            if p.poll() is not None:
+                self.crashes.append({"copier": name, "exit": p.returncode})
+                self.run.log(f"copier {name} exited with {p.returncode}; starting it again")
+                self.start(name)
 
 
 class Reader(threading.Thread):
@@ -258,6 +269,15 @@ def txn_coordinator(run: Run, transactional_id: str) -> int | None:
     return asyncio.run(ask())
 
 
+def describe_group(run: Run) -> str:
+    try:
+        d = run.admin.describe_consumer_groups([GROUP])[GROUP].result(20)
+    except Exception as e:
+        return f"no answer ({e})"
+    return f"{d.state.name} coordinator {d.coordinator.id}, members " + \
+        ", ".join(f"{m.member_id} ({len(m.assignment.topic_partitions)} partitions)" for m in d.members)
+
+
 def one_fault(run: Run, copiers: Copiers, kinds: dict) -> None:
     r = run.rng.random()
     if r < run.a.copier_share:
@@ -326,6 +346,9 @@ def main(a) -> int:
                 break
             time.sleep(1)
         run.log(f"copiers caught up: {caught_up}; committed {final}, input ends {ends}")
+        if not caught_up:
+            group_state = describe_group(run)
+            run.log(f"the group as its coordinator describes it: {group_state}")
         copiers.stop()
         reader.stopped.set()
         reader.join(10)
@@ -379,6 +402,7 @@ def parse(argv=None):
     co.add_argument("--batch", type=int, default=100)
     co.add_argument("--abort-share", type=float, default=0.1)
     co.add_argument("--seed", type=int, default=1)
+    co.add_argument("--rdkafka-debug", default="")
     ap.add_argument("--minutes", type=float, default=1.0)
     ap.add_argument("--interval", type=float, default=6.0, help="mean seconds between faults")
     ap.add_argument("--seed", type=int, default=1)
@@ -391,6 +415,7 @@ def parse(argv=None):
     ap.add_argument("--batch", type=int, default=100, help="records per transaction at most")
     ap.add_argument("--abort-share", type=float, default=0.1,
                     help="fraction of transactions the copiers abort on purpose (then copy again)")
+    ap.add_argument("--rdkafka-debug", default="", help="librdkafka debug contexts for the copiers (e.g. cgrp)")
     ap.add_argument("--offsets-partitions", type=int, default=6,
                     help="offsets.topic.num.partitions and transaction.state.log.num.partitions")
     ap.add_argument("--faults", dest="fault_kinds", default="kill,pause,restart", type=lambda s: s.split(","))

@@ -123,7 +123,7 @@ def test_copiers_copy_exactly_once_under_broker_coordinator_and_copier_faults(tm
     pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
     out = tmp_path / "eos.json"
     proc = subprocess.run([sys.executable, os.path.join(TOOLS, "eos_checker.py"), "--minutes", "1",
-                           "--interval", "4", "--seed", "5", "--warmup", "3", "--json", str(out),
+                           "--interval", "4", "--seed", "1", "--warmup", "3", "--final-settle", "60", "--json", str(out),
                            "--dir", str(tmp_path / "cluster")],
                           capture_output=True, text=True, timeout=900, cwd=str(tmp_path), check=False)
     assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
