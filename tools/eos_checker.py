@@ -57,14 +57,14 @@ def copy_main(a) -> int:
     """One copier; tab-separated lines in ``out``: ``S t`` a new process, ``P attempt n p:off,..``
     produced n records and sent those offsets, ``K attempt t`` commit called, ``C attempt
     started acked`` committed, ``A attempt error`` aborted (abort_transaction returned),
-    ``X attempt error`` outcome unknown."""
+    ``X attempt error`` outcome unknown (also when a transactional call hangs: the process exits)."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     out = open(a.out, "a", buffering=1)
     incarnation = f"{a.name}.{os.getpid()}.{int(time.time() * 1000) % 100000000}"
-    # --rdkafka-debug: librdkafka's own log of the group (cgrp) on the copier's stderr file
+    # --rdkafka-debug: librdkafka's own log of the group (e.g. cgrp; the producer's eos,protocol) on stderr
     logging = {"debug": a.rdkafka_debug} if a.rdkafka_debug else {"logger": quiet_logger()}
     c = Consumer({"bootstrap.servers": a.bootstrap, "group.id": GROUP, "enable.auto.commit": False,
                   "isolation.level": "read_committed", "auto.offset.reset": "earliest", "client.id": a.name,
@@ -72,7 +72,7 @@ def copy_main(a) -> int:
                   "topic.metadata.refresh.interval.ms": 2000})
     p = Producer({"bootstrap.servers": a.bootstrap, "transactional.id": f"copier-{a.name}",
                   "transaction.timeout.ms": 10000, "linger.ms": 5, "request.timeout.ms": 5000,
-                  "logger": quiet_logger()})
+                  **({"debug": "eos,protocol"} if a.rdkafka_debug else {"logger": quiet_logger()})})
     p.init_transactions(60)
     c.subscribe([TOPIC])
 
@@ -83,13 +83,29 @@ def copy_main(a) -> int:
                 c.seek(TopicPartition(TOPIC, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING))
 
     n, rng = 0, random.Random(f"{a.seed}-{incarnation}")
+    busy = {"since": None, "attempt": None}
+
+    def watchdog():
+        # librdkafka 2.16.0 was seen blocked in send_offsets_to_transaction far past its 30 s
+        # timeout after the group coordinator moved (no TxnOffsetCommit ever sent); meanwhile the
+        # eager rebalance waits for this member's revoke. An application would restart: so do we.
+        while True:
+            time.sleep(1)
+            since = busy["since"]
+            if since is not None and time.monotonic() - since > a.stuck_s:
+                out.write(f"X\t{busy['attempt']}\tstuck {a.stuck_s:g} s in a transactional call\n")
+                out.flush()
+                os._exit(4)
+    threading.Thread(target=watchdog, daemon=True).start()
     try:
         while not stop:
+            busy["since"] = None
             msgs = [m for m in c.consume(a.batch, 0.5) if m.error() is None]
             if not msgs:
                 continue
             n += 1
             attempt = f"{incarnation}.{n}"
+            busy.update(since=time.monotonic(), attempt=attempt)
             offsets: dict[int, int] = {}
             try:
                 p.begin_transaction()
@@ -403,6 +419,7 @@ def parse(argv=None):
     co.add_argument("--abort-share", type=float, default=0.1)
     co.add_argument("--seed", type=int, default=1)
     co.add_argument("--rdkafka-debug", default="")
+    co.add_argument("--stuck-s", type=float, default=45.0)
     ap.add_argument("--minutes", type=float, default=1.0)
     ap.add_argument("--interval", type=float, default=6.0, help="mean seconds between faults")
     ap.add_argument("--seed", type=int, default=1)
