@@ -44,12 +44,13 @@ phase() { echo "+ [$(( SECONDS / 60 ))m$(( SECONDS % 60 ))s] $*"; }
 # the time. Every entry under tests/ lands in exactly one stream (a new directory in the
 # background one).
 WAITING="tests/integration tests/spark tests/cli tests/ops tests/server tests/broker tests/log"
+# (if/fi, not `test && echo`: under pipefail a loop whose last test is false would end the script)
 BACKGROUND=$(for t in tests/*; do
   case " $WAITING " in *" $t "*) continue ;; esac
   case "$t" in
     tests/sim) ;;  # last: the longest, and parallel by itself
-    tests/*.py) [[ "$(basename "$t")" == test_*.py ]] && echo "$t" ;;
-    *) [ -d "$t" ] && echo "$t" ;;
+    tests/*.py) if [[ "$(basename "$t")" == test_*.py ]]; then echo "$t"; fi ;;
+    *) if [ -d "$t" ]; then echo "$t"; fi ;;
   esac
 done | tr '\n' ' ')
 BACKGROUND="$BACKGROUND tests/sim"
