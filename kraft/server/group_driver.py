@@ -38,7 +38,7 @@ from kraft.protocol import (ConsumerGroupDescribeRequest, ConsumerGroupDescribeR
                             SyncGroupResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse)
 from kraft.protocol.messages.group_membership import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
 from kraft.records import build_batch
-from kraft.server.partition_loader import read_partition_records
+from kraft.server.partition_loader import read_partition_records, reconcile_shards
 
 log = logging.getLogger("kraft.groups")
 
@@ -147,22 +147,7 @@ class GroupDriver:
 
     def reconcile(self) -> None:
         """Load the shards of partitions this broker now leads, unload the others."""
-        t = self.state.image.topics.by_name.get(OFFSETS_TOPIC)
-        led = {}
-        if t is not None:
-            for p, reg in t.partitions.items():
-                code, plog, _ = self.state.local_leader(OFFSETS_TOPIC, p)
-                if code == 0:
-                    led[p] = (reg.leader_epoch, plog)
-        for p, loaded in list(self.shards.items()):
-            now = led.get(p)
-            if now is None or now[0] != loaded.epoch or now[1] is not loaded.plog:
-                log.info("groups: unloading %s-%d (leader epoch %d)", OFFSETS_TOPIC, p, loaded.epoch)
-                loaded.shard.unload()
-                del self.shards[p]
-        for p, (epoch, plog) in led.items():
-            if p not in self.shards:
-                self._load(p, epoch, plog)
+        reconcile_shards(self.state, OFFSETS_TOPIC, self.shards, self._load, log, "groups")
 
     def _load(self, p: int, epoch: int, plog) -> None:
         shard = GroupShard(p, self.config, new_member_id=lambda client_id: f"{client_id}-{uuid.uuid4()}",

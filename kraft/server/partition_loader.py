@@ -14,6 +14,29 @@ from kraft.records import ControlType, decode_control_key, iter_batches
 LOAD_CHUNK = 1 << 20
 
 
+def reconcile_shards(state, topic: str, shards: dict, load, log, what: str) -> None:
+    """A coordinator's shards follow leadership of ``topic``: a shard whose partition this
+    broker no longer leads, or leads in another epoch or with another log, is unloaded (and
+    dropped from ``shards``); ``load(p, epoch, plog)`` is called for each led partition without
+    one. One loop for the group and the transaction coordinators."""
+    t = state.image.topics.by_name.get(topic)
+    led = {}
+    if t is not None:
+        for p, reg in t.partitions.items():
+            code, plog, _ = state.local_leader(topic, p)
+            if code == 0:
+                led[p] = (reg.leader_epoch, plog)
+    for p, loaded in list(shards.items()):
+        now = led.get(p)
+        if now is None or now[0] != loaded.epoch or now[1] is not loaded.plog:
+            log.info("%s: unloading %s-%d (leader epoch %d)", what, topic, p, loaded.epoch)
+            loaded.shard.unload()
+            del shards[p]
+    for p, (epoch, plog) in led.items():
+        if p not in shards:
+            load(p, epoch, plog)
+
+
 def read_partition_records(plog, decode=decode_record) -> tuple[list, int]:
     """Every record of a partition log from its start to its end, decoded (``decode(key,
     value)``, ``decode_record`` by default), and how many did not decode: the per-byte work of

@@ -41,7 +41,7 @@ from kraft.protocol import (AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, Add
 from kraft.protocol.messages.add_to_txn import AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult
 from kraft.records import build_batch
 from kraft.server.group_driver import _Loaded, _produce_code
-from kraft.server.partition_loader import read_partition_records
+from kraft.server.partition_loader import read_partition_records, reconcile_shards
 
 log = logging.getLogger("kraft.transactions")
 
@@ -147,22 +147,7 @@ class TxnDriver:
 
     def reconcile(self) -> None:
         """Load the shards of partitions this broker now leads, unload the others."""
-        t = self.state.image.topics.by_name.get(TRANSACTION_TOPIC)
-        led = {}
-        if t is not None:
-            for p, reg in t.partitions.items():
-                code, plog, _ = self.state.local_leader(TRANSACTION_TOPIC, p)
-                if code == 0:
-                    led[p] = (reg.leader_epoch, plog)
-        for p, loaded in list(self.shards.items()):
-            now = led.get(p)
-            if now is None or now[0] != loaded.epoch or now[1] is not loaded.plog:
-                log.info("transactions: unloading %s-%d (coordinator epoch %d)", TRANSACTION_TOPIC, p, loaded.epoch)
-                loaded.shard.unload()
-                del self.shards[p]
-        for p, (epoch, plog) in led.items():
-            if p not in self.shards:
-                self._load(p, epoch, plog)
+        reconcile_shards(self.state, TRANSACTION_TOPIC, self.shards, self._load, log, "transactions")
 
     def _load(self, p: int, epoch: int, plog) -> None:
         shard = TxnShard(p, epoch, self.config)
