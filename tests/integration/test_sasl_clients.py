@@ -122,13 +122,19 @@ def test_kafka_python_over_sasl_plaintext_plain(secured, caplog):
     producer = kafka.KafkaProducer(request_timeout_ms=20000, **common)
     producer.send("secured", b"kafka-python-sasl").get(timeout=30)
     producer.close()
-    consumer = kafka.KafkaConsumer("secured", auto_offset_reset="earliest", consumer_timeout_ms=20000, **common)
-    values = [m.value for m in consumer]
+    # Poll until the record arrives (iterating with consumer_timeout_ms waited out the whole
+    # timeout after it had: 20 s of CI time for nothing).
+    consumer = kafka.KafkaConsumer("secured", auto_offset_reset="earliest", **common)
+    values, deadline = [], time.monotonic() + 30
+    while b"kafka-python-sasl" not in values and time.monotonic() < deadline:
+        values += [m.value for batch in consumer.poll(timeout_ms=500).values() for m in batch]
     consumer.close()
     assert b"kafka-python-sasl" in values
     # A wrong password: kafka-python logs the broker's error and retries until it gives up.
     with caplog.at_level(logging.ERROR, logger="kafka"), pytest.raises(kafka.errors.KafkaError):
-        kafka.KafkaProducer(**{**common, "sasl_plain_password": "nope"}, request_timeout_ms=3000, max_block_ms=3000,
-                            reconnect_backoff_max_ms=300).send("secured", b"x").get(timeout=10)
+        # api_version given: kafka-python's constructor otherwise probes the broker version,
+        # retrying the failed login for 30 s before the send even starts.
+        kafka.KafkaProducer(**{**common, "sasl_plain_password": "nope"}, api_version=(2, 5), request_timeout_ms=3000,
+                            max_block_ms=3000, reconnect_backoff_max_ms=300).send("secured", b"x").get(timeout=10)
     assert any("SaslAuthenticationFailedError" in r.getMessage() and BAD_CREDENTIALS in r.getMessage()
                for r in caplog.records), [r.getMessage() for r in caplog.records]
