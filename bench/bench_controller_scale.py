@@ -11,8 +11,8 @@ processes and simulated brokers, one cluster, one run:
    (the epoch's growth), the largest uncommitted tail the leader admitted work at
    (``kraft_raft_uncommitted_records_max``) and any error.
 2. memory: each controller's RSS (VmRSS, and its peak VmHWM) with that image.
-3. fence: broker 1 (with ``--brokers 10`` it leads a tenth of the partitions) stops heartbeating
-   and asks to be fenced (BrokerHeartbeat want_fence: the records a lease expiry writes). Figures:
+3. fence: once every node is at rest (the creation's snapshots written), broker 1 (with
+   ``--brokers 10`` it leads a tenth of the partitions) stops heartbeating and asks to be fenced (BrokerHeartbeat want_fence: the records a lease expiry writes). Figures:
    the heartbeat sent -> the active controller's log line saying every partition it led has a
    new leader, committed (those changes go first); the heartbeat's round trip = also every ISR
    it was in shrunk and the broker fenced, all committed; then applied by every controller (its
@@ -69,6 +69,26 @@ def memory(pid: int) -> dict:
     except OSError:
         pass
     return out
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def settle(cluster, timeout: float = 60.0) -> float:
+    """Wait until every node is at rest (under 10% of a core over a second): the creation burst
+    leaves snapshots being written and images being applied, and a fence measured meanwhile
+    measures them too. Returns the seconds waited."""
+    t0 = time.perf_counter()
+    pids = [cluster.procs[i].pid for i in cluster.ids]
+    while time.perf_counter() - t0 < timeout:
+        before = [cpu_s(p) for p in pids]
+        await asyncio.sleep(1.0)
+        if all(cpu_s(p) - b < 0.1 for p, b in zip(pids, before)):
+            break
+    return time.perf_counter() - t0
 
 
 def sample(cluster, directory: str, what: str) -> list:
@@ -144,7 +164,10 @@ async def run(args, out) -> None:
         out["rss_mib"] = {i: memory(cluster.procs[i].pid) for i in cluster.ids}
         print("2. memory: " + ", ".join(f"node {i} RSS {m.get('VmRSS', 0):.0f} MiB (peak {m.get('VmHWM', 0):.0f})"
                                         for i, m in out["rss_mib"].items()), flush=True)
-        # 3. fence broker 1
+        # 3. fence broker 1, with the cluster at rest (a fence comes at any time, but the figure
+        # is the fence's, not that of the creation burst's snapshots still being written)
+        settled = await settle(cluster)
+        out["settled_before_fence_s"] = settled
         victim = brokers[0]
         await victim.stop()
         spies = sample(cluster, args.py_spy, "fence") if args.py_spy else []
@@ -174,7 +197,8 @@ async def run(args, out) -> None:
         print(f"3. fence: broker {victim.broker_id} (leads ~{led:,} of {total:,}) fenced: decision -> every "
               f"partition it led has a new leader, committed {leaders_s if leaders_s is None else round(leaders_s, 2)}"
               f" s (the active controller's log line); with the ISRs it was in shrunk, all committed "
-              f"{fence_s:.2f} s (heartbeat round trip); in every controller's image {everywhere:.2f} s", flush=True)
+              f"{fence_s:.2f} s (heartbeat round trip); in every controller's image {everywhere:.2f} s "
+              f"(nodes at rest {settled:.0f} s after the creation)", flush=True)
         # 4. failover
         leader = await asyncio.to_thread(active_controller, cluster)
         t0 = time.perf_counter()

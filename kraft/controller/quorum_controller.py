@@ -84,11 +84,13 @@ class _Stepwise:
     """A unit being proposed a step at a time (``ControllerResult.steps``): what answers it once
     its last step commits (no token: the controller's own work, a fence by lease expiry)."""
 
-    __slots__ = ("steps", "token", "response", "api_key", "request", "version")
+    __slots__ = ("steps", "token", "response", "api_key", "request", "version", "hold_to")
 
     def __init__(self, steps, token=None, response=None, api_key=-1, request=None, version=0):
         self.steps, self.token, self.response = steps, token, response
         self.api_key, self.request, self.version = api_key, request, version
+        #: the offset of the milestone's last record: no further step until it commits
+        self.hold_to = None
 
 
 class _Waiter:
@@ -384,6 +386,15 @@ class QuorumController:
         else may run in between (each step is computed on the view the previous one left)."""
         return self._stepwise is not None
 
+    @property
+    def step_ready(self) -> bool:
+        """The unit in progress may propose its next step now. Not while its milestone (a
+        fence's new leaders) is uncommitted: on a small machine the leader computing the ISR
+        bookkeeping takes the CPU the followers need to fetch, and so delays the very commit
+        that ends the unavailability (the leaders of a fenced broker's partitions)."""
+        s = self._stepwise
+        return s is not None and (s.hold_to is None or s.hold_to < self.next_offset)
+
     def run_step(self) -> None:
         """Propose the next step of the unit in progress (see ``ControllerResult.steps``)."""
         s = self._stepwise
@@ -403,6 +414,7 @@ class QuorumController:
             s.steps.milestone = None
             # Logged when it commits (an operator's "the new leaders are out"), see handle_commit.
             self._milestones.append((first + milestone[1] - 1, milestone[0]))
+            s.hold_to = first + milestone[1] - 1
         if done and self._stepwise is s:
             self._stepwise = None
             if s.token is not None:

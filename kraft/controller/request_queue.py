@@ -112,7 +112,7 @@ class ControllerQueue:
         ctl = self.controller
         while True:
             if ctl.stepping:
-                if not self.admits():
+                if not ctl.step_ready or not self.admits():
                     self.held_back += 1
                     return started
                 ctl.run_step()
@@ -137,8 +137,11 @@ class ControllerQueue:
 
     def blocked(self) -> bool:
         """What is left waits for the log to drain (a commit, not time, unblocks it)."""
-        if self.controller.stepping or not self._broker:
-            return (self.controller.stepping or bool(self._admin)) and not self.admits()
+        ctl = self.controller
+        if ctl.stepping:
+            return not ctl.step_ready or not self.admits()
+        if not self._broker:
+            return bool(self._admin) and not self.admits()
         return False
 
     def expire(self, now_ms: int) -> int:
