@@ -193,6 +193,65 @@ class Run:
         self.log(f"fault {len(self.faults)}: {kind} {role} {node or ''} down {down:.1f} s; "
                  f"ISR {'full' if settled else 'NOT full'} after {fault['settled_s']} s")
 
+    def role_fault(self, role: str, node: int | None) -> str | None:
+        """A one-node fault on ``node``, which plays ``role`` (a coordinator); the fault's kind
+        and role, or None when no such node was found (``node`` None or not a broker)."""
+        if node is None or node not in self.cluster.broker_ids:
+            self.log(f"no {role} found; skipping")
+            return None
+        fault = self.rng.choice(ONE_NODE)
+        down = self._one_node(fault, node)
+        settled = self.wait(self.isr_full, self.a.settle)
+        self.faults.append({"kind": fault, "role": role, "node": node, "down_s": round(down, 1), "isr_full": settled})
+        return f"{fault} {role}"
+
+    def cluster_fault(self) -> str | None:
+        """``one_fault`` named as the checkers count it ("kill broker"), None if it was skipped."""
+        before = len(self.faults)
+        self.one_fault()
+        if len(self.faults) == before:
+            return None
+        f = self.faults[-1]
+        return f"{f['kind']} {f['role'].split()[-1]}"
+
+    def fault_loop(self, one_fault, *clients) -> dict:
+        """After ``--warmup``, a fault every ``--interval`` s on average for ``--minutes``:
+        ``one_fault()`` names the fault it did (None: skipped). Before each, nodes and
+        ``clients`` (each with ``check_crashes()``) that exited on their own are restarted.
+        Returns {fault name: count}."""
+        kinds: dict = {}
+        time.sleep(self.a.warmup)
+        deadline = time.monotonic() + self.a.minutes * 60
+        while time.monotonic() < deadline:
+            time.sleep(self.rng.uniform(0.5, 1.5) * self.a.interval)
+            self.check_crashes()
+            for c in clients:
+                c.check_crashes()
+            if time.monotonic() < deadline:
+                kind = one_fault()
+                if kind is not None:
+                    kinds[kind] = kinds.get(kind, 0) + 1
+                    self.log(f"fault: {kind}")
+        return kinds
+
+    def until_caught_up(self, ends, committed, timeout: float, *clients) -> tuple[bool, dict, dict]:
+        """Poll until the group's ``committed()`` offsets reach ``ends()`` on every partition, for
+        at most ``timeout`` s: (caught up, committed, ends). A failing poll is tried again."""
+        end_by, got, last = time.monotonic() + timeout, {}, {}
+        while time.monotonic() < end_by:
+            for c in clients:
+                c.check_crashes()
+            try:
+                last = ends()
+                got = committed()
+            except Exception:
+                time.sleep(1)
+                continue
+            if all(got.get(q, -1) >= last[q] for q in last):
+                return True, got, last
+            time.sleep(1)
+        return False, got, last
+
     def _one_node(self, kind: str, node: int) -> float:
         proc = self.cluster.procs[node]
         started = time.time()

@@ -294,31 +294,18 @@ def describe_group(run: Run) -> str:
         ", ".join(f"{m.member_id} ({len(m.assignment.topic_partitions)} partitions)" for m in d.members)
 
 
-def one_fault(run: Run, copiers: Copiers, kinds: dict) -> None:
+def one_fault(run: Run, copiers: Copiers) -> str | None:
+    """One fault, named (None: skipped): on a copier, a coordinator (group or a copier's
+    transaction coordinator) or the cluster."""
     r = run.rng.random()
     if r < run.a.copier_share:
-        kind = copiers.fault()
-    elif r < run.a.copier_share + run.a.coordinator_share:
+        return copiers.fault()
+    if r < run.a.copier_share + run.a.coordinator_share:
         role = run.rng.choice(["group coordinator", "txn coordinator"])
         node = coordinator(run) if role == "group coordinator" else \
             txn_coordinator(run, f"copier-{run.rng.choice(sorted(copiers.kinds))}")
-        if node is None or node not in run.cluster.broker_ids:
-            run.log(f"no {role} found; skipping")
-            return
-        fault = run.rng.choice(ONE_NODE)
-        down = run._one_node(fault, node)
-        settled = run.wait(run.isr_full, run.a.settle)
-        run.faults.append({"kind": fault, "role": role, "node": node, "down_s": round(down, 1), "isr_full": settled})
-        kind = f"{fault} {role}"
-    else:
-        before = len(run.faults)
-        run.one_fault()
-        if len(run.faults) == before:
-            return
-        f = run.faults[-1]
-        kind = f"{f['kind']} {f['role'].split()[-1]}"
-    kinds[kind] = kinds.get(kind, 0) + 1
-    run.log(f"fault: {kind}")
+        return run.role_fault(role, node)
+    return run.cluster_fault()
 
 
 def main(a) -> int:
@@ -336,31 +323,13 @@ def main(a) -> int:
         for name in sorted(copiers.kinds):
             copiers.start(name)
         reader.start()
-        time.sleep(a.warmup)
-        deadline = time.monotonic() + a.minutes * 60
-        while time.monotonic() < deadline:
-            time.sleep(run.rng.uniform(0.5, 1.5) * a.interval)
-            run.check_crashes()
-            copiers.check_crashes()
-            if time.monotonic() < deadline:
-                one_fault(run, copiers, kinds)
+        kinds = run.fault_loop(lambda: one_fault(run, copiers), copiers)
         load_end = heal_and_stop_producers(run, producers)
         run.check_crashes()
         copiers.check_crashes()
         run.wait(run.isr_full, a.final_settle)
-        end_by, ends = time.monotonic() + a.final_settle, {}
-        while time.monotonic() < end_by:
-            copiers.check_crashes()
-            try:
-                ends = end_offsets(run)
-                _, final = ask_group(run, 5)
-            except Exception:
-                time.sleep(1)
-                continue
-            if all(final.get(q, -1) >= ends[q] for q in ends):
-                caught_up = True
-                break
-            time.sleep(1)
+        caught_up, final, ends = run.until_caught_up(lambda: end_offsets(run), lambda: ask_group(run, 5)[1],
+                                                     a.final_settle, copiers)
         run.log(f"copiers caught up: {caught_up}; committed {final}, input ends {ends}")
         if not caught_up:
             group_state = describe_group(run)

@@ -281,30 +281,14 @@ def coordinator(run: Run) -> int | None:
         return None
 
 
-def one_fault(run: Run, members: Members, kinds: dict) -> None:
+def one_fault(run: Run, members: Members) -> str | None:
+    """One fault, named (None: skipped): on a consumer, the group coordinator or the cluster."""
     r = run.rng.random()
     if r < run.a.consumer_share:
-        kind = members.fault()
-    elif r < run.a.consumer_share + run.a.coordinator_share:
-        node = coordinator(run)
-        if node is None or node not in run.cluster.broker_ids:
-            run.log("no coordinator found; skipping")
-            return
-        fault = run.rng.choice(ONE_NODE)
-        down = run._one_node(fault, node)
-        settled = run.wait(run.isr_full, run.a.settle)
-        run.faults.append({"kind": fault, "role": "coordinator", "node": node, "down_s": round(down, 1),
-                           "isr_full": settled})
-        kind = f"{fault} coordinator"
-    else:
-        before = len(run.faults)
-        run.one_fault()
-        if len(run.faults) == before:
-            return
-        f = run.faults[-1]
-        kind = f"{f['kind']} {f['role'].split()[-1]}"
-    kinds[kind] = kinds.get(kind, 0) + 1
-    run.log(f"fault: {kind}")
+        return members.fault()
+    if r < run.a.consumer_share + run.a.coordinator_share:
+        return run.role_fault("coordinator", coordinator(run))
+    return run.cluster_fault()
 
 
 def end_offsets(run: Run) -> dict:
@@ -328,31 +312,13 @@ def main(a) -> int:
         for name in sorted(members.kinds):
             members.start(name)
         watcher.start()
-        time.sleep(a.warmup)
-        deadline = time.monotonic() + a.minutes * 60
-        while time.monotonic() < deadline:
-            time.sleep(run.rng.uniform(0.5, 1.5) * a.interval)
-            run.check_crashes()
-            members.check_crashes()
-            if time.monotonic() < deadline:
-                one_fault(run, members, kinds)
+        kinds = run.fault_loop(lambda: one_fault(run, members), members)
         load_end = heal_and_stop_producers(run, producers)
         run.check_crashes()
         members.check_crashes()
         run.wait(run.isr_full, a.final_settle)
-        end_by = time.monotonic() + a.final_settle
-        ends = {}
-        while time.monotonic() < end_by:
-            try:
-                ends = end_offsets(run)
-                _, final = watcher.committed()
-            except Exception:
-                time.sleep(1)
-                continue
-            if all(final.get(p, -1) >= ends[p] for p in ends):
-                caught_up = True
-                break
-            time.sleep(1)
+        caught_up, final, ends = run.until_caught_up(lambda: end_offsets(run), lambda: watcher.committed()[1],
+                                                     a.final_settle)
         run.log(f"group caught up: {caught_up}; committed {final}, ends {ends}")
         members.stop()
         watcher.stopped.set()
