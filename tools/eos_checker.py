@@ -86,9 +86,11 @@ def copy_main(a) -> int:
     busy = {"since": None, "attempt": None}
 
     def watchdog():
-        # librdkafka 2.16.0 was seen blocked in send_offsets_to_transaction far past its 30 s
-        # timeout after the group coordinator moved (no TxnOffsetCommit ever sent); meanwhile the
-        # eager rebalance waits for this member's revoke. An application would restart: so do we.
+        # librdkafka 2.10-2.16 blocks in send_offsets_to_transaction far past its 30 s timeout
+        # when the group coordinator's broker left Metadata (fenced while it restarted): it
+        # decommissions that broker yet keeps it as the cached coordinator (librdkafka #5511,
+        # #5456; docs/reliability.md). Meanwhile the eager rebalance waits for this member's
+        # revoke. An application would restart: so do we.
         while True:
             time.sleep(1)
             since = busy["since"]
