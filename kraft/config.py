@@ -211,6 +211,7 @@ STR_SETTINGS: dict[str, str] = {
     "log.dirs": "",
     "log.dir": "/tmp/kafka-logs",
     "unclean.leader.election.enable": "false",  # the controller elects outside the ISR only if "true"
+    "transaction.partition.verification.enable": "true",  # KIP-890: verify transactional produce first
     "node.id": "",
     "kraft.metrics.host": "127.0.0.1",
     "broker.rack": "",

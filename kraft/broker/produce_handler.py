@@ -38,6 +38,7 @@ import time
 
 from kraft.broker.broker_state import INTERNAL_TOPICS, NONE, BrokerState
 from kraft.broker.producer_state import producer_batches
+from kraft.broker.txn_verification import produce_error, transactional_head
 from kraft.errors import ErrorCode, FatalLogError, KraftError
 from kraft.protocol import ProduceRequest, ProduceResponse
 from kraft.records import crc32c
@@ -55,7 +56,7 @@ class _Part:
 
     __slots__ = ("topic", "index", "code", "message", "data", "plog", "reg", "compressed", "base_offset",
                  "last_offset", "append_time", "log_append", "leader", "rules", "codec", "level", "max_bytes",
-                 "record_errors", "coordinator")
+                 "record_errors", "coordinator", "guard")
 
     def __init__(self, topic, index):
         self.topic, self.index = topic, index
@@ -71,6 +72,7 @@ class _Part:
         self.append_time = -1
         self.log_append = False
         self.leader = None
+        self.guard = None  # (producer id, guard) of a transactional batch verified with its coordinator
 
 
 class ProduceHandler:
@@ -82,14 +84,25 @@ class ProduceHandler:
         self._executor = executor or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kraft-validate")
         self._waiting: collections.deque = collections.deque()  # requests checked off the loop, in order
         self._durable: dict = {}  # PartitionLog -> [(offset, _Ack, _Part)] waiting for fsync and HW (acks=-1)
+        #: KIP-890 verification of transactional produce (``kraft.broker.txn_verification``);
+        #: None: appended without asking the coordinator (no coordinator wired, or disabled)
+        self.verifier = None
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     # --- the request ---------------------------------------------------------------------------
-    def handle(self, request: ProduceRequest, version: int, listener: str, *, internal: bool = False):
+    def handle(self, request: ProduceRequest, version: int, listener: str, *, internal: bool = False,
+               verified=None):
         """``internal``: a write of the broker's own coordinators; clients may not append to
-        the internal topics (Kafka's "Cannot append to internal topic", INVALID_TOPIC_EXCEPTION)."""
+        the internal topics (Kafka's "Cannot append to internal topic", INVALID_TOPIC_EXCEPTION).
+        ``verified``: (errors, guards) of the coordinator's verification of the request's
+        transactional partitions, when it was asked (``_verify_first``)."""
+        if verified is None and self.verifier is not None and request.transactional_id and not internal:
+            held = self._verify_first(request, version, listener)
+            if held is not None:
+                return held
+        errors, guards = verified or ({}, {})
         parts = []
         for t in request.topic_data:
             for p in t.partition_data:
@@ -99,8 +112,15 @@ class ProduceHandler:
                     part.message = f"Cannot append to internal topic {t.name}"
                     parts.append(part)
                     continue
+                refused = errors.get((t.name, p.index))
+                if refused is not None:
+                    part = _Part(t.name, p.index)
+                    part.code, part.message = produce_error(refused)
+                    parts.append(part)
+                    continue
                 part = self._check(t.name, p, request.acks, listener)
                 part.coordinator = internal
+                part.guard = guards.get((t.name, p.index))
                 parts.append(part)
         if request.acks not in (-1, 0, 1):
             for part in parts:
@@ -121,6 +141,64 @@ class ProduceHandler:
         self._waiting.append((checked, compressed, parts, request, version, out))
         checked.add_done_callback(lambda _: loop.call_soon_threadsafe(self._drain_waiting))
         return out
+
+    def _verify_first(self, request: ProduceRequest, version: int, listener: str):
+        """A future of the answer if some partition's batch opens a transaction there (its
+        producer has none ongoing on it): the request is handled once the coordinator has
+        said which of them belong to the transaction; None if none needs asking."""
+        guards, ask, producer = {}, [], None
+        for t in request.topic_data:
+            for p in t.partition_data:
+                head = transactional_head(p.records)
+                if head is None:
+                    continue
+                code, plog, _ = self.state.local_leader(t.name, p.index)
+                if code != NONE:
+                    continue  # answered by the usual checks
+                table = self.state.producer_states.table(plog)
+                entry = table.get(head[0])
+                if entry is not None and entry.txn_first_offset >= 0 and entry.epoch == head[1]:
+                    continue  # inside its transaction here already
+                guard = table.verification.get(head[0])
+                if guard is None or guard[0] != head[1]:
+                    guard = table.verification[head[0]] = (head[1], object())
+                guards[(t.name, p.index)] = (head[0], guard)
+                ask.append((t.name, p.index))
+                producer = head
+        if not ask:
+            return None
+        checked = self.verifier.verify(request.transactional_id, producer[0], producer[1], ask)
+        out = asyncio.get_running_loop().create_future()
+
+        def resume(f):
+            if out.done():
+                return
+            try:
+                result = self.handle(request, version, listener, verified=(f.result(), guards))
+            except Exception as exc:  # the handler's own failure: the server answers it
+                out.set_exception(exc)
+                return
+            if isinstance(result, asyncio.Future):
+                result.add_done_callback(lambda r: out.done() or (
+                    out.set_exception(r.exception()) if r.exception() else out.set_result(r.result())))
+            else:
+                out.set_result(result)
+        checked.add_done_callback(resume)
+        return out
+
+    def _guard_holds(self, part) -> bool:
+        """A verified transactional batch may open its transaction only if no marker of that
+        producer came since the check began (else the check spoke of a transaction now over)."""
+        pid, guard = part.guard
+        table = self.state.producer_states.table(part.plog)
+        entry = table.get(pid)
+        if entry is not None and entry.txn_first_offset >= 0:
+            return True  # an earlier batch of this transaction opened it here meanwhile
+        if table.verification.get(pid) is guard:
+            return True
+        part.code = int(ErrorCode.INVALID_TXN_STATE)
+        part.message = "the transaction ended while this produce was being verified"
+        return False
 
     def _check(self, topic: str, p, acks: int, listener: str) -> _Part:
         part = _Part(topic, p.index)
@@ -197,6 +275,8 @@ class ProduceHandler:
                 part.append_time = now
             plog = part.plog
             idempotent = len(part.data) > _PRODUCER_ID + 8 and part.data[_PRODUCER_ID] < 0x80  # producer id >= 0
+            if part.guard is not None and not self._guard_holds(part):
+                continue
             if idempotent and not self._check_producer(part):
                 continue
             try:
@@ -209,6 +289,8 @@ class ProduceHandler:
                 continue
             if idempotent:
                 self.state.producer_states.on_appended(plog, part.data)
+                if part.guard is not None:  # the transaction is open here now: no guard needed
+                    self.state.producer_states.table(plog).verification.pop(part.guard[0], None)
             part.data = None
             part.base_offset, part.last_offset = info.first_offset, info.last_offset
             self.state.advance_high_watermark(plog, part.reg)

@@ -238,6 +238,9 @@ class ProducerStateTable:
         #: ``unreplicatedTxns``), so a read_committed consumer never reads past a marker a
         #: leader change could still take away
         self._unreplicated: list[tuple[int, int]] = []
+        #: producer id -> the guard of a transactional produce being verified with the
+        #: coordinator (KIP-890, ``kraft.broker.txn_verification``); a marker removes it
+        self.verification: dict[int, object] = {}
 
     def __len__(self) -> int:
         return len(self.producers)
@@ -325,6 +328,8 @@ class ProducerStateTable:
             if entry is None:
                 entry = producers[h.producer_id] = ProducerEntry(h.producer_id)
             done = entry.record(h)
+            if h.control and self.verification:
+                self.verification.pop(h.producer_id, None)  # the transaction a check was for ended
             if entry.txn_first_offset >= 0:
                 ongoing[h.producer_id] = entry.txn_first_offset
             else:

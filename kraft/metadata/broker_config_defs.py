@@ -96,7 +96,9 @@ _DYNAMIC = [
               "(its metrics endpoint is kraft.metrics.port)"),
     *_refused(["producer.id.expiration.ms"], T.INT, "86400000", "kraft reads it at start-up only",
               validator=at_least(1)),
-    *_refused(["transaction.partition.verification.enable"], T.BOOLEAN, "true", "kraft does not verify transactional produce (KIP-890) yet"),
+    _read_only("transaction.partition.verification.enable", T.BOOLEAN, "true",
+               "Whether a partition leader asks the transaction coordinator that a transactional produce belongs "
+               "to an ongoing transaction before appending its first batch there (KIP-890 part 1)."),
     *_refused(["leader.replication.throttled.rate", "follower.replication.throttled.rate",
                "replica.alter.log.dirs.io.max.bytes.per.second"], T.LONG, str(LONG_MAX), _THROTTLE,
               validator=at_least(0)),

@@ -35,6 +35,7 @@ from kraft.broker.image_publisher import hosted_partitions, publish_image
 from kraft.broker.log_compaction import start_cleaner
 from kraft.broker.partition_logs import PartitionLogs
 from kraft.broker.topic_configs import follow_topic_configs
+from kraft.broker.txn_verification import TxnVerifier
 from kraft.log.log_cleaner import LogCleaner
 from kraft.config import NodeConfig, log_flush_linger_ms, log_flush_messages, log_retention_ms
 from kraft.errors import ConfigError, StorageError
@@ -142,6 +143,8 @@ class BrokerNode:
         # A COMMIT/ABORT marker durable on __consumer_offsets settles transactional offsets.
         self.handlers.write_txn_markers.txn_marker_written = self.handlers.groups.txn_marker_written
         self.handlers.transactions.start()
+        if str(v["transaction.partition.verification.enable"]).strip().lower() == "true":
+            self.handlers.produce.verifier = TxnVerifier(state, self.replication.listener)
         self.group_lag = GroupLag(state, self.handlers.groups, self.replication.listener,
                                   v["kraft.group.lag.interval.ms"], max_series=v["kraft.group.lag.max.series"])
         self.group_lag.start()
@@ -262,6 +265,8 @@ class BrokerNode:
             await self.group_lag.close()
         if self.replication is not None:
             await self.replication.close()
+        if self.handlers is not None and self.handlers.produce.verifier is not None:
+            await self.handlers.produce.verifier.close()
         if self.handlers is not None:
             self.handlers.close()
         if self.logs is not None:
