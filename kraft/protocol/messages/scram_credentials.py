@@ -52,6 +52,9 @@ class AlterUserScramCredentialsRequest(Request):
     VERSIONS = "0"
     FLEXIBLE = "0+"
     LISTENERS = ("broker", "controller")
+    # librdkafka (confluent-kafka 2.x) ends this request with one byte more than the schema
+    # (a second empty tagged-field section); Kafka's parser ignores what follows the body.
+    TRAILING_BYTES_FROM_VERSION = 0
 
     class Deletion(Struct):
         FIELDS = (
