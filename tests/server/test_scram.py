@@ -282,3 +282,45 @@ def test_wrong_password_unknown_user_or_mechanism_is_refused_with_kafkas_error(u
         finally:
             await server.close()
     run(main())
+
+
+# --- storage format --add-scram ------------------------------------------------------------
+
+
+def test_format_add_scram_writes_credentials_into_the_bootstrap_checkpoint(tmp_path, capsys):
+    from kraft.cli import main
+    from kraft.log.bootstrap import read_bootstrap_checkpoint, read_bootstrap_values
+    config = tmp_path / "server.properties"
+    config.write_text(f"node.id=1\nprocess.roles=controller\ncontroller.quorum.voters=1@127.0.0.1:9093\n"
+                      f"listeners=CONTROLLER://127.0.0.1:9093\ncontroller.listener.names=CONTROLLER\n"
+                      f"log.dirs={tmp_path / 'meta'}\n")
+    salted = base64.b64encode(salted_password(SCRAM_SHA_256, "bob-secret", b"salt", 8192)).decode()
+    code = main(["storage", "format", "-t", "MkU3OEVBNTcwNTJENDM2Qg", "-c", str(config),
+                 "--add-scram", "SCRAM-SHA-512=[name=alice,password=alice-secret]",
+                 "--add-scram", f'SCRAM-SHA-256=[name=bob,iterations=8192,salt="c2FsdA==",saltedpassword="{salted}"]'])
+    assert code == 0, capsys.readouterr()
+    meta = str(tmp_path / "meta")
+    assert read_bootstrap_checkpoint(meta)["metadata.version"] >= 11  # features read as before
+    records = [decode_record(v).record for v in read_bootstrap_values(meta)]
+    assert [(r.name, r.mechanism, r.iterations) for r in records] == [("alice", 2, 4096), ("bob", 1, 8192)]
+    alice, bob = records
+    assert len(alice.salt) == 32  # random, as Kafka's ScramFormatter.secureRandomBytes
+    assert alice.stored_key == stored_key(2, salted_password(2, "alice-secret", alice.salt, 4096))
+    assert bob.salt == b"salt" and bob.stored_key == stored_key(1, salted_password(1, "bob-secret", b"salt", 8192))
+
+
+@pytest.mark.parametrize("spec,message", [
+    ("SCRAM-SHA-1=[name=a,password=p]", "unknown SCRAM mechanism"),
+    ("SCRAM-SHA-512=[password=p]", "needs name="),
+    ("SCRAM-SHA-512=[name=a]", "exactly one of password= or saltedpassword="),
+    ("SCRAM-SHA-512=[name=a,password=p,iterations=100]", "between 4096 and 16384"),
+    ("SCRAM-SHA-512=[name=a,saltedpassword=AAAA]", "needs salt="),
+    ("SCRAM-SHA-512=[name=a,password=p,colour=red]", "unknown key"),
+    ("alice", "expected 'SCRAM-SHA-256=\\[key=value"),
+])
+def test_add_scram_mistakes_are_one_line_errors(spec, message):
+    from kraft.cli.scram_args import add_scram_records
+    from kraft.errors import KraftError
+    with pytest.raises(KraftError, match=message) as err:
+        add_scram_records([spec])
+    assert "\n" not in str(err.value)
