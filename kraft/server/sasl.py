@@ -164,7 +164,7 @@ class SaslSession:
     def __init__(self, listener: SaslListener):
         self.listener = listener
         self.state = "handshake"
-        self.mechanism = None
+        self.exchange = None  # the chosen mechanism's exchange (after the handshake)
         self.principal: str | None = None
         self.failed: str | None = None  # why the connection must be closed (after the answer)
         self.auth_failed = False  # closed after connection.failed.authentication.delay.ms
@@ -187,14 +187,14 @@ class SaslSession:
         if mechanism is None:
             self.failed = f"unsupported SASL mechanism {request.mechanism!r}"
             return SaslHandshakeResponse(error_code=int(ErrorCode.UNSUPPORTED_SASL_MECHANISM), mechanisms=names)
-        self.mechanism = mechanism.start()
+        self.exchange = mechanism.start()
         self.state = "authenticate" if version >= 1 else "raw"
         return SaslHandshakeResponse(error_code=0, mechanisms=names)
 
     def token(self, auth_bytes) -> bytes | None:
         """Run the mechanism on one client token: the server's token, or None when it failed.
         The state is ``done`` once the exchange completed."""
-        exchange = self.mechanism
+        exchange = self.exchange
         try:
             answer = exchange.step(auth_bytes)
         except AuthenticationFailed as exc:
