@@ -2,7 +2,8 @@
 (``--entity-default``, the cluster-wide broker default, is refused for now): --describe [--all] and --alter with
 --add-config / --delete-config (IncrementalAlterConfigs), with Kafka's output lines ("Dynamic
 configs for topic t are:", "  k=v sensitive=false synonyms={...}", "Completed updating config
-for topic t."). broker-loggers are refused: kraft has no DescribeConfigs for logger levels."""
+for topic t."). broker-loggers are refused: kraft has no DescribeConfigs for logger levels.
+``--entity-type users`` (SCRAM credentials) is in ``configs_users``."""
 
 from __future__ import annotations
 
@@ -109,15 +110,20 @@ def _alter(args, adm) -> int:
 def _run(args) -> int:
     if args.describe == args.alter:
         raise ToolError("Command must include exactly one action: --describe, --alter")
+    if args.entity_type == "users":
+        from kraft.cli import configs_users
+        if args.describe:
+            return configs_users.describe_users(args, admin(args))
+        return configs_users.alter_users(args, admin(args), args.add_config or "", args.delete_config or "")
     return (_describe if args.describe else _alter)(args, admin(args))
 
 
 def register(sub) -> None:
     p = sub.add_parser("configs", help="describe and alter topic and broker configs (kafka-configs.sh)")
     add_connection_args(p)
-    p.add_argument("--entity-type", required=True, choices=("topics", "brokers", "broker-loggers"),
+    p.add_argument("--entity-type", required=True, choices=("topics", "brokers", "broker-loggers", "users"),
                    help="what the configs belong to")
-    p.add_argument("--entity-name", help="the topic name or broker id")
+    p.add_argument("--entity-name", help="the topic name, broker id or user name")
     p.add_argument("--entity-default", action="store_true", help="the cluster-wide default of brokers (not supported yet: one error line)")
     p.add_argument("--describe", action="store_true", help="list configs")
     p.add_argument("--alter", action="store_true", help="change configs")

@@ -6,6 +6,7 @@ Kafka's kafka-metadata-shell lays it out::
     /configs/<TYPE>/<resource>/<key>   (resource "<default>" for the cluster-wide one)
     /acls/id/<id>   /features/<name>   /clientQuotas/<type>/<name>[/<type>/<name>...]/<key>
     /producerIds/nextProducerId   /local/{snapshotId,nextOffset,records}
+    /scram/<SCRAM-SHA-256|SCRAM-SHA-512>/<user>   (salt and keys hidden)
 
 Directories list their children only when opened, so a million partitions cost nothing until
 someone looks at them. Files hold one line of text (records as Kafka's JSON data). This module
@@ -137,6 +138,18 @@ def _client_quotas(image: MetadataImage) -> Dir:
     return Dir(make)
 
 
+def _scram(image: MetadataImage) -> Dir:
+    def make():
+        from kraft.metadata.scram import MECHANISM_NAMES
+        by_mechanism: dict = {}
+        for (user, mechanism), cred in sorted(image.scram.credentials.items()):
+            by_mechanism.setdefault(MECHANISM_NAMES.get(mechanism, str(mechanism)), {})[user] = File(
+                f"ScramCredentialData(salt=[hidden], storedKey=[hidden], serverKey=[hidden], "
+                f"iterations={cred.iterations})")
+        return {name: _static(users) for name, users in sorted(by_mechanism.items())}
+    return Dir(make)
+
+
 def _freeze(tree: dict) -> Dir:
     return _static({k: v if isinstance(v, File) else _freeze(v) for k, v in sorted(tree.items())})
 
@@ -157,6 +170,7 @@ def build_tree(image: MetadataImage, *, snapshot_id=None, next_offset: int = 0, 
         "features": Dir(lambda: {name: File(str(level)) for name, level in sorted(features.items())}),
         "local": _static(local),
         "producerIds": _static({"nextProducerId": File(str(image.producer_ids.next_producer_id))}),
+        "scram": _scram(image),
         "topicIds": _topic_ids(image, topic_dirs),
         "topics": _topics(image, topic_dirs),
     })

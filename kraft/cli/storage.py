@@ -17,6 +17,9 @@ from kraft.config import NodeConfig
 from kraft.errors import KraftError
 from kraft.log.bootstrap import (DEFAULT_RELEASE, METADATA_VERSION, metadata_version_name,
                                  read_bootstrap_checkpoint)
+from kraft.cli.scram_args import add_scram_records
+from kraft.controller.scram import SCRAM_METADATA_VERSION
+from kraft.metadata.serde import encode_record
 from kraft.log.formatting import finalized_features, format_storage, parse_features, random_uuid
 from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties
 
@@ -36,9 +39,13 @@ def _format_cmd(args) -> int:
     cfg = load_runnable_config(args.config, args.override)
     _warn_unknown(cfg)
     features = finalized_features(args.release_version, parse_features(args.feature))
+    scram = add_scram_records(args.add_scram)
+    if scram and features[METADATA_VERSION] < SCRAM_METADATA_VERSION:
+        raise KraftError("--add-scram: SCRAM is only supported in metadata.version 3.5-IV2 or later")
     written = format_storage(cfg, args.cluster_id, ignore_formatted=args.ignore_formatted, features=features,
                              standalone=args.standalone, initial_controllers=args.initial_controllers,
-                             no_initial_controllers=args.no_initial_controllers)
+                             no_initial_controllers=args.no_initial_controllers,
+                             bootstrap_values=[encode_record(r, 0) for r in scram])
     mv = metadata_version_name(features[METADATA_VERSION])
     for d in written:
         kind = "metadata" if d == cfg.metadata_log_dir else "data"
@@ -119,6 +126,10 @@ def register(sub) -> None:
     f.add_argument("-r", "--release-version", metavar="VERSION",
                    help=f"metadata.version to write, as a release (3.9), a level name (3.7-IV4) or a level "
                         f"number (default: {DEFAULT_RELEASE})")
+    f.add_argument("-S", "--add-scram", action="append", metavar="MECH=[name=U,password=P]",
+                   help="a SCRAM credential the cluster starts with, as Kafka's: "
+                        "'SCRAM-SHA-512=[name=alice,password=alice-secret]' (also iterations=, salt=, "
+                        "saltedpassword=; repeatable)")
     f.add_argument("-f", "--feature", action="append", metavar="NAME=LEVEL",
                    help="a feature level to write into bootstrap.checkpoint (repeatable)")
     q = f.add_mutually_exclusive_group()

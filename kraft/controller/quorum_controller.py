@@ -133,6 +133,8 @@ class QuorumController:
         self.codec = RecordCodecCache()
         #: features of ``bootstrap.checkpoint`` (name -> level), written once by an active controller
         self.bootstrap_features: dict | None = None
+        #: other records of bootstrap.checkpoint (``storage format --add-scram``), written with them
+        self.bootstrap_records: list = []
         self._bootstrap_epoch = -1
         self.last_applied_timestamp = -1  # append time (ms) of the last committed batch applied
         self.apply_observer = None  # profiling hook, see the module docstring
@@ -482,6 +484,7 @@ class QuorumController:
             return
         names = sorted(features, key=lambda n: (n != "metadata.version", n))
         records = [FeatureLevelRecord(name=n, feature_level=int(features[n])) for n in names if int(features[n]) > 0]
+        records += self.bootstrap_records
         try:
             self._propose(records, atomic=True)
         except NotLeaderError:

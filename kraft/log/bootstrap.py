@@ -3,7 +3,9 @@ metadata log directory for the first controller to write into the log (its Boots
 
 The file has the snapshot layout (``kraft.log.snapshot``): a SnapshotHeaderRecord control
 batch, one batch of metadata records, a SnapshotFooterRecord control batch, offsets from 0,
-epoch 0. We write one FeatureLevelRecord per finalized feature (``metadata.version`` first).
+epoch 0. We write one FeatureLevelRecord per finalized feature (``metadata.version`` first),
+then any other records given already framed (``storage format --add-scram``'s
+UserScramCredentialRecords), which ``read_bootstrap_values`` returns for the first controller.
 
 The record encoder here is deliberately minimal — FeatureLevelRecord (api key 12, version 0)
 only, framed as Kafka's MetadataRecordSerde does — until the metadata record package exists;
@@ -84,10 +86,13 @@ def decode_feature_level_record(data: bytes) -> tuple[str, int]:
     return name, level
 
 
-def write_bootstrap_checkpoint(directory: str, features: dict[str, int], now_ms: int | None = None) -> str:
-    """Write ``directory/bootstrap.checkpoint`` durably (temp, fsync, rename); returns its path."""
+def write_bootstrap_checkpoint(directory: str, features: dict[str, int], now_ms: int | None = None,
+                               extra_values=()) -> str:
+    """Write ``directory/bootstrap.checkpoint`` durably (temp, fsync, rename); returns its path.
+    ``extra_values``: framed metadata records written after the features."""
     values = [encode_feature_level_record(METADATA_VERSION, features[METADATA_VERSION])]
     values += [encode_feature_level_record(n, lv) for n, lv in sorted(features.items()) if n != METADATA_VERSION]
+    values += [bytes(v) for v in extra_values]
     header = records.build_control_record_batch(SnapshotHeaderRecord(-1), base_offset=0, partition_leader_epoch=0,
                                                 timestamp=now_ms)
     body = records.build_batch(values, base_offset=1, partition_leader_epoch=0, timestamp=now_ms)
@@ -98,22 +103,40 @@ def write_bootstrap_checkpoint(directory: str, features: dict[str, int], now_ms:
     return path
 
 
-def read_bootstrap_checkpoint(directory: str) -> dict[str, int] | None:
-    """The features in ``directory/bootstrap.checkpoint``, or None if there is none."""
+def _is_feature_level_record(value: bytes) -> bool:
+    return len(value) > 1 and value[0] == 1 and value[1] == FEATURE_LEVEL_RECORD
+
+
+def _read_values(directory: str) -> list[bytes] | None:
     path = os.path.join(directory, BOOTSTRAP_FILE)
     try:
         with open(path, "rb") as f:
             data = f.read()
     except FileNotFoundError:
         return None
+    try:
+        return [bytes(rec.value) for batch in records.iter_batches(data) if not batch.is_control for rec in batch]
+    except CorruptRecordError as exc:
+        raise StorageError(f"{path} is not a valid bootstrap checkpoint: {exc}") from None
+
+
+def read_bootstrap_checkpoint(directory: str) -> dict[str, int] | None:
+    """The features in ``directory/bootstrap.checkpoint``, or None if there is none."""
+    values = _read_values(directory)
+    if values is None:
+        return None
     features = {}
     try:
-        for batch in records.iter_batches(data):
-            if batch.is_control:
-                continue
-            for rec in batch:
-                name, level = decode_feature_level_record(bytes(rec.value))
+        for value in values:
+            if _is_feature_level_record(value):
+                name, level = decode_feature_level_record(value)
                 features[name] = level
-    except (ValueError, CorruptRecordError) as exc:
+    except ValueError as exc:
+        path = os.path.join(directory, BOOTSTRAP_FILE)
         raise StorageError(f"{path} is not a valid bootstrap checkpoint: {exc}") from None
     return features
+
+
+def read_bootstrap_values(directory: str) -> list[bytes]:
+    """The framed records of ``bootstrap.checkpoint`` other than its features (empty if none)."""
+    return [v for v in _read_values(directory) or () if not _is_feature_level_record(v)]

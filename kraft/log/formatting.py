@@ -154,11 +154,13 @@ def finalized_features(release_version: str | None = None, features=None) -> dic
 
 def format_storage(cfg: NodeConfig, cluster_id: str, *, ignore_formatted: bool = False,
                    features: dict[str, int] | None = None, standalone: bool = False,
-                   initial_controllers: str | None = None, no_initial_controllers: bool = False) -> list[str]:
+                   initial_controllers: str | None = None, no_initial_controllers: bool = False,
+                   bootstrap_values=()) -> list[str]:
     """Format every directory; returns the directories written. ``features`` (default: the
     default release's metadata.version) go to bootstrap.checkpoint. A dynamic quorum
     (KIP-853) takes one of ``standalone`` / ``initial_controllers`` / ``no_initial_controllers``
-    (see ``quorum_bootstrap``). Raises KraftError."""
+    (see ``quorum_bootstrap``). ``bootstrap_values``: framed metadata records (``--add-scram``)
+    written into bootstrap.checkpoint after the features. Raises KraftError."""
     if not valid_cluster_id(cluster_id):
         raise KraftError(f"cluster id {cluster_id!r} is not a Kafka uuid (use `kraft storage random-uuid`)")
     features = features or finalized_features()
@@ -166,10 +168,12 @@ def format_storage(cfg: NodeConfig, cluster_id: str, *, ignore_formatted: bool =
                                                no_initial_controllers=no_initial_controllers)
     dirs = list(dict.fromkeys([cfg.metadata_log_dir, *cfg.log_dirs]))
     with lock_directories(dirs, create=True):
-        return _format_locked(cfg, cluster_id, dirs, ignore_formatted, features, voters, metadata_dir_id)
+        return _format_locked(cfg, cluster_id, dirs, ignore_formatted, features, voters, metadata_dir_id,
+                              bootstrap_values)
 
 
-def _format_locked(cfg, cluster_id, dirs, ignore_formatted, features, voters=None, metadata_dir_id=None) -> list[str]:
+def _format_locked(cfg, cluster_id, dirs, ignore_formatted, features, voters=None, metadata_dir_id=None,
+                   bootstrap_values=()) -> list[str]:
     # Check every directory before writing any, so a refusal leaves nothing half-formatted.
     todo = []
     for d in dirs:
@@ -186,7 +190,7 @@ def _format_locked(cfg, cluster_id, dirs, ignore_formatted, features, voters=Non
     for d, path in todo:
         directory_id = random_uuid()
         if d == cfg.metadata_log_dir:
-            write_bootstrap_checkpoint(d, features)
+            write_bootstrap_checkpoint(d, features, extra_values=bootstrap_values)
             if voters is not None:
                 write_bootstrap_voters(d, cfg, voters)
             directory_id = metadata_dir_id or directory_id

@@ -52,9 +52,9 @@ _THREADS = "kraft serves requests on one event loop; its worker counts are fixed
 _CLEANER = "kraft's log cleaner reads it from server.properties at start-up (no change at run time)"
 _TLS = ("dynamic update refused: kraft reads the ssl.* settings (PEM, PKCS12 stores; JKS refused with how to convert; "
         "ssl.client.auth, ssl.enabled.protocols, ssl.cipher.suites, DEFAULT ssl.principal.mapping.rules), "
-        "also as listener.name.<listener>.ssl.*, and SASL PLAIN (sasl.enabled.mechanisms, "
-        "[listener.name.<listener>.plain.]sasl.jaas.config) from server.properties at start only; "
-        "SCRAM, GSSAPI, OAUTHBEARER and keystore reload are not implemented")
+        "also as listener.name.<listener>.ssl.*, and SASL PLAIN and SCRAM-SHA-256/512 (sasl.enabled.mechanisms, "
+        "[listener.name.<listener>.plain.]sasl.jaas.config; SCRAM credentials in the metadata log) from "
+        "server.properties at start only; GSSAPI, OAUTHBEARER and keystore reload are not implemented")
 _TIERED = "kraft has no tiered storage"
 _THROTTLE = "kraft has no replication throttling"
 

@@ -25,17 +25,18 @@ from kraft.metadata.configs import TOPIC, ConfigurationsDelta
 from kraft.metadata.features import FeaturesDelta
 from kraft.metadata.image import EMPTY_IMAGE, MetadataImage
 from kraft.metadata.producer_ids import ProducerIdsDelta
+from kraft.metadata.scram import ScramDelta
 from kraft.metadata.topics import TopicsDelta
 
 
 class MetadataDelta:
     __slots__ = ("image", "_features", "_cluster", "_topics", "_configs", "_client_quotas", "_acls",
-                 "_producer_ids", "_transaction", "_broken")
+                 "_producer_ids", "_scram", "_transaction", "_broken")
 
     def __init__(self, image: MetadataImage = EMPTY_IMAGE, open_transaction: tuple | None = None):
         self.image = image
         self._features = self._cluster = self._topics = self._configs = None
-        self._client_quotas = self._acls = self._producer_ids = None
+        self._client_quotas = self._acls = self._producer_ids = self._scram = None
         # Records of an open transaction, or None outside one.
         self._transaction: list | None = None if open_transaction is None else list(open_transaction)
         self._broken: str | None = None
@@ -69,6 +70,10 @@ class MetadataDelta:
     @property
     def producer_ids_delta(self) -> ProducerIdsDelta | None:
         return self._producer_ids
+
+    @property
+    def scram_delta(self) -> ScramDelta | None:
+        return self._scram
 
     def _features_d(self) -> FeaturesDelta:
         if self._features is None:
@@ -104,6 +109,11 @@ class MetadataDelta:
         if self._producer_ids is None:
             self._producer_ids = ProducerIdsDelta(self.image.producer_ids)
         return self._producer_ids
+
+    def _scram_d(self) -> ScramDelta:
+        if self._scram is None:
+            self._scram = ScramDelta(self.image.scram)
+        return self._scram
 
     # --- replay ---
 
@@ -203,6 +213,7 @@ class MetadataDelta:
             image.client_quotas if self._client_quotas is None else self._client_quotas.apply(),
             image.acls if self._acls is None else self._acls.apply(),
             image.producer_ids if self._producer_ids is None else self._producer_ids.apply(),
+            image.scram if self._scram is None else self._scram.apply(),
         )
 
 
@@ -230,10 +241,10 @@ _HANDLERS = {
     R.EndTransactionRecord: D._end,
     R.AbortTransactionRecord: D._abort,
     R.NoOpRecord: D._ignore,
-    # Decoded but not (yet) part of the image: SCRAM credentials, delegation tokens and the ZK
-    # migration state. Replaying them is allowed so real Kafka logs load.
-    R.UserScramCredentialRecord: D._ignore,
-    R.RemoveUserScramCredentialRecord: D._ignore,
+    R.UserScramCredentialRecord: lambda d, r: d._scram_d().replay(r),
+    R.RemoveUserScramCredentialRecord: lambda d, r: d._scram_d().replay_remove(r),
+    # Decoded but not (yet) part of the image: delegation tokens and the ZK migration state.
+    # Replaying them is allowed so real Kafka logs load.
     R.DelegationTokenRecord: D._ignore,
     R.RemoveDelegationTokenRecord: D._ignore,
     R.ZkMigrationStateRecord: D._ignore,

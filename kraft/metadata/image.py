@@ -16,6 +16,7 @@ from kraft.metadata.cluster import EMPTY_CLUSTER, ClusterImage
 from kraft.metadata.configs import EMPTY_CONFIGS, ConfigurationsImage
 from kraft.metadata.features import EMPTY_FEATURES, FeaturesImage
 from kraft.metadata.producer_ids import EMPTY_PRODUCER_IDS, ProducerIdsImage
+from kraft.metadata.scram import EMPTY_SCRAM, ScramImage
 from kraft.metadata.topics import EMPTY_TOPICS, TopicsImage
 
 
@@ -27,6 +28,7 @@ class MetadataImage(NamedTuple):
     client_quotas: ClientQuotasImage
     acls: AclsImage
     producer_ids: ProducerIdsImage
+    scram: ScramImage = EMPTY_SCRAM
 
     @property
     def is_empty(self) -> bool:
@@ -34,4 +36,4 @@ class MetadataImage(NamedTuple):
 
 
 EMPTY_IMAGE = MetadataImage(EMPTY_FEATURES, EMPTY_CLUSTER, EMPTY_TOPICS, EMPTY_CONFIGS, EMPTY_CLIENT_QUOTAS,
-                            EMPTY_ACLS, EMPTY_PRODUCER_IDS)
+                            EMPTY_ACLS, EMPTY_PRODUCER_IDS, EMPTY_SCRAM)

@@ -3,7 +3,7 @@
 ``image_records(image)`` yields ``RecordAndVersion`` pairs in Kafka's ``MetadataImage.write``
 order: features (``metadata.version`` first, so a reader knows the version before anything
 else), brokers and controllers, each topic followed by its partitions, configs, client quotas,
-producer ids, ACLs. Within a part the order is sorted (ids, names, resources), so the same image
+producer ids, ACLs, SCRAM credentials. Within a part the order is sorted (ids, names, resources), so the same image
 always gives the same bytes. Replaying the records into an empty ``MetadataDelta`` gives an
 equal image (tests/metadata/test_image_records.py checks it on random images).
 
@@ -33,6 +33,7 @@ def image_records(image: MetadataImage) -> Iterator[RecordAndVersion]:
     yield from client_quota_records(image)
     yield from producer_id_records(image)
     yield from acl_records(image)
+    yield from scram_records(image)
 
 
 def feature_records(image: MetadataImage) -> Iterator[RecordAndVersion]:
@@ -138,3 +139,12 @@ def acl_records(image: MetadataImage) -> Iterator[RecordAndVersion]:
         yield RecordAndVersion(R.AccessControlEntryRecord(
             id=acl_id, resource_type=a.resource_type, resource_name=a.resource_name, pattern_type=a.pattern_type,
             principal=a.principal, host=a.host, operation=a.operation, permission_type=a.permission_type), 0)
+
+
+def scram_records(image: MetadataImage) -> Iterator[RecordAndVersion]:
+    credentials = image.scram.credentials
+    for user, mechanism in sorted(credentials):
+        c = credentials[(user, mechanism)]
+        yield RecordAndVersion(R.UserScramCredentialRecord(
+            name=user, mechanism=mechanism, salt=c.salt, stored_key=c.stored_key, server_key=c.server_key,
+            iterations=c.iterations), 0)

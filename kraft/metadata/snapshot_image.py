@@ -68,7 +68,8 @@ def image_value_chunks(image: MetadataImage, codec=None):
         chunk = [encode_record(*next(IR.topic_records_of(topic)))]
         chunk += encode_partitions(topic.id, topic.partitions, raw_cache)
         yield chunk
-    for part in (IR.config_records, IR.client_quota_records, IR.producer_id_records, IR.acl_records):
+    for part in (IR.config_records, IR.client_quota_records, IR.producer_id_records, IR.acl_records,
+                 IR.scram_records):
         for record, version in part(image):
             yield [encode_record(record, version)]
 

@@ -2,16 +2,17 @@
 
 Writes are forwarded to the active controller (Kafka forwards them too, in an Envelope; we
 send the request itself, KIP-590's "direct" variant): CreateTopics, DeleteTopics,
-CreatePartitions, AlterConfigs, IncrementalAlterConfigs, CreateAcls and DeleteAcls (answered here
-SECURITY_DISABLED when this broker has no authorizer, as Kafka's are), ElectLeaders,
+CreatePartitions, AlterConfigs, IncrementalAlterConfigs, AlterUserScramCredentials, CreateAcls
+and DeleteAcls (answered here SECURITY_DISABLED when this broker has no authorizer, as Kafka's
+are), ElectLeaders,
 AlterPartitionReassignments and ListPartitionReassignments (read from the controller, whose
 view of a reassignment is the current one, as Kafka forwards it). The
 controller answers once the records committed; the broker passes that answer back at the
 client's version, or NOT_CONTROLLER if no controller answered within the request's timeout
 (clients refresh metadata and retry). Reads are answered from the broker's image with the
 same pure code the controller uses: DescribeConfigs (``config_describe``), DescribeAcls
-(``acl_filters``) and DescribeCluster (unfenced brokers on the request's listener, the
-Metadata controller id; the cluster's authorized operations when asked,
+(``acl_filters``), DescribeUserScramCredentials (``controller.scram``) and DescribeCluster
+(unfenced brokers on the request's listener, the Metadata controller id; the cluster's authorized operations when asked,
 ``kraft.metadata.authorization``). Metadata for an unknown topic creates it when
 ``auto.create.topics.enable`` (Kafka's default) and the request allows it, with
 ``num.partitions`` / ``default.replication.factor``, answering LEADER_NOT_AVAILABLE meanwhile
@@ -43,11 +44,12 @@ log = logging.getLogger("kraft.broker.admin")
 #: UpdateFeatures, UnregisterBroker, AddRaftVoter, RemoveRaftVoter), as Kafka 4's brokers do, so
 #: ``metadata-quorum`` / ``features`` / ``cluster unregister`` work with ``--bootstrap-server``.
 QUORUM_APIS = frozenset({55, 57, 64, 80, 81})
-FORWARDED_APIS = frozenset({19, 20, 37, 33, 44, 30, 31, 43, 45, 46}) | QUORUM_APIS
+FORWARDED_APIS = frozenset({19, 20, 37, 33, 44, 30, 31, 43, 45, 46, 51}) | QUORUM_APIS
 #: CreateAcls and DeleteAcls: forwarded only when this broker has an authorizer.
 ACL_WRITES = frozenset({30, 31})
-#: API keys a broker answers from its image: DescribeConfigs, DescribeAcls, DescribeCluster.
-IMAGE_READ_APIS = frozenset({32, 29, 60})
+#: API keys a broker answers from its image: DescribeConfigs, DescribeAcls, DescribeCluster,
+#: DescribeUserScramCredentials.
+IMAGE_READ_APIS = frozenset({32, 29, 60, 50})
 DEFAULT_TIMEOUT_MS = 30_000
 #: CreateTopics / CreatePartitions that arrive while no broker is unfenced (the cluster is
 #: starting) wait up to this long, within their own timeout, for one before they are forwarded.
@@ -94,7 +96,7 @@ class BrokerAdminHandlers:
             return self._read(key, request, version)  # SECURITY_DISABLED from this node, as Kafka's brokers
         if key in FORWARDED_APIS:
             return self._forward(request, version)
-        if key in (32, 29):
+        if key in (32, 29, 50):
             return self._read(key, request, version)
         if key == 60:
             return self._describe_cluster(request, version, ctx.listener)

@@ -157,7 +157,7 @@ class BrokerNode:
             handlers = self.serve(self.handlers) if self.serve is not None else self.handlers
             server = KafkaServer(handlers, ep.host, ep.port, listener_name=ep.name,
                                  max_frame_bytes=v["socket.request.max.bytes"], ssl_context=listener_context(cfg, ep.name),
-                                 sasl=listener_sasl(cfg, ep.name),
+                                 sasl=listener_sasl(cfg, ep.name, self._scram_credential),
                                  **connection_limits(cfg))
             await server.start(serving)
             self.servers[ep.name] = server
@@ -166,6 +166,10 @@ class BrokerNode:
         self.cleaner = start_cleaner(loop, self.logs, state, v)
         if v["log.flush.offset.checkpoint.interval.ms"] > 0:
             self._every(v["log.flush.offset.checkpoint.interval.ms"], self.logs.write_checkpoints)
+
+    def _scram_credential(self, user: str, mechanism: int):
+        """SCRAM logins read the current image: a credential applied here works at once."""
+        return self.state.image.scram.lookup(user, mechanism) if self.state is not None else None
 
     async def start_serving(self) -> None:
         for server in self.servers.values():

@@ -27,9 +27,10 @@ import random
 
 from kraft.config import NodeConfig
 from kraft.types import Endpoint
-from kraft.errors import ConfigError, CorruptRecordError, FatalLogError, StorageError
+from kraft.errors import ConfigError, CorruptRecordError, FatalLogError, MetadataParseError, StorageError
 from kraft.log import LogConfig
-from kraft.log.bootstrap import read_bootstrap_checkpoint
+from kraft.log.bootstrap import read_bootstrap_checkpoint, read_bootstrap_values
+from kraft.metadata.serde import decode_record
 from kraft.log.dir_lock import lock_directories
 from kraft.server.loop_flusher import LoopFlusher
 from kraft.log.retention import CLEAN_INTERVAL_MS, MetadataRetention
@@ -241,7 +242,9 @@ class KraftNode:
                                                settings=controller_settings(cfg))
             try:
                 self.controller.bootstrap_features = read_bootstrap_checkpoint(cfg.metadata_log_dir)
-            except (StorageError, CorruptRecordError) as exc:  # the log may already hold them
+                self.controller.bootstrap_records = [decode_record(v).record
+                                                     for v in read_bootstrap_values(cfg.metadata_log_dir)]
+            except (StorageError, CorruptRecordError, MetadataParseError) as exc:  # the log may hold them
                 log.error("node %d: %s: not used", cfg.node_id, exc)
             listeners.append(self.controller)
         if cfg.is_broker:

@@ -2,7 +2,9 @@
 names a mechanism (SaslHandshake), then sends its tokens (SaslAuthenticate, or raw frames after
 a v0 handshake); until that succeeds only ApiVersions, SaslHandshake and SaslAuthenticate may be
 sent. Mechanism PLAIN with the users of the listener's JAAS config (Kafka's PlainLoginModule
-``user_<name>="<password>"`` options).
+``user_<name>="<password>"`` options); SCRAM-SHA-256 / SCRAM-SHA-512 with the credentials of the
+metadata image (:mod:`kraft.server.scram_sasl`). A mechanism's ``start()`` gives one
+connection's exchange: ``step(token)`` answers each client token until ``complete``.
 
 Config as Kafka reads it: ``sasl.enabled.mechanisms`` and
 ``listener.name.<listener>.<mechanism>.sasl.jaas.config`` (else ``sasl.jaas.config``), with the
@@ -15,10 +17,12 @@ from __future__ import annotations
 import hmac
 import logging
 import re
+import struct
 
 from kraft.config import security_protocol
 from kraft.errors import ConfigError, ErrorCode
 from kraft.protocol.messages.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
+from kraft.server.scram_sasl import AuthenticationFailed, ScramMechanism
 from kraft.server.tls import ListenerSettings
 
 log = logging.getLogger("kraft.network")
@@ -29,7 +33,9 @@ API_VERSIONS = 18
 #: Kafka's sasl.server.max.receive.size: the largest frame an unauthenticated client may send.
 MAX_RECEIVE_SIZE = 524288
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
-SUPPORTED = ("PLAIN",)
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+SUPPORTED = ("PLAIN",) + SCRAM
 
 _JAAS = re.compile(r'\s*([\w.$]+)\s+(required|requisite|sufficient|optional)\s*(.*?)\s*;\s*$', re.S)
 _OPTION = re.compile(r'\s*([\w.$-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s;"]+)')
@@ -84,9 +90,22 @@ class PlainMechanism:
                                        "different from username")
         return username
 
+    def start(self) -> "_PlainExchange":
+        return _PlainExchange(self)
 
-class AuthenticationFailed(Exception):
-    pass
+
+class _PlainExchange:
+    """PLAIN is one token, answered with an empty one."""
+
+    def __init__(self, mechanism: PlainMechanism):
+        self.mechanism = mechanism
+        self.user: str | None = None
+        self.complete = False
+
+    def step(self, token: bytes) -> bytes:
+        self.user = self.mechanism.authenticate(token)
+        self.complete = True
+        return b""
 
 
 class SaslListener:
@@ -96,14 +115,16 @@ class SaslListener:
         self.mechanisms = mechanisms  # name -> mechanism
 
 
-def listener_sasl(cfg, listener: str) -> SaslListener | None:
-    """The SASL settings of a SASL_PLAINTEXT / SASL_SSL listener of ``cfg``; None otherwise."""
+def listener_sasl(cfg, listener: str, scram_credentials=None) -> SaslListener | None:
+    """The SASL settings of a SASL_PLAINTEXT / SASL_SSL listener of ``cfg``; None otherwise.
+    ``scram_credentials(user, mechanism type)``: the current credential or None (the broker's
+    image)."""
     if security_protocol(cfg.values, listener) not in ("SASL_PLAINTEXT", "SASL_SSL"):
         return None
-    return sasl_settings(cfg.given, listener)
+    return sasl_settings(cfg.given, listener, scram_credentials)
 
 
-def sasl_settings(given: dict, listener: str) -> SaslListener:
+def sasl_settings(given: dict, listener: str, scram_credentials=None) -> SaslListener:
     s = ListenerSettings(given, listener)
     names = [n.strip().upper() for n in s.get("sasl.enabled.mechanisms", "GSSAPI").split(",") if n.strip()]
     unsupported = [n for n in names if n not in SUPPORTED]
@@ -115,6 +136,16 @@ def sasl_settings(given: dict, listener: str) -> SaslListener:
         key = f"{name.lower()}.sasl.jaas.config"
         text = s.get(key) or s.get("sasl.jaas.config")
         where = s.key(key) if s.get(key) else s.key("sasl.jaas.config")
+        if name in SCRAM:
+            # The credentials are in the metadata log; a JAAS config, if any, must name
+            # ScramLoginModule (Kafka's broker uses its username/password for inter-broker
+            # SASL only, which kraft does not do).
+            if text and s.get(key):
+                module, _ = parse_jaas(text, where)
+                if module != SCRAM_MODULE:
+                    raise ConfigError(f"{where}: mechanism {name} needs {SCRAM_MODULE}, got {module}")
+            mechanisms[name] = ScramMechanism(name, scram_credentials)
+            continue
         if not text:
             raise ConfigError(f"{s.prefix}{key}: the {name} mechanism needs a JAAS config (or sasl.jaas.config)")
         module, options = parse_jaas(text, where)
@@ -133,7 +164,7 @@ class SaslSession:
     def __init__(self, listener: SaslListener):
         self.listener = listener
         self.state = "handshake"
-        self.mechanism = None
+        self.exchange = None  # the chosen mechanism's exchange (after the handshake)
         self.principal: str | None = None
         self.failed: str | None = None  # why the connection must be closed (after the answer)
         self.auth_failed = False  # closed after connection.failed.authentication.delay.ms
@@ -156,25 +187,29 @@ class SaslSession:
         if mechanism is None:
             self.failed = f"unsupported SASL mechanism {request.mechanism!r}"
             return SaslHandshakeResponse(error_code=int(ErrorCode.UNSUPPORTED_SASL_MECHANISM), mechanisms=names)
-        self.mechanism = mechanism
+        self.exchange = mechanism.start()
         self.state = "authenticate" if version >= 1 else "raw"
         return SaslHandshakeResponse(error_code=0, mechanisms=names)
 
-    def token(self, auth_bytes) -> bool:
-        """Run the mechanism on one client token; True when it authenticated."""
+    def token(self, auth_bytes) -> bytes | None:
+        """Run the mechanism on one client token: the server's token, or None when it failed.
+        The state is ``done`` once the exchange completed."""
+        exchange = self.exchange
         try:
-            user = self.mechanism.authenticate(auth_bytes)
+            answer = exchange.step(auth_bytes)
         except AuthenticationFailed as exc:
             self.failed = str(exc)
             self.auth_failed = True
-            return False
-        self.principal = f"User:{user}"
-        self.state = "done"
-        return True
+            return None
+        if exchange.complete:
+            self.principal = f"User:{exchange.user}"
+            self.state = "done"
+        return answer
 
     def authenticate(self, request) -> SaslAuthenticateResponse:
-        if self.token(request.auth_bytes):
-            return SaslAuthenticateResponse(error_code=0, error_message=None, auth_bytes=b"", session_lifetime_ms=0)
+        answer = self.token(request.auth_bytes)
+        if answer is not None:
+            return SaslAuthenticateResponse(error_code=0, error_message=None, auth_bytes=answer, session_lifetime_ms=0)
         return SaslAuthenticateResponse(error_code=int(ErrorCode.SASL_AUTHENTICATION_FAILED),
                                         error_message=self.failed, auth_bytes=b"", session_lifetime_ms=0)
 
@@ -207,9 +242,10 @@ def sasl_step(conn, header, request) -> bool:
 
 def sasl_raw_token(conn, frame) -> bool:
     """After a v0 SaslHandshake the token comes bare (Kafka's pre-KIP-152 framing) and the
-    answer is the server's token, empty for PLAIN, or a closed connection."""
-    if conn.sasl.token(frame):
-        conn.transport.write(b"\x00\x00\x00\x00")
+    answer is the server's token (size-prefixed; empty for PLAIN), or a closed connection."""
+    answer = conn.sasl.token(frame)
+    if answer is not None:
+        conn.transport.write(struct.pack(">i", len(answer)) + answer)
     _after_step(conn)
     return not conn._closing
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from kraft.metadata import (EMPTY_IMAGE, AccessControlEntryRecord, BrokerRegistrationChangeRecord, ClientQuotaRecord,
                             ConfigRecord, FeatureLevelRecord, MetadataDelta, PartitionChangeRecord, PartitionRecord,
                             ProducerIdsRecord, RegisterBrokerRecord, RegisterControllerRecord, TopicRecord)
+from kraft.metadata.records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 from kraft.metadata.partition import MIGRATING_DIR
 
 DIRS = [uuid.UUID(int=0x100 + i) for i in range(4)] + [MIGRATING_DIR]
@@ -94,6 +95,13 @@ def image_record_lists(draw):
                                             permission_type=draw(st.sampled_from([2, 3]))))
     if draw(st.booleans()):
         out.append(ProducerIdsRecord(broker_id=1, broker_epoch=11, next_producer_id=draw(st.integers(0, 2**40))))
+    for user, mechanism in draw(st.lists(st.tuples(st.sampled_from(["alice", "bob", "é"]), st.integers(1, 2)),
+                                         unique=True, max_size=3)):
+        out.append(UserScramCredentialRecord(name=user, mechanism=mechanism, salt=draw(st.binary(max_size=8)),
+                                             stored_key=b"s" * 32, server_key=b"k" * 32,
+                                             iterations=draw(st.integers(4096, 16384))))
+        if draw(st.booleans()):
+            out.append(RemoveUserScramCredentialRecord(name=user, mechanism=mechanism))
     return out
 
 
@@ -127,6 +135,8 @@ def sample_records(topics: int = 3, partitions: int = 4) -> list:
     out.append(AccessControlEntryRecord(id=uuid.UUID(int=0xACE), resource_type=2, resource_name="t0", pattern_type=3,
                                         principal="User:bob", host="*", operation=3, permission_type=3))
     out.append(ProducerIdsRecord(broker_id=1, broker_epoch=11, next_producer_id=5000))
+    out.append(UserScramCredentialRecord(name="alice", mechanism=2, salt=b"salt", stored_key=b"s" * 64,
+                                         server_key=b"k" * 64, iterations=8192))
     return out
 
 

@@ -71,10 +71,12 @@ def test_paths_for_every_part_of_the_image(metadata_dir):
               "/configs/TOPIC/fresh/segment.bytes",
               "/configs/BROKER/<default>/log.retention.ms", "/producerIds/nextProducerId",
               "/clientQuotas/user/<default>/producer_byte_rate", f"/topicIds/{uuid_to_base64(NEW)}/name",
-              "/local/snapshotId", "/local/nextOffset")
+              "/local/snapshotId", "/local/nextOffset", "/scram/SCRAM-SHA-512/alice")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["21", "true", "1024", "5", "5000", "1024.0", "fresh",
-                                     "00000000000000000100-0000000003", "104"]
+                                     "00000000000000000100-0000000003", "104",
+                                     "ScramCredentialData(salt=[hidden], storedKey=[hidden], serverKey=[hidden], "
+                                     "iterations=8192)"]
     acls = shell(metadata_dir, "find", "/acls").stdout.splitlines()
     assert acls[:2] == ["/acls", "/acls/id"] and len(acls) == 3
     reg = json.loads(shell(metadata_dir, "cat", "/brokers/1/registration").stdout)

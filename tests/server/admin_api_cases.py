@@ -10,6 +10,8 @@ from kraft.protocol.messages import (AllocateProducerIdsRequest, AlterConfigsReq
                                      DeleteAclsRequest, DescribeAclsRequest, DescribeConfigsRequest,
                                      IncrementalAlterConfigsRequest, ListPartitionReassignmentsRequest,
                                      UpdateFeaturesRequest)
+from kraft.protocol.messages.scram_credentials import (AlterUserScramCredentialsRequest,
+                                                       DescribeUserScramCredentialsRequest)
 
 TOPIC_RESOURCE = 2
 LITERAL, ALLOW, READ, ANY = 3, 3, 3, 1
@@ -85,6 +87,20 @@ def admin_cases(expect, ok):
                 ("one", ListPartitionReassignmentsRequest(timeout_ms=1000, topics=[T(name="keep7", partition_indexes=[0])]),
                  expect(ok))]
 
-    return {32: describe_configs, 33: alter_configs, 44: incremental_alter_configs, 30: create_acls,
+    def alter_scram(node, version):
+        U = AlterUserScramCredentialsRequest.Upsertion
+        def req(iterations):
+            return AlterUserScramCredentialsRequest(deletions=[], upsertions=[
+                U(name="alice", mechanism=2, iterations=iterations, salt=b"salt", salted_password=b"x" * 64)])
+        return [("upsert", req(8192), expect(ok)), ("too few iterations", req(100),
+                                                    expect(ErrorCode.UNACCEPTABLE_CREDENTIAL))]
+
+    def describe_scram(node, version):
+        N = DescribeUserScramCredentialsRequest.UserName
+        return [("all", DescribeUserScramCredentialsRequest(users=None), expect(ok)),
+                ("unknown", DescribeUserScramCredentialsRequest(users=[N(name="nobody")]),
+                 expect(ErrorCode.RESOURCE_NOT_FOUND))]
+
+    return {51: alter_scram, 50: describe_scram, 32: describe_configs, 33: alter_configs, 44: incremental_alter_configs, 30: create_acls,
             29: describe_acls, 31: delete_acls, 57: update_features, 67: allocate_producer_ids,
             46: list_reassignments}

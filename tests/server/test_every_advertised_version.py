@@ -59,6 +59,10 @@ async def _leader_with_snapshot() -> Controller:
     node.controller.submit(63, BrokerHeartbeatRequest(broker_id=1, broker_epoch=node.broker_epoch,
                                                       current_metadata_offset=node.log.end_offset()), 0, 0, hb)
     assert not (await asyncio.wait_for(hb, 5)).is_fenced
+    # A metadata.version that stores SCRAM credentials (3.5-IV2 or later), as `storage format` writes.
+    node.controller.bootstrap_features = {"metadata.version": 21}
+    node.controller._maybe_bootstrap()  # what the node's first tick as the active controller does
+    assert await settle(lambda: node.controller.view.features.metadata_version == 21)
     return node
 
 
@@ -224,7 +228,8 @@ def _describe_cluster_cases(node, version):
 def _registration(version, broker_id, cluster_id="c"):
     R = BrokerRegistrationRequest
     return R(broker_id=broker_id, cluster_id=cluster_id, incarnation_id=uuid.UUID(int=broker_id + 1),
-             listeners=[R.Listener(name="PLAINTEXT", host="127.0.0.1", port=9092, security_protocol=0)], rack=None)
+             listeners=[R.Listener(name="PLAINTEXT", host="127.0.0.1", port=9092, security_protocol=0)], rack=None,
+             features=[R.Feature(name="metadata.version", min_supported_version=7, max_supported_version=25)])
 
 
 def _create_topics_cases(node, version):
@@ -306,7 +311,7 @@ CASES = {0: _produce_cases, 1: _fetch_cases, 18: _api_versions_cases, 52: _elect
          37: _create_partitions_cases, 62: _registration_cases, 63: _heartbeat_cases, 64: _unregister_cases,
          **{k: _voter_change_cases(k, ErrorCode.UNSUPPORTED_VERSION) for k in (80, 81, 82, 10002)},
          **admin_cases(_expect, OK), **partition_cases(_expect, OK)}
-CONTROLLER_WRITES = (19, 20, 37, 62, 63, 64, 33, 44, 30, 31, 57, 67, 43, 45, 56)
+CONTROLLER_WRITES = (19, 20, 37, 62, 63, 64, 33, 44, 30, 31, 57, 67, 43, 45, 56, 51)
 
 
 async def _advertised(port) -> dict[int, tuple[int, int]]:

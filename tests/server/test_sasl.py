@@ -172,8 +172,10 @@ def test_hostile_unauthenticated_input_closes_that_connection_and_others_are_ser
 
 
 @pytest.mark.parametrize("given,message", [
-    ({"listener.name.sasl.plain.sasl.jaas.config": JAAS}, "kraft supports PLAIN only .*Kafka's default is GSSAPI"),
-    ({"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256", "sasl.jaas.config": JAAS}, "kraft supports PLAIN only"),
+    ({"listener.name.sasl.plain.sasl.jaas.config": JAAS}, "kraft supports PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 only .*Kafka's default is GSSAPI"),
+    ({"sasl.enabled.mechanisms": "PLAIN,GSSAPI", "sasl.jaas.config": JAAS}, "kraft supports PLAIN, SCRAM"),
+    ({"sasl.enabled.mechanisms": "SCRAM-SHA-512", "listener.name.sasl.scram-sha-512.sasl.jaas.config": JAAS},
+     "needs org.apache.kafka.common.security.scram.ScramLoginModule"),
     ({"sasl.enabled.mechanisms": "PLAIN"}, "needs a JAAS config"),
     ({"sasl.enabled.mechanisms": "PLAIN", "sasl.jaas.config": "com.example.Other required;"},
      "needs org.apache.kafka.common.security.plain.PlainLoginModule"),

@@ -57,6 +57,10 @@ from kraft.protocol.messages.quorum_epoch import (BeginQuorumEpochRequest, Begin
 from kraft.protocol.messages.raft_voters import (AddRaftVoterRequest, AddRaftVoterResponse,
                                                  RemoveRaftVoterRequest, RemoveRaftVoterResponse,
                                                  UpdateRaftVoterRequest, UpdateRaftVoterResponse)
+from kraft.protocol.messages.scram_credentials import (AlterUserScramCredentialsRequest,
+                                                       AlterUserScramCredentialsResponse,
+                                                       DescribeUserScramCredentialsRequest,
+                                                       DescribeUserScramCredentialsResponse)
 from kraft.protocol.messages.reassign_raft_voters import ReassignRaftVotersRequest, ReassignRaftVotersResponse
 from kraft.protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from kraft.protocol.messages.vote import VoteRequest, VoteResponse
@@ -127,6 +131,8 @@ __all__ = [
     "ReassignRaftVotersRequest", "ReassignRaftVotersResponse",
     "UnregisterBrokerRequest", "UnregisterBrokerResponse",
     "UpdateFeaturesRequest", "UpdateFeaturesResponse",
+    "AlterUserScramCredentialsRequest", "AlterUserScramCredentialsResponse",
+    "DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse",
     "SaslAuthenticateRequest", "SaslAuthenticateResponse", "SaslHandshakeRequest", "SaslHandshakeResponse",
     "VoteRequest", "VoteResponse",
 ]
