@@ -63,23 +63,28 @@ class OffsetHandlers:
         self._appends.append(Append(records, durable, failed))
 
     def _check_commit(self, group, req, version) -> int:
-        """Kafka's ``ClassicGroup.validateOffsetCommit``."""
-        if not valid_group_id(req.group_id):
+        return self.check_classic_commit(group, req.group_id, req.generation_id_or_member_epoch if version >= 1 else -1,
+                                         req.member_id if version >= 1 else "", req.group_instance_id)
+
+    def check_classic_commit(self, group, group_id: str, generation: int, member_id: str, instance_id,
+                             transactional: bool = False) -> int:
+        """Kafka's ``ClassicGroup.validateOffsetCommit``: any of a generation, a member id or an
+        instance id given, the member must be the group's and of its generation (a member
+        that lost its membership commits with its old generation and no member id: refused)."""
+        if not valid_group_id(group_id):
             return E.INVALID_GROUP_ID
-        generation = req.generation_id_or_member_epoch if version >= 1 else -1
-        member_id = req.member_id if version >= 1 else ""
         if group is None:
             return E.NONE if generation < 0 else E.ILLEGAL_GENERATION
         if group.state == DEAD:
             return E.COORDINATOR_NOT_AVAILABLE
         if generation < 0 and group.state == EMPTY:
             return E.NONE  # an admin client or a simple (assign) consumer
-        if generation >= 0 or member_id or req.group_instance_id is not None:
-            code = self._check_member(group, req.group_id, member_id, req.group_instance_id, generation)
+        if generation >= 0 or member_id or instance_id is not None:
+            code = self._check_member(group, group_id, member_id, instance_id, generation)
             if code != E.NONE:
                 return code
-        elif group.state != EMPTY:
-            return E.UNKNOWN_MEMBER_ID
+        elif group.state != EMPTY and not transactional:
+            return E.UNKNOWN_MEMBER_ID  # (a producer's offsets without a member: accepted, as Kafka)
         if group.state == COMPLETING:
             return E.REBALANCE_IN_PROGRESS
         return E.NONE

@@ -55,26 +55,28 @@ class TxnOffsetHandlers:
                                     producer_epoch=req.producer_epoch))
 
     def _check_txn_commit(self, req, version: int) -> int:
-        """Kafka's ``validateTransactionalOffsetCommit``: a member named (v3+) must be the group's
-        and of its generation; a consumer (KIP-848) group's member of its epoch."""
+        """Kafka's ``validateTransactionalOffsetCommit``: with a member id, generation or instance
+        id (v3+), the member must be the group's and of its generation; a consumer (KIP-848)
+        group's member of its epoch."""
         if not valid_group_id(req.group_id):
             return E.INVALID_GROUP_ID
         modern = self.consumer_groups.get(req.group_id)
         if modern is not None:
             if modern.deleted:
                 return E.COORDINATOR_NOT_AVAILABLE
-            if version >= 3 and req.member_id:
-                return self.check_consumer_commit(modern, req.member_id, req.generation_id, 8)
+            # Kafka checks the member once any of its fields is given; a transactional commit
+            # is never refused for its API version (9: past OffsetCommit's KIP-848 check).
+            if version >= 3 and (req.member_id or req.generation_id >= 0 or req.group_instance_id is not None):
+                return self.check_consumer_commit(modern, req.member_id or "", req.generation_id, 9)
             return E.NONE
-        group = self.groups.get(req.group_id)
-        if group is None:
-            return E.NONE  # offsets of a group with no members (or not yet created)
-        if group.state == DEAD:
-            return E.COORDINATOR_NOT_AVAILABLE
-        if version >= 3 and req.member_id:
-            return self._check_member(group, req.group_id, req.member_id, req.group_instance_id,
-                                      req.generation_id)
-        return E.NONE
+        if version < 3:  # no member fields: a producer's offsets, checked by its epoch only
+            return E.NONE if req.group_id not in self.groups or self.groups[req.group_id].state != DEAD \
+                else E.COORDINATOR_NOT_AVAILABLE
+        # The generation alone is enough to be checked: librdkafka's consumer, told its member is
+        # unknown, clears its member id but keeps its old generation, and a copier that lost its
+        # partitions meanwhile must not commit their offsets (exactly-once across a rebalance).
+        return self.check_classic_commit(self.groups.get(req.group_id), req.group_id, req.generation_id,
+                                         req.member_id or "", req.group_instance_id, transactional=True)
 
     def complete_txn(self, producer_id: int, committed: bool, now_ms: int = 0) -> None:
         """The producer's COMMIT/ABORT marker is durable on this shard's partition."""
