@@ -27,6 +27,7 @@ import asyncio
 import logging
 import struct
 
+from kraft.client.client_pool import ClientPool
 from kraft.client.node_client import NodeClient
 from kraft.coordinator.txn_records import TRANSACTION_TOPIC, partition_for
 from kraft.errors import ErrorCode as E, KraftError, UnsupportedVersionError
@@ -81,7 +82,8 @@ class TxnVerifier:
         self.state = state
         self.listener = listener
         self.client_id = f"{client_id}-{state.broker_id}"
-        self.clients: dict = {}
+        self.clients = ClientPool(self._address, lambda host, port: NodeClient(
+            host, port, client_id=self.client_id, request_timeout_ms=VERIFY_TIMEOUT_MS))
         self._next: dict[int, dict[str, _Pending]] = {}  # coordinator -> transactional id -> pending
         self._in_flight: set[int] = set()
         self._tasks: set = set()
@@ -132,21 +134,12 @@ class TxnVerifier:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _client(self, node: int):
+    def _address(self, node: int):
         ep = self.state.leader_endpoint(node, self.listener)
-        if ep is None:
-            return None
-        key = (node, ep[0] or "localhost", ep[1])
-        client = self.clients.get(key)
-        if client is None:
-            for old in [k for k in self.clients if k[0] == node]:
-                stale = self.clients.pop(old)
-                task = asyncio.get_running_loop().create_task(stale.close())
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-            client = self.clients[key] = NodeClient(key[1], key[2], client_id=self.client_id,
-                                                    request_timeout_ms=VERIFY_TIMEOUT_MS)
-        return client
+        return None if ep is None else (ep[0] or "localhost", ep[1])
+
+    def _client(self, node: int):
+        return self.clients.get(node)
 
     async def _send(self, node: int, batch: dict) -> None:
         try:
@@ -206,6 +199,4 @@ class TxnVerifier:
                 if not p.future.done():
                     p.future.set_result({tp: int(E.NETWORK_EXCEPTION) for tp in p.partitions})
         self._next.clear()
-        for client in list(self.clients.values()):
-            await client.close()
-        self.clients.clear()
+        await self.clients.aclose()

@@ -26,6 +26,7 @@ import concurrent.futures
 import logging
 import time
 
+from kraft.client.client_pool import ClientPool
 from kraft.client.node_client import NodeClient
 from kraft.coordinator.group_records import OFFSETS_TOPIC, partition_for as group_partition_for
 from kraft.coordinator.txn_metadata import TxnConfig
@@ -93,7 +94,8 @@ class TxnDriver:
         self.create_topic = create_topic
         self.executor = executor or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kraft-txns")
         self.shards: dict[int, _Loaded] = {}
-        self.clients: dict[tuple, NodeClient] = {}
+        self.clients = ClientPool(self._address, lambda host, port: NodeClient(
+            host, port, client_id=f"kraft-txn-markers-{state.broker_id}", request_timeout_ms=MARKER_TIMEOUT_MS))
         self._creating = False
         self._create_again_at = 0.0
         self._timer = None
@@ -115,9 +117,7 @@ class TxnDriver:
         self.shards.clear()
         for task in list(self._tasks):
             task.cancel()
-        for client in self.clients.values():
-            self._spawn(client.close())
-        self.clients.clear()
+        self.clients.close_all()
         self.executor.shutdown(wait=False, cancel_futures=True)
 
     def _spawn(self, coro):
@@ -210,18 +210,12 @@ class TxnDriver:
         else:
             finish(_produce_code(result))
 
-    def _client(self, broker_id: int):
+    def _address(self, broker_id: int):
         ep = self.state.leader_endpoint(broker_id, self.listener)
-        if ep is None:
-            return None
-        key = (broker_id, ep[0] or "localhost", ep[1])
-        client = self.clients.get(key)
-        if client is None:
-            for old in [k for k in self.clients if k[0] == broker_id]:
-                self._spawn(self.clients.pop(old).close())
-            client = self.clients[key] = NodeClient(key[1], key[2], client_id=f"kraft-txn-markers-{self.state.broker_id}",
-                                                    request_timeout_ms=MARKER_TIMEOUT_MS)
-        return client
+        return None if ep is None else (ep[0] or "localhost", ep[1])
+
+    def _client(self, broker_id: int):
+        return self.clients.get(broker_id)
 
     async def _write_markers(self, p: int, loaded, job) -> None:
         """Until every partition of ``job`` has its marker (or the shard is unloaded)."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import subprocess
 import sys
 import time
@@ -17,9 +16,10 @@ import time
 import pytest
 
 from kraft.cli.local_cluster import LocalCluster, free_ports, wait_for
+from secured_clients import roundtrip
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer  # noqa: E402
+from confluent_kafka import KafkaError, KafkaException, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -91,19 +91,7 @@ def _refused(port, user, password) -> bool:
 
 
 def _roundtrip(port, value: bytes) -> None:
-    conf = _scram(port, "alice", "alice-secret")
-    p = Producer(conf)
-    p.produce(TOPIC, value)
-    assert p.flush(30) == 0
-    c = Consumer({**conf, "group.id": f"g-{value.decode()}", "auto.offset.reset": "earliest"})
-    c.subscribe([TOPIC])
-    seen, deadline = [], time.monotonic() + 30
-    while value not in seen and time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is not None and m.error() is None:
-            seen.append(m.value())
-    c.close()
-    assert value in seen
+    roundtrip(_scram(port, "alice", "alice-secret"), TOPIC, value)
 
 
 def _create(admin) -> bool:

@@ -16,10 +16,11 @@ import pytest
 
 from kraft.cli.local_cluster import LocalCluster, free_ports, wait_for
 
+from secured_clients import roundtrip
 from tls_certs import CertAuthority, pkcs12_bytes, write
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
-from confluent_kafka import Consumer, KafkaException, Producer  # noqa: E402
+from confluent_kafka import KafkaException, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -72,19 +73,7 @@ def _create(admin, topic) -> bool:
 
 
 def _roundtrip(conf: dict, value: bytes) -> None:
-    p = Producer({**conf, "logger": _SILENT})
-    p.produce("secured", value)
-    assert p.flush(30) == 0
-    c = Consumer({**conf, "group.id": f"g-{value.decode()}", "auto.offset.reset": "earliest", "logger": _SILENT})
-    c.subscribe(["secured"])
-    seen = []
-    deadline = time.monotonic() + 60
-    while value not in seen and time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is not None and m.error() is None:
-            seen.append(m.value())
-    c.close()
-    assert value in seen
+    roundtrip(conf, "secured", value, timeout=60)
 
 
 def _errors(conf: dict) -> list:
