@@ -35,7 +35,7 @@ from kraft.broker.image_publisher import hosted_partitions, publish_image
 from kraft.broker.log_compaction import start_cleaner
 from kraft.broker.partition_logs import PartitionLogs
 from kraft.broker.topic_configs import follow_topic_configs
-from kraft.broker.txn_verification import TxnVerifier
+from kraft.server.txn_verifier import TxnVerifier
 from kraft.log.log_cleaner import LogCleaner
 from kraft.config import NodeConfig, log_flush_linger_ms, log_flush_messages, log_retention_ms
 from kraft.errors import ConfigError, StorageError

@@ -12,7 +12,8 @@ import asyncio
 import pytest
 from test_transactions_broker import TOPIC, _start, fetch, marker, produce
 
-from kraft.broker.txn_verification import TxnVerifier, produce_error
+from kraft.broker.txn_verification import produce_error
+from kraft.server.txn_verifier import TxnVerifier
 from kraft.errors import ErrorCode as E
 
 
