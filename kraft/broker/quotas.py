@@ -15,6 +15,11 @@ as pure arithmetic over an injected clock (``now_ms``) — no I/O, no timers.
   rate above the bound gives ``round((rate - bound) / bound * window_ms)``, the time the
   average needs to fall back to the bound; byte rates are unbounded, request_percentage is
   capped at one window (``ClientRequestQuotaManager``).
+* **Controller mutations** (``TokenBucket``, ``ClientQuotas.mutate``): Kafka's KIP-599 token
+  bucket of ``samples * window`` seconds of ``controller_mutation_rate`` partitions, full at
+  first; a strict request (CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+) is refused
+  per topic while the bucket is below zero, an older one is recorded and only throttled;
+  the throttle is ``round(-tokens / rate * 1000)`` ms.
 
 The I/O side (recording sizes, patching ``throttle_time_ms``, muting the connection) is
 ``kraft.server.quota_throttle``.
@@ -23,6 +28,7 @@ The I/O side (recording sizes, patching ``throttle_time_ms``, muting the connect
 from __future__ import annotations
 
 PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
+MUTATION = "controller_mutation_rate"
 DEFAULT_SAMPLES, DEFAULT_WINDOW_MS = 11, 1000
 #: Kafka's sensors expire after an hour without records (inactiveSensorExpirationTimeSeconds)
 SENSOR_EXPIRY_MS = 3_600_000
@@ -125,6 +131,7 @@ class ClientQuotas:
         self._resolved: dict[tuple, tuple] = {}
         self._records = 0
         self.throttled = 0  # answers that carried a throttle time (a counter for metrics/tests)
+        self.buckets: dict[tuple, TokenBucket] = {}  # controller_mutation_rate, by sensor key
 
     def quota(self, entities: dict, key: str, user: str, client_id: str) -> tuple[tuple, float | None]:
         if entities is not self._entities:
@@ -159,6 +166,54 @@ class ClientQuotas:
             self.throttled += 1
         return ms
 
+    def mutate(self, entities: dict, user: str, client_id: str, permits: list, strict: bool,
+               now_ms: int) -> tuple[list[bool], int]:
+        """``controller_mutation_rate``: which of the topics (their partition counts, in
+        request order) may proceed, and the throttle time."""
+        return _mutate(self, entities, user, client_id, permits, strict, now_ms)
+
     def expire(self, now_ms: int) -> None:
         for k in [k for k, s in self.sensors.items() if now_ms - s[1] > SENSOR_EXPIRY_MS]:
             del self.sensors[k]
+
+
+class TokenBucket:
+    """Kafka's ``TokenBucket`` stat: refills at ``rate`` per second up to ``burst``; may go
+    negative (a request larger than what is left is still taken whole)."""
+
+    __slots__ = ("tokens", "last_ms")
+
+    def __init__(self):
+        self.tokens, self.last_ms = None, 0
+
+    def refill(self, rate: float, burst: float, now_ms: int) -> float:
+        if self.tokens is None:  # Kafka starts at 0 tokens last refilled at epoch 0: full
+            self.tokens = burst
+        self.tokens = min(burst, self.tokens + rate * (now_ms - self.last_ms) / 1000.0)
+        self.last_ms = now_ms
+        return self.tokens
+
+
+def mutation_throttle_ms(tokens: float, rate: float) -> int:
+    """ControllerMutationQuotaManager.throttleTimeMs: the time to refill to zero."""
+    return int(round(-tokens / rate * 1000)) if tokens < 0 else 0
+
+
+def _mutate(q: "ClientQuotas", entities: dict, user: str, client_id: str, permits: list, strict: bool,
+            now_ms: int) -> tuple[list[bool], int]:
+    tags, rate = q.quota(entities, MUTATION, user, client_id)
+    if rate is None:
+        return [True] * len(permits), 0
+    bucket = q.buckets.get(tags)
+    if bucket is None:
+        bucket = q.buckets[tags] = TokenBucket()
+    burst = q.samples * q.window_ms / 1000.0 * rate
+    accepted = []
+    for n in permits:
+        tokens = bucket.refill(rate, burst, now_ms)
+        if strict and tokens < 0:
+            accepted.append(False)  # StrictControllerMutationQuota: checked before recording
+            continue
+        bucket.tokens = min(burst, tokens - n)
+        accepted.append(True)
+    return accepted, mutation_throttle_ms(bucket.tokens, rate)

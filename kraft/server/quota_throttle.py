@@ -8,7 +8,13 @@ make up but for a few header bytes), Fetch from a consumer the bytes of its answ
 percent of one thread, Kafka's ClientRequestQuotaManager). The answer is sent at once
 carrying ``throttle_time_ms`` (the larger of the byte and request throttles), and the
 connection is muted (no request read) for that long (``RequestContext.mute_for``), so a
-client that ignores the throttle time is held anyway. A request with no quota costs one dict
+client that ignores the throttle time is held anyway.
+
+``controller_mutation_rate`` is applied here, before CreateTopics / CreatePartitions /
+DeleteTopics are forwarded: kraft forwards the request itself (no Envelope), so the controller
+would see this broker's identity, not the client's. Topics refused by a strict quota are
+answered THROTTLING_QUOTA_EXCEEDED here and the rest forwarded; the answers are merged in
+request order. A request with no quota costs one dict
 lookup; with no quotas in the image, one attribute test.
 """
 
@@ -18,7 +24,9 @@ import asyncio
 import struct
 import time
 
-from kraft.broker.quotas import FETCH, PRODUCE, REQUEST, ClientQuotas
+from kraft.broker.quotas import FETCH, MUTATION, PRODUCE, REQUEST, ClientQuotas
+from kraft.controller.topic_handlers import ERROR_RESPONSES as TOPIC_ERRORS
+from kraft.errors import ErrorCode
 from kraft.protocol import EncodedBody, EncodedParts, FetchRequest, ProduceRequest, ProduceResponse, Response
 from kraft.server.reply import Reply
 
@@ -26,6 +34,9 @@ _I32 = struct.Struct(">i")
 #: Kafka exempts the requests a client needs to learn about throttling and to authenticate
 _EXEMPT = frozenset({17, 18, 36})
 _NS_TO_PERCENT = 100.0 / 1e9  # ClientRequestQuotaManager.NanosToPercentagePerSecond
+#: CreateTopics, DeleteTopics, CreatePartitions: the version from which the quota is strict
+STRICT_SINCE = {19: 6, 20: 5, 37: 3}
+THROTTLED = "The throttling quota has been exceeded."
 
 
 def _user(principal: str) -> str:
@@ -84,6 +95,8 @@ class QuotaThrottledHandlers:
         kind = type(request)
         if kind is ProduceRequest:
             throttle = q.record(entities, PRODUCE, user, client_id, _records_bytes(request), now)
+        elif request.API_KEY in STRICT_SINCE and q.quota(entities, MUTATION, user, client_id)[1] is not None:
+            return self._mutation(ctx, request, entities, user, client_id, now)
         fetch_quota = (kind is FetchRequest and self._consumer(request, ctx)
                        and q.quota(entities, FETCH, user, client_id)[1] is not None)
         request_quota = q.quota(entities, REQUEST, user, client_id)[1] is not None
@@ -102,6 +115,41 @@ class QuotaThrottledHandlers:
         out = Reply(lambda resp: self._fetched(ctx, resp, throttle, entities, user, client_id, version))
         result.add_done_callback(lambda f: _settle(out, f))
         return out
+
+    # --- controller_mutation_rate ---------------------------------------------------------
+    def _topics(self, request, version: int) -> tuple[list, list, str]:
+        """(the request's topic entries, the partitions each mutates, their field name)."""
+        image = self.state.image
+        key = request.API_KEY
+        if key == 19:
+            default = int(getattr(self.inner, "static_configs", {}).get("num.partitions", 1))
+            return request.topics, [len(t.assignments) if t.assignments else
+                                    (t.num_partitions if t.num_partitions > 0 else default)
+                                    for t in request.topics], "topics"
+        if key == 37:
+            by_name = image.topics.by_name
+            return request.topics, [max(0, t.count - len(by_name[t.name].partitions)) if t.name in by_name else 0
+                                    for t in request.topics], "topics"
+        field = "topics" if version >= 6 else "topic_names"
+        entries = getattr(request, field)
+        names = [e.name if version >= 6 else e for e in entries]
+        by_name = image.topics.by_name
+        return entries, [len(by_name[n].partitions) if n in by_name else 0 for n in names], field
+
+    def _mutation(self, ctx, request, entities, user: str, client_id: str, now: int):
+        version = ctx.header.api_version
+        key = request.API_KEY
+        entries, permits, field = self._topics(request, version)
+        accepted, ms = self.quotas.mutate(entities, user, client_id, permits, version >= STRICT_SINCE[key], now)
+        refused = [e for e, ok in zip(entries, accepted) if not ok]
+        if not refused:
+            return self._throttled(ctx, self.inner.handle(ctx, request), ms, version)
+        refusals = TOPIC_ERRORS[key](_with_field(request, field, refused), version, ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED)
+        kept = [e for e, ok in zip(entries, accepted) if ok]
+        if not kept:
+            return self._throttled(ctx, refusals, ms, version)
+        forwarded = self.inner.handle(ctx, _with_field(request, field, kept))
+        return self._throttled(ctx, _merged(forwarded, refusals, accepted), ms, version)
 
     @staticmethod
     def _consumer(request, ctx) -> bool:
@@ -140,3 +188,25 @@ def _settle(out: Reply, f) -> None:
         out.set_exception(f.exception())
     else:
         out.set_result(f.result())
+
+
+def _with_field(request, field: str, value):
+    """A copy of ``request`` with one list field replaced (the other fields shared)."""
+    copy = type(request).__new__(type(request))
+    for f in type(request).FIELDS:
+        setattr(copy, f.name, getattr(request, f.name, None))
+    copy.unknown_tagged_fields = getattr(request, "unknown_tagged_fields", None)
+    setattr(copy, field, value)
+    return copy
+
+
+_RESULTS = {19: "topics", 20: "responses", 37: "results"}
+
+
+async def _merged(forwarded, refusals, accepted: list):
+    """The controller's answer for the kept topics with the refused ones, in request order."""
+    response = await forwarded if not isinstance(forwarded, Response) else forwarded
+    field = _RESULTS[response.API_KEY]
+    done, refused = iter(getattr(response, field)), iter(getattr(refusals, field))
+    setattr(response, field, [next(done) if ok else next(refused) for ok in accepted])
+    return response

@@ -143,3 +143,53 @@ def test_encoded_fetch_answers_get_the_throttle_time_patched_in():
     parts = EncodedParts([b"\x00\x00\x00\x00rest", memoryview(b"records")])
     out = with_throttle(parts, 1234, 12)
     assert bytes(out[0]) == b"\x00\x00\x04\xd2rest" and bytes(out[1]) == b"records"
+
+
+# --- controller_mutation_rate (KIP-599) ---------------------------------------------------------
+
+from kraft.broker.quotas import MUTATION  # noqa: E402
+
+
+def test_mutation_bucket_starts_full_refuses_strictly_below_zero_and_refills():
+    q = ClientQuotas(samples=11, window_ms=1000)
+    entities = {key(client=C): {MUTATION: 2.0}}  # burst: 11 s * 2 = 22 partitions
+    assert q.mutate(entities, U, C, [20, 5, 1], True, 0) == ([True, True, False], 1500)  # 22-25 = -3
+    assert q.mutate(entities, U, C, [1], True, 1000) == ([False], 500)  # -3 + 2 = -1
+    assert q.mutate(entities, U, C, [4], True, 1500) == ([True], 2000)  # 0, then -4
+    # older versions are permissive: recorded, only throttled
+    assert q.mutate(entities, U, C, [10], False, 1500) == ([True], 7000)
+    assert q.mutate(entities, U, "free", [1000], True, 1500) == ([True], 0)  # no quota
+
+
+def test_strictly_refused_topics_are_answered_here_and_the_rest_forwarded_in_order():
+    import asyncio
+    from kraft.protocol import CreateTopicsRequest, CreateTopicsResponse
+    T = CreateTopicsRequest.Topic
+    forwarded = []
+
+    class Admin(Inner):
+        static_configs = {"num.partitions": 3}
+
+        def handle(self, ctx, request):
+            forwarded.append([t.name for t in request.topics])
+
+            async def answer():
+                return CreateTopicsResponse(topics=[CreateTopicsResponse.Topic(name=t.name, error_code=0)
+                                                    for t in request.topics])
+            return answer()
+
+    inner = Admin(None)
+    inner.state.image = SimpleNamespace(client_quotas=SimpleNamespace(entities={key(client=C): {MUTATION: 1.0}}),
+                                        topics=SimpleNamespace(by_name={}))
+    h = QuotaThrottledHandlers(inner, inner.state, clock_ms=lambda: 0)
+    muted = []
+    req = CreateTopicsRequest(topics=[T(name="a", num_partitions=10, replication_factor=1),
+                                      T(name="b", num_partitions=-1, replication_factor=1),  # 3: 11 - 13 < 0
+                                      T(name="c", num_partitions=1, replication_factor=1)], timeout_ms=1000)
+    async def main():
+        return await h.handle(_ctx(C, muted, version=7), req)
+    resp = asyncio.run(main())
+    assert forwarded == [["a", "b"]]
+    assert [(t.name, t.error_code) for t in resp.topics] == [("a", 0), ("b", 0), ("c", 89)]
+    assert resp.topics[2].error_message == "The throttling quota has been exceeded."
+    assert resp.throttle_time_ms == 2000 and muted == [2000]
