@@ -65,11 +65,12 @@ def _name(args):
 def alter_quotas(args, adds: dict, deletes: list) -> int:
     from kraft.protocol.messages.client_quotas import AlterClientQuotasRequest, EntityData
     A = AlterClientQuotasRequest
-    bad = [k for k in list(adds) + deletes if k not in QUOTA_KEYS]
-    if bad:
-        what = "quota and SCRAM credential configs" if args.entity_type == "users" else "quota configs"
-        raise ToolError(f"Only {what} can be added for '{args.entity_type}' using --bootstrap-server. "
-                        f"Unexpected config names: {bad}")
+    what = "quota and SCRAM credential configs" if args.entity_type == "users" else "quota configs"
+    for keys, verb in ((list(adds), "added"), (deletes, "deleted")):
+        bad = [k for k in keys if k not in QUOTA_KEYS]
+        if bad:
+            raise ToolError(f"Only {what} can be {verb} for '{args.entity_type}' using --bootstrap-server. "
+                            f"Unexpected config names: {bad}")
     name = _name(args)
     ops = []
     for k, v in adds.items():

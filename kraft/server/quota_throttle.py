@@ -144,7 +144,8 @@ class QuotaThrottledHandlers:
         refused = [e for e, ok in zip(entries, accepted) if not ok]
         if not refused:
             return self._throttled(ctx, self.inner.handle(ctx, request), ms, version)
-        refusals = TOPIC_ERRORS[key](_with_field(request, field, refused), version, ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED)
+        refusals = TOPIC_ERRORS[key](_with_field(request, field, refused), version,
+                                     ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED)
         kept = [e for e, ok in zip(entries, accepted) if ok]
         if not kept:
             return self._throttled(ctx, refusals, ms, version)

@@ -193,3 +193,24 @@ def test_strictly_refused_topics_are_answered_here_and_the_rest_forwarded_in_ord
     assert [(t.name, t.error_code) for t in resp.topics] == [("a", 0), ("b", 0), ("c", 89)]
     assert resp.topics[2].error_message == "The throttling quota has been exceeded."
     assert resp.throttle_time_ms == 2000 and muted == [2000]
+
+
+def test_consumer_fetches_count_their_answer_bytes_and_replica_fetches_do_not():
+    from kraft.protocol import FetchRequest
+    inner = Inner(None)
+    inner.state.image.client_quotas.entities = {key(client=None): {FETCH: 1000.0}}
+    h = QuotaThrottledHandlers(inner, inner.state, clock_ms=lambda: 0)
+
+    def fetch(replica_id, size, version=12):
+        inner.response = EncodedParts([b"\x00\x00\x00\x00head", b"r" * size])
+        F = FetchRequest
+        muted = []
+        out = h.handle(_ctx(C, muted, version), F(replica_id=replica_id, max_wait_ms=0, min_bytes=0, max_bytes=1,
+                                                  isolation_level=0, session_id=0, session_epoch=-1, topics=[],
+                                                  forgotten_topics_data=[]))
+        return int.from_bytes(bytes(out[0][:4]), "big"), muted
+
+    assert fetch(1, 10 ** 6) == (0, [])  # a follower: replication is not a client's quota
+    assert fetch(-1, 5000) == (0, [])  # 5008 B over 10 s assumed: within 1000 B/s
+    ms, muted = fetch(-1, 50_000)
+    assert ms > 0 and muted == [ms]
