@@ -151,8 +151,7 @@ class _Connection(asyncio.Protocol):
             self.decoder.max_frame_bytes = min(server.max_frame_bytes, MAX_RECEIVE_SIZE)
         self._closing = False  # answered a failed authentication: read nothing more, close soon
         self._tls = server.ssl_context is not None
-        self._muted_until = 0.0  # loop time before which no request is dispatched (quotas)
-        self._unmute_timer: asyncio.TimerHandle | None = None
+        self._muted_until = self._unmute_at = 0.0  # no request dispatched before (quotas); its timer
 
     # --- asyncio.Protocol --------------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -254,17 +253,14 @@ class _Connection(asyncio.Protocol):
         self._muted_until = max(self._muted_until, self.loop.time() + ms / 1000)
 
     def _muted(self) -> bool:
-        if self.loop.time() >= self._muted_until:
+        # within a millisecond counts as over: asyncio may run a timer up to its clock resolution early
+        if self.loop.time() + 0.001 >= self._muted_until:
             self._muted_until = 0.0
             return False
-        if self._unmute_timer is None:
-            self._unmute_timer = self.loop.call_at(self._muted_until, self._unmuted)
+        if self._unmute_at != self._muted_until:  # one timer per mute; _pump is safe once closed
+            self._unmute_at = self._muted_until
+            self.loop.call_at(self._muted_until, self._pump)
         return True
-
-    def _unmuted(self) -> None:
-        self._unmute_timer = None
-        if not self.closed:
-            self._pump()
 
     def _gate_opened(self) -> None:
         self._gate_waiting = False
