@@ -3,7 +3,8 @@
 --add-config / --delete-config (IncrementalAlterConfigs), with Kafka's output lines ("Dynamic
 configs for topic t are:", "  k=v sensitive=false synonyms={...}", "Completed updating config
 for topic t."). broker-loggers are refused: kraft has no DescribeConfigs for logger levels.
-``--entity-type users`` (SCRAM credentials) is in ``configs_users``."""
+``--entity-type users`` SCRAM credentials are in ``configs_users``; client quotas
+(``--entity-type clients``, and quota keys of ``users``) in ``configs_quotas``."""
 
 from __future__ import annotations
 
@@ -107,24 +108,47 @@ def _alter(args, adm) -> int:
     return 0
 
 
+def _users_or_clients(args) -> int:
+    """Kafka's ConfigCommand for users and clients: quota keys go to AlterClientQuotas, SCRAM
+    mechanisms (users only) to AlterUserScramCredentials, never both in one command."""
+    from kraft.cli import configs_quotas, configs_users
+    from kraft.metadata.scram import MECHANISM_TYPES
+    if args.describe:
+        configs_quotas.describe_quotas(args)
+        if args.entity_type == "users" and not args.entity_default:
+            configs_users.describe_users(args, admin(args))
+        return 0
+    adds = parse_add_config(args.add_config or "")
+    deletes = [k.strip() for k in (args.delete_config or "").split(",") if k.strip()]
+    scram = [k for k in list(adds) + deletes if k.upper() in MECHANISM_TYPES]
+    quota = [k for k in list(adds) + deletes if k in configs_quotas.QUOTA_KEYS]
+    if args.entity_type == "users" and scram:
+        if quota:
+            raise ToolError("Cannot alter both quota and SCRAM credential configs simultaneously for 'users' "
+                            "using --bootstrap-server.")
+        if args.entity_default:
+            raise ToolError("The use of --entity-default or --user-defaults is not allowed with User SCRAM "
+                            "Credentials using --bootstrap-server.")
+        return configs_users.alter_users(args, admin(args), args.add_config or "", args.delete_config or "")
+    return configs_quotas.alter_quotas(args, adds, deletes)
+
+
 def _run(args) -> int:
     if args.describe == args.alter:
         raise ToolError("Command must include exactly one action: --describe, --alter")
-    if args.entity_type == "users":
-        from kraft.cli import configs_users
-        if args.describe:
-            return configs_users.describe_users(args, admin(args))
-        return configs_users.alter_users(args, admin(args), args.add_config or "", args.delete_config or "")
+    if args.entity_type in ("users", "clients"):
+        return _users_or_clients(args)
     return (_describe if args.describe else _alter)(args, admin(args))
 
 
 def register(sub) -> None:
-    p = sub.add_parser("configs", help="describe and alter topic and broker configs (kafka-configs.sh)")
+    p = sub.add_parser("configs", help="describe and alter topic, broker, user and client configs (kafka-configs.sh)")
     add_connection_args(p)
-    p.add_argument("--entity-type", required=True, choices=("topics", "brokers", "broker-loggers", "users"),
+    p.add_argument("--entity-type", required=True, choices=("topics", "brokers", "broker-loggers", "users", "clients"),
                    help="what the configs belong to")
-    p.add_argument("--entity-name", help="the topic name, broker id or user name")
-    p.add_argument("--entity-default", action="store_true", help="the cluster-wide default of brokers (not supported yet: one error line)")
+    p.add_argument("--entity-name", help="the topic name, broker id, user name or client id")
+    p.add_argument("--entity-default", action="store_true",
+                   help="the default user or client id (quotas); for brokers not supported yet (one error line)")
     p.add_argument("--describe", action="store_true", help="list configs")
     p.add_argument("--alter", action="store_true", help="change configs")
     p.add_argument("--all", action="store_true", help="with --describe: every config, not only dynamic ones")

@@ -8,7 +8,7 @@ AdminClient, which salts the password itself):
 * ``--describe [--entity-name alice]``: "SCRAM credential configs for user-principal 'alice'
   are SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096" per user with credentials.
 
-Quotas (``producer_byte_rate`` ...) are refused: kraft has no client quota APIs.
+Quota keys (``producer_byte_rate`` ...) of users are ``configs_quotas``'s (``configs`` routes them).
 """
 
 from __future__ import annotations

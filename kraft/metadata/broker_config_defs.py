@@ -147,6 +147,8 @@ _READ_ONLY = [
     _read_only("metadata.log.segment.bytes", T.INT, str(1 << 30), "Segment size of the metadata log."),
     _read_only("metadata.max.retention.bytes", T.LONG, str(100 * 1024 * 1024), "Metadata log retention by size."),
     _read_only("metadata.max.retention.ms", T.LONG, "604800000", "Metadata log retention by time."),
+    _read_only("quota.window.num", T.INT, "11", "The number of samples a client quota rate is measured over."),
+    _read_only("quota.window.size.seconds", T.INT, "1", "The time span of each sample for client quotas."),
     _read_only("node.id", T.INT, "-1", "The node id of this server."),
     _read_only("num.partitions", T.INT, "1", "Default number of partitions of new topics."),
     _read_only("process.roles", T.LIST, "", "The roles of this server."),

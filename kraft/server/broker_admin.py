@@ -2,7 +2,8 @@
 
 Writes are forwarded to the active controller (Kafka forwards them too, in an Envelope; we
 send the request itself, KIP-590's "direct" variant): CreateTopics, DeleteTopics,
-CreatePartitions, AlterConfigs, IncrementalAlterConfigs, AlterUserScramCredentials, CreateAcls
+CreatePartitions, AlterConfigs, IncrementalAlterConfigs, AlterUserScramCredentials,
+AlterClientQuotas, CreateAcls
 and DeleteAcls (answered here SECURITY_DISABLED when this broker has no authorizer, as Kafka's
 are), ElectLeaders,
 AlterPartitionReassignments and ListPartitionReassignments (read from the controller, whose
@@ -11,7 +12,8 @@ controller answers once the records committed; the broker passes that answer bac
 client's version, or NOT_CONTROLLER if no controller answered within the request's timeout
 (clients refresh metadata and retry). Reads are answered from the broker's image with the
 same pure code the controller uses: DescribeConfigs (``config_describe``), DescribeAcls
-(``acl_filters``), DescribeUserScramCredentials (``controller.scram``) and DescribeCluster
+(``acl_filters``), DescribeUserScramCredentials (``controller.scram``), DescribeClientQuotas
+(``controller.client_quotas``) and DescribeCluster
 (unfenced brokers on the request's listener, the Metadata controller id; the cluster's authorized operations when asked,
 ``kraft.metadata.authorization``). Metadata for an unknown topic creates it when
 ``auto.create.topics.enable`` (Kafka's default) and the request allows it, with
@@ -28,6 +30,7 @@ import time
 from kraft.broker.broker_state import INTERNAL_TOPICS
 from kraft.broker.handlers import BROKER_APIS, broker_api_versions
 from kraft.client.controller_client import ControllerClient
+from kraft.controller.client_quotas import describe_client_quotas
 from kraft.controller.cluster_handlers import broker_entries
 from kraft.controller.handlers import ERROR_RESPONSES, HANDLERS
 from kraft.controller.result import ControllerContext
@@ -44,12 +47,12 @@ log = logging.getLogger("kraft.broker.admin")
 #: UpdateFeatures, UnregisterBroker, AddRaftVoter, RemoveRaftVoter), as Kafka 4's brokers do, so
 #: ``metadata-quorum`` / ``features`` / ``cluster unregister`` work with ``--bootstrap-server``.
 QUORUM_APIS = frozenset({55, 57, 64, 80, 81})
-FORWARDED_APIS = frozenset({19, 20, 37, 33, 44, 30, 31, 43, 45, 46, 51}) | QUORUM_APIS
+FORWARDED_APIS = frozenset({19, 20, 37, 33, 44, 30, 31, 43, 45, 46, 51, 49}) | QUORUM_APIS
 #: CreateAcls and DeleteAcls: forwarded only when this broker has an authorizer.
 ACL_WRITES = frozenset({30, 31})
 #: API keys a broker answers from its image: DescribeConfigs, DescribeAcls, DescribeCluster,
-#: DescribeUserScramCredentials.
-IMAGE_READ_APIS = frozenset({32, 29, 60, 50})
+#: DescribeUserScramCredentials, DescribeClientQuotas.
+IMAGE_READ_APIS = frozenset({32, 29, 60, 50, 48})
 DEFAULT_TIMEOUT_MS = 30_000
 #: CreateTopics / CreatePartitions that arrive while no broker is unfenced (the cluster is
 #: starting) wait up to this long, within their own timeout, for one before they are forwarded.
@@ -98,6 +101,8 @@ class BrokerAdminHandlers:
             return self._forward(request, version)
         if key in (32, 29, 50):
             return self._read(key, request, version)
+        if key == 48:
+            return describe_client_quotas(self.state.image, request)
         if key == 60:
             return self._describe_cluster(request, version, ctx.listener)
         if key == ApiVersionsRequest.API_KEY and ApiVersionsRequest.supports(version):

@@ -27,6 +27,8 @@ from kraft.config import NodeConfig
 from kraft.errors import ErrorCode, KraftError
 from kraft.protocol import AllocateProducerIdsRequest
 from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties
+from kraft.broker.quotas import ClientQuotas
+from kraft.server.quota_throttle import QuotaThrottledHandlers
 from kraft.server.broker_admin import AutoCreate, BrokerAdminHandlers
 from kraft.server.controller_requests import controller_settings
 from kraft.server.broker_lifecycle import BrokerLifecycleDriver
@@ -99,9 +101,11 @@ class BrokerRole:
         cfg = self.cfg
         auto = AutoCreate(cfg.values["auto.create.topics.enable"].lower() == "true", cfg.int("num.partitions"),
                           cfg.int("default.replication.factor"))
-        return BrokerAdminHandlers(handlers, self.forwarding_client,
-                                   static_configs={**controller_settings(cfg), **static_broker_configs(cfg)},
-                                   auto_create=auto)
+        admin = BrokerAdminHandlers(handlers, self.forwarding_client,
+                                    static_configs={**controller_settings(cfg), **static_broker_configs(cfg)},
+                                    auto_create=auto)
+        quotas = ClientQuotas(cfg.int("quota.window.num"), 1000 * cfg.int("quota.window.size.seconds"))
+        return QuotaThrottledHandlers(admin, handlers.state, quotas)
 
     async def start(self) -> None:
         cfg = self.cfg

@@ -41,7 +41,7 @@ import logging
 import socket
 import time
 from dataclasses import dataclass
-from typing import Awaitable, Protocol, Union
+from typing import Any, Awaitable, Protocol, Union
 
 from kraft.config import parse_connection_overrides
 from kraft.errors import ErrorCode, KraftError, ProtocolError, UnsupportedVersionError
@@ -87,6 +87,9 @@ class RequestContext:
     #: who sent it: ``User:ANONYMOUS`` on PLAINTEXT, the certificate subject on mTLS (Kafka's
     #: KafkaPrincipal text), for the authorizer to check
     principal: str = ANONYMOUS
+    #: ``mute_for(ms)``: read no more requests from this connection for ``ms`` (KIP-219
+    #: quota throttling; answers already owed still leave)
+    mute_for: Any = None
 
 
 class RequestHandler(Protocol):
@@ -148,6 +151,7 @@ class _Connection(asyncio.Protocol):
             self.decoder.max_frame_bytes = min(server.max_frame_bytes, MAX_RECEIVE_SIZE)
         self._closing = False  # answered a failed authentication: read nothing more, close soon
         self._tls = server.ssl_context is not None
+        self._muted_until = self._unmute_at = 0.0  # no request dispatched before (quotas); its timer
 
     # --- asyncio.Protocol --------------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -216,6 +220,8 @@ class _Connection(asyncio.Protocol):
         try:
             held, limit, gate = self.held, self.server.max_in_flight, self.server.admission
             while held and not self.closed and self.unanswered < limit:
+                if self._muted_until and self._muted():
+                    break
                 if gate is not None and self._gated_by(gate, held[0]):
                     break
                 if not self._dispatch(held.popleft()):
@@ -241,6 +247,19 @@ class _Connection(asyncio.Protocol):
         if not self._gate_waiting:
             self._gate_waiting = True
             gate.wait(self._gate_opened)
+        return True
+
+    def mute_for(self, ms: int) -> None:
+        self._muted_until = max(self._muted_until, self.loop.time() + ms / 1000)
+
+    def _muted(self) -> bool:
+        # within a millisecond counts as over: asyncio may run a timer up to its clock resolution early
+        if self.loop.time() + 0.001 >= self._muted_until:
+            self._muted_until = 0.0
+            return False
+        if self._unmute_at != self._muted_until:  # one timer per mute; _pump is safe once closed
+            self._unmute_at = self._muted_until
+            self.loop.call_at(self._muted_until, self._pump)
         return True
 
     def _gate_opened(self) -> None:
@@ -276,7 +295,7 @@ class _Connection(asyncio.Protocol):
             return self._queue_answer(header, after_authentication(api_key))
         srv.requests_total += 1
         self.unanswered += 1
-        ctx = RequestContext(header, srv.listener_name, self.peer, time.monotonic_ns(), self.principal)
+        ctx = RequestContext(header, srv.listener_name, self.peer, time.monotonic_ns(), self.principal, self.mute_for)
         try:
             result = srv.handler.handle(ctx, request)
         except Exception as exc:  # a handler bug must not take the node down

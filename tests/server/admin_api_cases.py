@@ -10,6 +10,7 @@ from kraft.protocol.messages import (AllocateProducerIdsRequest, AlterConfigsReq
                                      DeleteAclsRequest, DescribeAclsRequest, DescribeConfigsRequest,
                                      IncrementalAlterConfigsRequest, ListPartitionReassignmentsRequest,
                                      UpdateFeaturesRequest)
+from kraft.protocol.messages.client_quotas import AlterClientQuotasRequest, EntityData
 from kraft.protocol.messages.scram_credentials import (AlterUserScramCredentialsRequest,
                                                        DescribeUserScramCredentialsRequest)
 
@@ -101,6 +102,14 @@ def admin_cases(expect, ok):
                 ("unknown", DescribeUserScramCredentialsRequest(users=[N(name="nobody")]),
                  expect(ErrorCode.RESOURCE_NOT_FOUND))]
 
-    return {51: alter_scram, 50: describe_scram, 32: describe_configs, 33: alter_configs, 44: incremental_alter_configs, 30: create_acls,
+    def alter_client_quotas(node, version):
+        A = AlterClientQuotasRequest
+        def req(key):
+            return A(entries=[A.Entry(entity=[EntityData(entity_type="client-id", entity_name="flood")],
+                                      ops=[A.Entry.Op(key=key, value=1048576.0)])])
+        return [("set", req("producer_byte_rate"), expect(ok)),
+                ("ip key on a client", req("connection_creation_rate"), expect(ErrorCode.INVALID_REQUEST))]
+
+    return {49: alter_client_quotas, 51: alter_scram, 50: describe_scram, 32: describe_configs, 33: alter_configs, 44: incremental_alter_configs, 30: create_acls,
             29: describe_acls, 31: delete_acls, 57: update_features, 67: allocate_producer_ids,
             46: list_reassignments}

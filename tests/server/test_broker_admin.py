@@ -183,3 +183,40 @@ def test_create_topics_waits_for_a_first_unfenced_broker_before_it_is_forwarded(
     resp = run(a.handle(ctx(5), CreateTopicsRequest(topics=[T(name="u", num_partitions=1, replication_factor=1)],
                                                    timeout_ms=200)))
     assert len(client.sent) == 2
+
+
+def test_client_quota_apis_at_every_advertised_version_answer_decodably():
+    """DescribeClientQuotas is read from this broker's image, AlterClientQuotas forwarded; each
+    version the broker advertises round-trips through the wire codec."""
+    from kraft.protocol import decode_request, decode_response, encode_request, encode_response
+    from kraft.protocol.messages.client_quotas import (AlterClientQuotasRequest, AlterClientQuotasResponse,
+                                                       DescribeClientQuotasRequest, EntityData)
+    from kraft.metadata.records import ClientQuotaRecord
+
+    class Quotas(FakeControllerClient):
+        async def call(self, request, *, version=None, deadline_s=30.0):
+            self.sent.append((request, version))
+            return AlterClientQuotasResponse(entries=[AlterClientQuotasResponse.Entry(entity=e.entity)
+                                                      for e in request.entries])
+
+    client = Quotas()
+    handlers = admin(client)
+    delta = MetadataDelta(handlers.state.image)
+    delta.replay(ClientQuotaRecord(entity=[ClientQuotaRecord.EntityData(entity_type="client-id", entity_name="flood")],
+                                   key="producer_byte_rate", value=1048576.0, remove=False))
+    handlers.state.image = delta.apply()
+    table = {k.api_key: (k.min_version, k.max_version) for k in handlers.handle(ctx(3), ApiVersionsRequest()).api_keys}
+    assert table[48] == (0, 1) and table[49] == (0, 1)
+    C = DescribeClientQuotasRequest.Component
+    A = AlterClientQuotasRequest
+    for v in range(0, 2):
+        for request in (DescribeClientQuotasRequest(components=[C(entity_type="client-id", match_type=2)], strict=True),
+                        A(entries=[A.Entry(entity=[EntityData(entity_type="user", entity_name=None)],
+                                           ops=[A.Entry.Op(key="consumer_byte_rate", value=5.0)])])):
+            header, decoded = decode_request(encode_request(request, v, 7, "c")[4:])
+            resp = run(handlers.handle(ctx(v), decoded))
+            _, back = decode_response(encode_response(header, header.api_key, v, resp)[4:], header.api_key, v)
+            if header.api_key == 48:
+                assert [(e.entity[0].entity_name, e.values[0].value) for e in back.entries] == [("flood", 1048576.0)]
+            else:
+                assert back.entries[0].entity[0].entity_name is None and client.sent[-1][1] == v

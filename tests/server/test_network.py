@@ -536,3 +536,32 @@ def test_a_flood_of_bad_connections_is_counted_not_logged_line_by_line(caplog):
     if 40 > network.REJECT_LOG_BURST * seconds:  # (a machine that slow spreads the flood out)
         assert unlogged > 0
         assert any("counted (kraft_rejected_connections_total), not logged" in m for m in messages)
+
+
+# --- quota throttling (KIP-219) -----------------------------------------------------------------
+
+
+def test_a_muted_connection_answers_what_it_read_then_reads_nothing_until_the_mute_ends():
+    class Muting(ToyHandler):
+        def handle(self, ctx, request):
+            if ctx.header.correlation_id == 1:
+                ctx.mute_for(2000)
+            return super().handle(ctx, request)
+
+    async def main():
+        server, toy = await _serve(Muting())
+        conn = await RawConnection.open(server.port)
+        other = await RawConnection.open(server.port)
+        await conn.send(api_versions_frame(1, "ok"))
+        await _expect_answer(conn, 1)  # the throttled answer leaves at once
+        await conn.send(api_versions_frame(2, "ok"))
+        await other.send(api_versions_frame(7, "ok"))
+        await _expect_answer(other, 7)  # other connections are not muted
+        await asyncio.sleep(0.2)
+        assert toy.calls == [1, 7]  # request 2 was not read yet (muted for 2 s)
+        await _expect_answer(conn, 2)  # ...and is served once the mute ends
+        assert toy.calls == [1, 7, 2]
+        await conn.close()
+        await other.close()
+        await server.close()
+    run(main())

@@ -17,6 +17,8 @@ from kraft.protocol.messages.broker_lifecycle import (BrokerHeartbeatRequest, Br
                                                       UnregisterBrokerRequest, UnregisterBrokerResponse)
 from kraft.protocol.messages.consumer_group import (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
                                                     ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse)
+from kraft.protocol.messages.client_quotas import (AlterClientQuotasRequest, AlterClientQuotasResponse,
+                                                   DescribeClientQuotasRequest, DescribeClientQuotasResponse)
 from kraft.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from kraft.protocol.messages.client_telemetry import (GetTelemetrySubscriptionsRequest,
                                                       GetTelemetrySubscriptionsResponse, PushTelemetryRequest,
@@ -97,6 +99,7 @@ __all__ = [
     "ListTransactionsRequest", "ListTransactionsResponse",
     "DescribeProducersRequest", "DescribeProducersResponse",
     "AlterConfigsRequest", "AlterConfigsResponse",
+    "AlterClientQuotasRequest", "AlterClientQuotasResponse", "DescribeClientQuotasRequest", "DescribeClientQuotasResponse",
     "AlterPartitionRequest", "AlterPartitionResponse",
     "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse",
     "ApiVersionsRequest", "ApiVersionsResponse",
