@@ -27,6 +27,8 @@ from kraft.config import NodeConfig
 from kraft.errors import ErrorCode, KraftError
 from kraft.protocol import AllocateProducerIdsRequest
 from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties
+from kraft.metadata.authorization import authorizer_configured
+from kraft.server.authz_handler import authorizing
 from kraft.server.broker_admin import AutoCreate, BrokerAdminHandlers
 from kraft.server.controller_requests import controller_settings
 from kraft.server.broker_lifecycle import BrokerLifecycleDriver
@@ -99,9 +101,15 @@ class BrokerRole:
         cfg = self.cfg
         auto = AutoCreate(cfg.values["auto.create.topics.enable"].lower() == "true", cfg.int("num.partitions"),
                           cfg.int("default.replication.factor"))
-        return BrokerAdminHandlers(handlers, self.forwarding_client,
-                                   static_configs={**controller_settings(cfg), **static_broker_configs(cfg)},
-                                   auto_create=auto)
+        admin = BrokerAdminHandlers(handlers, self.forwarding_client,
+                                    static_configs={**controller_settings(cfg), **static_broker_configs(cfg)},
+                                    auto_create=auto)
+        if not authorizer_configured(cfg.values):
+            return admin
+        state = admin.state
+        return authorizing(admin, cfg.values, acls=lambda: state.image.acls,
+                           topic_names=lambda: {t: ti.name for t, ti in state.image.topics.by_id.items()},
+                           topic_exists=lambda name: name in state.image.topics.by_name, auto_create=auto.enabled)
 
     async def start(self) -> None:
         cfg = self.cfg
