@@ -75,6 +75,8 @@ def _mirror(cls, source, version: int, code: int, message):
             setattr(out, f.name, int(code))
         elif f.name in _UNKNOWN_FIELDS and not _struct_array(f):
             setattr(out, f.name, -1)
+        elif f.name == "records":
+            setattr(out, f.name, b"")  # Kafka's MemoryRecords.EMPTY: librdkafka refuses a null one
         elif f.name in ("error_message", "partition_error_message") and message is not None:
             setattr(out, f.name, message)
         elif _struct_array(f):
