@@ -21,7 +21,8 @@ from kraft.protocol.schema import Array, is_struct
 _ARRAY_PAIRS = {
     "responses": ("topic_data", "topics", "resources", "topic_names"),
     "partition_responses": ("partition_data",),
-    "results": ("resources", "topics", "groups_names"),
+    "results": ("resources", "topics", "groups_names", "creations"),
+    "filter_results": ("filters",),
     "partition_result": ("partitions",),
     "replica_election_results": ("topic_partitions",),
     "results_by_topic_v3_and_below": ("v3_and_below_topics",),

@@ -15,7 +15,7 @@ import pytest
 
 from kraft.cli import main as kraft_main
 from kraft.cli.local_cluster import LocalCluster, free_ports, wait_for
-from kraft.protocol import (ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest, decode_response,
+from kraft.protocol import (ApiVersionsRequest, DescribeAclsRequest, MetadataRequest, SaslAuthenticateRequest, SaslHandshakeRequest, decode_response,
                             encode_request)
 from kraft.protocol.message import REQUESTS
 from kraft.protocol.schema import Array, is_struct
@@ -183,20 +183,23 @@ class _Raw:
         return buf
 
 
-def _sample(cls, version):
-    """A request naming one of everything: each array one entry, each string ``t``."""
+def _sample(cls, version, topic_id):
+    """A request naming one of everything: each array one entry, each string ``t``, each topic
+    id that of ``t``."""
     values = {}
     for f in cls.FIELDS:
         if version not in f.versions:
             continue
         t = f.type
         if isinstance(t, Array):
-            values[f.name] = [_sample(t.elem, version)] if is_struct(t.elem) else (
+            values[f.name] = [_sample(t.elem, version, topic_id)] if is_struct(t.elem) else (
                 ["t"] if getattr(t.elem, "name", "") == "string" else [0])
         elif is_struct(t):
-            values[f.name] = _sample(t, version)
+            values[f.name] = _sample(t, version, topic_id)
         elif getattr(t, "name", "") == "string":
             values[f.name] = "t"
+        elif getattr(t, "name", "") == "uuid" and f.name == "topic_id":
+            values[f.name] = topic_id
     if "acks" in values or any(f.name == "acks" for f in cls.FIELDS):
         values["acks"] = -1
     return cls(**values)
@@ -218,6 +221,11 @@ def _codes(obj, out):
 
 def test_every_advertised_api_refuses_an_unauthorized_user_and_changes_nothing(cluster):
     _, super_admin, _, port = cluster
+    admin = _Raw(port, "admin", "admin-secret")  # a super user
+    topic_id = admin.call(MetadataRequest(topics=[MetadataRequest.Topic(name="t")]), 12).topics[0].topic_id
+    before = (admin.call(MetadataRequest(topics=None), 12).topics,
+              admin.call(DescribeAclsRequest(resource_type_filter=1, pattern_type_filter=1, operation=1,
+                                             permission_type=1), 3).resources)
     raw = _Raw(port, "bob", "bob-secret")
     advertised = raw.call(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3).api_keys
     open_apis = {17, 18, 36, 71, 72}  # ApiVersions, SASL, client telemetry: no authorization in Kafka
@@ -228,11 +236,16 @@ def test_every_advertised_api_refuses_an_unauthorized_user_and_changes_nothing(c
         if key in open_apis or key not in REQUESTS:
             continue
         version = min(api.max_version, REQUESTS[key].MAX_VERSION)
-        answer = raw.call(_sample(REQUESTS[key], version), version)
+        answer = raw.call(_sample(REQUESTS[key], version, topic_id), version)
         if key in listed:
             if getattr(answer, listed[key]):
                 failures.append((key, "listed", answer))
         elif not (_codes(answer, set()) & AUTHZ_ERRORS):
             failures.append((key, version, answer))
-    assert not failures, failures
-    assert "t" in super_admin.list_topics(timeout=10).topics  # not deleted by bob's DeleteTopics
+    assert not failures, "\n".join(f"{k} v{v}: {a}" for k, v, a in failures)
+    after = (admin.call(MetadataRequest(topics=None), 12).topics,
+             admin.call(DescribeAclsRequest(resource_type_filter=1, pattern_type_filter=1, operation=1,
+                                            permission_type=1), 3).resources)
+    names = lambda topics: sorted((t.name, len(t.partitions)) for t in topics)  # noqa: E731
+    assert names(after[0]) == names(before[0]) and after[1] == before[1]  # nothing created, deleted, grown
+    assert "t" in super_admin.list_topics(timeout=10).topics
