@@ -230,6 +230,15 @@ class StandardAuthorizer:
         (same literal, a wildcard, or a prefix of its name)."""
         if principal in self.super_users:
             return True
+        key = ("any", principal, host, operation, resource_type)
+        known = self.index.cache.get(key)
+        if known is None:
+            if len(self.index.cache) >= CACHE_SIZE:
+                self.index.cache.clear()
+            known = self.index.cache[key] = self._authorize_any(principal, host, operation, resource_type)
+        return known
+
+    def _authorize_any(self, principal: str, host: str, operation: int, resource_type: int) -> bool:
         index = self.index.by_type.get(resource_type)
         if index is None:
             return self.allow_everyone

@@ -173,7 +173,8 @@ class AuthorizingHandler:
     def _api_0(self, ctx, request, version):  # Produce
         if request.transactional_id and not self.allowed(ctx, OPERATION_WRITE, RESOURCE_TRANSACTIONAL_ID,
                                                          request.transactional_id):
-            return self._refuse(request, version, TXN_DENIED)
+            self.denied += 1
+            return None if request.acks == 0 else refused(request, version, TXN_DENIED)
         return self._split_topics(ctx, request, version, "topic_data", OPERATION_WRITE)
 
     def _api_1(self, ctx, request, version):  # Fetch: a follower needs CLUSTER_ACTION

@@ -156,3 +156,10 @@ def test_authorize_any_as_authorize_by_resource_type():
     a = authorizer(acl("t-1", op=OPERATION_WRITE), acl("t-", op=OPERATION_WRITE, perm=PERMISSION_DENY,
                                                        pattern=PATTERN_PREFIXED))
     assert not a.authorize_any(ALICE, HOST, OPERATION_WRITE, RESOURCE_TOPIC)
+
+
+def test_authorize_any_is_remembered_until_the_acls_change():
+    a = authorizer(acl("t", op=OPERATION_WRITE))
+    assert a.authorize_any(ALICE, HOST, OPERATION_WRITE, RESOURCE_TOPIC)
+    a.update(AclsImage({}))
+    assert not a.authorize_any(ALICE, HOST, OPERATION_WRITE, RESOURCE_TOPIC)

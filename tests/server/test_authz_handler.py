@@ -138,3 +138,12 @@ def test_every_api_is_either_checked_or_open_by_kafkas_rules(key):
     listed_only = {16, 66}  # ListGroups, ListTransactions: answers filtered (Kafka's rule)
     has_method = hasattr(AuthorizingHandler, f"_api_{key}")
     assert key in CLUSTER_APIS or key in GROUP_APIS or key in TOPIC_APIS or has_method or key in listed_only, key
+
+
+def test_a_refused_acks_0_produce_gets_no_answer():
+    h, inner = handler()
+    req = produce("t")
+    req.acks = 0
+    assert h.handle(ctx(0, 9), req) is None and not inner.seen
+    req.transactional_id = "tx"
+    assert h.handle(ctx(0, 9), req) is None and not inner.seen
