@@ -57,7 +57,6 @@ CLUSTER_APIS = {
     80: (OPERATION_ALTER, CLUSTER_DENIED), 81: (OPERATION_ALTER, CLUSTER_DENIED),  # Add/RemoveRaftVoter
     29: (OPERATION_DESCRIBE, CLUSTER_DENIED),  # DescribeAcls
     30: (OPERATION_ALTER, CLUSTER_DENIED), 31: (OPERATION_ALTER, CLUSTER_DENIED),  # Create/DeleteAcls
-    60: (OPERATION_DESCRIBE, CLUSTER_DENIED),  # DescribeCluster
 }
 #: API key -> (operation, error) on the request's ``group_id``, for the whole request
 GROUP_APIS = {11: OPERATION_READ, 12: OPERATION_READ, 13: OPERATION_READ, 14: OPERATION_READ, 68: OPERATION_READ,
@@ -359,7 +358,9 @@ class AuthorizingHandler:
                 if t.topic_authorized_operations != NOT_REQUESTED and t.error_code != TOPIC_DENIED:
                     t.topic_authorized_operations = ops(RESOURCE_TOPIC, t.name or "")
         if key in (3, 60) and getattr(answer, "cluster_authorized_operations", NOT_REQUESTED) != NOT_REQUESTED:
-            answer.cluster_authorized_operations = ops(RESOURCE_CLUSTER, CLUSTER)
+            # Kafka: 0 unless the caller may DESCRIBE the cluster (DescribeCluster itself is open)
+            answer.cluster_authorized_operations = (ops(RESOURCE_CLUSTER, CLUSTER)
+                                                    if self._cluster(ctx, OPERATION_DESCRIBE) else 0)
         if key in (15, 69):
             for g in answer.groups:
                 if g.authorized_operations != NOT_REQUESTED and g.error_code != GROUP_DENIED:
