@@ -3,7 +3,8 @@
 A check (principal, host, operation, resource type, resource name) looks only at the ACLs that
 can apply to that resource: per resource type, a dict of LITERAL names (the wildcard ``*`` is the
 literal name ``*``) and a dict of PREFIXED names probed at each distinct prefix length the type
-holds. Never a scan of all ACLs. Rules, as Kafka's:
+holds, the matches of each name remembered (DENY first) until the ACLs change. Never a scan of
+all ACLs. Rules, as Kafka's:
 
 - a super user (``super.users``) is allowed everything;
 - an ACL applies when its principal is the caller's or ``User:*``, its host the caller's or ``*``,
@@ -118,19 +119,33 @@ class AclIndex:
     def __init__(self):
         self.by_type: dict[int, _TypeIndex] = {}
         self.image: AclsImage = EMPTY_ACLS
-        #: (resource type, name) -> the ACLs that can apply to it (a tuple, empty: none); cleared
-        #: whenever the ACLs change, and when it reaches CACHE_SIZE entries
+        #: resource type -> {name: the ACLs that can apply to it, DENY first (empty: none)};
+        #: dropped whenever the ACLs change, and a type's when it reaches CACHE_SIZE names
+        self.names: dict[int, dict] = {}
+        #: authorize_any's answers, dropped likewise
         self.cache: dict = {}
 
     def candidates(self, resource_type: int, name: str) -> tuple:
-        """The ACLs whose pattern matches the resource, DENY first, remembered in ``cache``."""
+        """The ACLs whose pattern matches the resource, DENY first, remembered in ``names``."""
         index = self.by_type.get(resource_type)
-        found = () if index is None else tuple(acl for bucket in index.buckets(name) for acl in bucket)
-        found = tuple(sorted(found, key=lambda acl: acl.permission_type != PERMISSION_DENY))
-        cache = self.cache
-        if len(cache) >= CACHE_SIZE:
-            cache.clear()
-        cache[(resource_type, name)] = found
+        deny, allow = [], []
+        if index is not None:
+            literal, prefixed = index.literal, index.prefixed
+            buckets = [literal.get(name), literal.get(WILDCARD) if name != WILDCARD else None]
+            size = len(name)
+            for length in index.lengths:
+                if length > size:
+                    break
+                buckets.append(prefixed.get(name[:length]))
+            for bucket in buckets:
+                if bucket:
+                    for acl in bucket:
+                        (deny if acl.permission_type == PERMISSION_DENY else allow).append(acl)
+        found = tuple(deny + allow)
+        names = self.names.get(resource_type)
+        if names is None or len(names) >= CACHE_SIZE:
+            names = self.names[resource_type] = {}
+        names[name] = found
         return found
 
     def update(self, image: AclsImage) -> None:
@@ -146,6 +161,7 @@ class AclIndex:
                 self._type(acl.resource_type).add(acl)
         self.image = image
         self.cache = {}
+        self.names = {}
 
     def _type(self, resource_type: int) -> _TypeIndex:
         index = self.by_type.get(resource_type)
@@ -174,13 +190,13 @@ class StandardAuthorizer:
         if principal in self.super_users:
             return True
         index = self.index
-        candidates = index.cache.get((resource_type, name))
+        known = index.names.get(resource_type)
+        candidates = known.get(name) if known is not None else None
         if candidates is None:
             candidates = index.candidates(resource_type, name)
         if not candidates:  # no ACL for this resource at all: the no-ACL rule
             return self.allow_everyone
-        implied = _IMPLIED_BY.get(operation, _NONE)
-        for acl in candidates:
+        for acl in candidates:  # every DENY comes before every ALLOW (``candidates``)
             p = acl[3]
             if p != principal and p != WILDCARD_PRINCIPAL:
                 continue
@@ -188,11 +204,10 @@ class StandardAuthorizer:
             if h != WILDCARD and h != host:
                 continue
             op = acl[5]
-            if acl[6] == PERMISSION_DENY:
-                if op == operation or op == OPERATION_ALL:
-                    return False
-            elif op == operation or op == OPERATION_ALL or op in implied:
-                return True  # every DENY came first (``candidates``)
+            if op == operation or op == OPERATION_ALL:
+                return acl[6] != PERMISSION_DENY
+            if acl[6] != PERMISSION_DENY and op in _IMPLIED_BY.get(operation, _NONE):
+                return True
         return False  # ACLs on the resource, none for this caller
 
     def explain(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> Decision:
