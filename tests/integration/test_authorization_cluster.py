@@ -252,3 +252,21 @@ def test_every_advertised_api_refuses_an_unauthorized_user_and_changes_nothing(c
     names = lambda topics: sorted((t.name, len(t.partitions)) for t in topics)  # noqa: E731
     assert names(after[0]) == names(before[0]) and after[1] == before[1]  # nothing created, deleted, grown
     assert "t" in super_admin.list_topics(timeout=10).topics
+
+
+def test_separate_controller_and_broker_work_with_anonymous_as_super_user(tmp_path):
+    """The inter-node APIs (registration, heartbeats, the metadata log's Fetch) need
+    CLUSTER_ACTION; over PLAINTEXT the nodes are User:ANONYMOUS, a super user here."""
+    c = LocalCluster(str(tmp_path), 1, brokers=1, overrides={
+        "controller.quorum.append.linger.ms": "0",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:ANONYMOUS"})
+    c.create()
+    c.start()
+    try:
+        bootstrap = f"127.0.0.1:{c.broker_ports[2]}"
+        admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _SILENT})
+        assert wait_for(lambda: _create(admin, "sep"), 60, 0.2), c.log_tail(2)
+        assert _produce({"bootstrap.servers": bootstrap, "logger": _SILENT}, "sep") is None
+    finally:
+        c.close()
