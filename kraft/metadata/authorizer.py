@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kraft.config import STANDARD_AUTHORIZER  # noqa: F401  (re-exported: the class name it stands for)
 from kraft.metadata.acls import EMPTY_ACLS, AclsImage, StandardAcl
 from kraft.protocol.messages.acls import (OPERATION_ALL, OPERATION_ALTER, OPERATION_ALTER_CONFIGS, OPERATION_DELETE,
                                           OPERATION_DESCRIBE, OPERATION_DESCRIBE_CONFIGS, OPERATION_READ,

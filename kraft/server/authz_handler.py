@@ -20,8 +20,6 @@ broker authorizes the client's admin requests before forwarding them.
 
 from __future__ import annotations
 
-import asyncio
-
 from kraft.errors import ErrorCode
 from kraft.metadata.acls import EMPTY_ACLS
 from kraft.metadata.authorization import NOT_REQUESTED, SUPPORTED_OPERATIONS
@@ -209,8 +207,19 @@ class AuthorizingHandler:
 
     def _api_19(self, ctx, request, version):  # CreateTopics: CLUSTER CREATE or TOPIC CREATE
         if self._cluster(ctx, OPERATION_CREATE):
-            return self.inner.handle(ctx, request)
-        return self._split_topics(ctx, request, version, "topics", OPERATION_CREATE)
+            result = self.inner.handle(ctx, request)
+        else:
+            result = self._split_topics(ctx, request, version, "topics", OPERATION_CREATE)
+        if version < 5:
+            return result
+
+        def hide_configs(answer):  # Kafka: a topic's configs only with DESCRIBE_CONFIGS on it
+            if isinstance(answer, Response):
+                for t in answer.topics:
+                    if t.error_code == 0 and not self.allowed(ctx, OPERATION_DESCRIBE_CONFIGS, RESOURCE_TOPIC, t.name):
+                        t.configs, t.topic_config_error_code = None, TOPIC_DENIED
+            return answer
+        return _maybe_async(result, hide_configs)
 
     def _api_20(self, ctx, request, version):  # DeleteTopics
         field = "topics" if version >= 6 else "topic_names"

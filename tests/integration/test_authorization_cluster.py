@@ -15,8 +15,8 @@ import pytest
 
 from kraft.cli import main as kraft_main
 from kraft.cli.local_cluster import LocalCluster, free_ports, wait_for
-from kraft.protocol import (ApiVersionsRequest, DescribeAclsRequest, MetadataRequest, SaslAuthenticateRequest, SaslHandshakeRequest, decode_response,
-                            encode_request)
+from kraft.protocol import (ApiVersionsRequest, DescribeAclsRequest, MetadataRequest, SaslAuthenticateRequest,
+                            SaslHandshakeRequest, decode_response, encode_request)
 from kraft.protocol.message import REQUESTS
 from kraft.protocol.schema import Array, is_struct
 

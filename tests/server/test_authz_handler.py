@@ -147,3 +147,21 @@ def test_a_refused_acks_0_produce_gets_no_answer():
     assert h.handle(ctx(0, 9), req) is None and not inner.seen
     req.transactional_id = "tx"
     assert h.handle(ctx(0, 9), req) is None and not inner.seen
+
+
+def test_create_topics_answers_configs_only_with_describe_configs():
+    from kraft.protocol import CreateTopicsResponse
+    from kraft.protocol.messages.acls import OPERATION_CREATE
+
+    class Creator(Recorder):
+        def handle(self, ctx, request):
+            self.seen.append(request)
+            T = CreateTopicsResponse.Topic
+            return CreateTopicsResponse(topics=[T(name=t.name, error_code=0, configs=[]) for t in request.topics])
+    h, _ = handler(topic_acl("n", OPERATION_CREATE))
+    h.inner = Creator()
+    T = CreateTopicsRequest.Topic
+    answer = h.handle(ctx(19, 7), CreateTopicsRequest(topics=[T(name="n", num_partitions=1, replication_factor=1)],
+                                                       timeout_ms=1000))
+    assert answer.topics[0].error_code == 0 and answer.topics[0].configs is None
+    assert answer.topics[0].topic_config_error_code == 29
