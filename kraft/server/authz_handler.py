@@ -57,9 +57,8 @@ CLUSTER_APIS = {
     30: (OPERATION_ALTER, CLUSTER_DENIED), 31: (OPERATION_ALTER, CLUSTER_DENIED),  # Create/DeleteAcls
 }
 #: API key -> (operation, error) on the request's ``group_id``, for the whole request
-GROUP_APIS = {11: OPERATION_READ, 12: OPERATION_READ, 13: OPERATION_READ, 14: OPERATION_READ, 68: OPERATION_READ,
-              47: OPERATION_DELETE}
-#: API key -> (request array, operation, error, list of entries is topic names (not structs))
+GROUP_APIS = {11: OPERATION_READ, 12: OPERATION_READ, 13: OPERATION_READ, 14: OPERATION_READ, 47: OPERATION_DELETE}
+#: API key -> (request array of topics, operation): each topic refused on its own with TOPIC_AUTHORIZATION_FAILED
 TOPIC_APIS = {
     0: ("topic_data", OPERATION_WRITE),
     2: ("topics", OPERATION_DESCRIBE),
@@ -248,6 +247,16 @@ class AuthorizingHandler:
                                lambda k: not self.allowed(ctx, OPERATION_DESCRIBE, rtype, k), code)
         if not self.allowed(ctx, OPERATION_DESCRIBE, rtype, request.key):
             return self._refuse(request, version, code)
+        return self.inner.handle(ctx, request)
+
+    def _api_68(self, ctx, request, version):  # ConsumerGroupHeartbeat: READ on the group, DESCRIBE topics
+        if not self.allowed(ctx, OPERATION_READ, RESOURCE_GROUP, request.group_id):
+            return self._refuse(request, version, GROUP_DENIED)
+        hidden = sorted(t for t in request.subscribed_topic_names or ()
+                        if not self.allowed(ctx, OPERATION_DESCRIBE, RESOURCE_TOPIC, t))
+        if hidden:
+            return self._refuse(request, version, TOPIC_DENIED,
+                                f"The following topic names are not authorized: {', '.join(hidden)}")
         return self.inner.handle(ctx, request)
 
     def _api_15(self, ctx, request, version):  # DescribeGroups

@@ -165,3 +165,14 @@ def test_create_topics_answers_configs_only_with_describe_configs():
                                                        timeout_ms=1000))
     assert answer.topics[0].error_code == 0 and answer.topics[0].configs is None
     assert answer.topics[0].topic_config_error_code == 29
+
+
+def test_consumer_group_heartbeat_needs_describe_on_the_subscribed_topics():
+    from kraft.protocol import ConsumerGroupHeartbeatRequest
+    from kraft.protocol.messages.acls import OPERATION_READ, RESOURCE_GROUP
+    h, inner = handler(StandardAcl(RESOURCE_GROUP, "g", PATTERN_LITERAL, ALICE, "*", OPERATION_READ, PERMISSION_ALLOW),
+                       topic_acl("a", OPERATION_READ))
+    answer = h.handle(ctx(68, 0), ConsumerGroupHeartbeatRequest(group_id="g", subscribed_topic_names=["a", "b"]))
+    assert answer.error_code == 29 and "b" in answer.error_message and not inner.seen
+    h.handle(ctx(68, 0), ConsumerGroupHeartbeatRequest(group_id="g", subscribed_topic_names=["a"]))
+    assert inner.seen
