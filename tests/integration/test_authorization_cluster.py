@@ -158,6 +158,15 @@ def test_explain_names_the_deciding_acl(cluster, capsys):
     assert "User:alice" in capsys.readouterr().out
 
 
+def test_removing_an_acl_takes_effect(cluster, capsys):
+    _, _, bootstrap, port = cluster
+    assert _acls(bootstrap, "--remove", "--force", "--allow-principal", "User:alice", "--resource-pattern-type",
+                 "prefixed", "--topic", "pre-") == 0
+    assert "Removed ACLs for resource" in capsys.readouterr().out
+    assert wait_for(lambda: getattr(_produce(_alice(port), "pre-1"), "code", lambda: None)()
+                    == ck.KafkaError.TOPIC_AUTHORIZATION_FAILED, 30, 0.5)
+
+
 # --- every advertised API, sent by bob (authenticated, no ACL) --------------------------------
 class _Raw:
     def __init__(self, port, user, password):
