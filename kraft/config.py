@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from kraft.errors import ConfigError
 from kraft.types import Endpoint
 
+#: the one authorizer kraft has (``kraft.metadata.authorizer``), by Kafka's class name
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
 MiB = 1024 * 1024
 GiB = 1024 * MiB
 
@@ -437,10 +440,13 @@ class NodeConfig:
         if values["auto.create.topics.enable"].lower() not in ("true", "false"):
             raise ConfigError(f"auto.create.topics.enable: expected true or false, got "
                               f"{values['auto.create.topics.enable']!r}")
-        if values["authorizer.class.name"]:
-            raise ConfigError(f"authorizer.class.name: kraft has no authorizer yet (got "
-                              f"{values['authorizer.class.name']!r}); leave it empty: ACL requests are then "
+        if values["authorizer.class.name"] not in ("", STANDARD_AUTHORIZER):
+            raise ConfigError(f"authorizer.class.name: kraft has only {STANDARD_AUTHORIZER} (got "
+                              f"{values['authorizer.class.name']!r}); empty: no authorization, ACL requests "
                               "answered SECURITY_DISABLED, as Kafka answers them without an authorizer")
+        if values["allow.everyone.if.no.acl.found"].lower() not in ("true", "false"):
+            raise ConfigError(f"allow.everyone.if.no.acl.found: expected true or false, got "
+                              f"{values['allow.everyone.if.no.acl.found']!r}")
         if values["offsets.commit.required.acks"] != -1:
             raise ConfigError(f"offsets.commit.required.acks: only -1 is supported (got "
                               f"{values['offsets.commit.required.acks']}): a commit is answered once every in-sync "
@@ -509,6 +515,6 @@ def _is_security_key(key: str) -> bool:
 INT_SETTINGS.update({"leader.imbalance.check.interval.seconds": (300, 1),
                      "leader.imbalance.per.broker.percentage": (10, 0)})
 STR_SETTINGS.update({"auto.leader.rebalance.enable": "true", "eligible.leader.replicas.enable": "false"})
-# No authorizer exists yet: a node that names one would store ACLs nothing enforces, so it
-# refuses to start instead (kraft.metadata.authorization says what an empty value means).
-STR_SETTINGS["authorizer.class.name"] = ""
+# Authorization (kraft.metadata.authorizer): empty, or Kafka's StandardAuthorizer; any other
+# class is refused at start rather than run without the authorization it names.
+STR_SETTINGS.update({"authorizer.class.name": "", "super.users": "", "allow.everyone.if.no.acl.found": "false"})

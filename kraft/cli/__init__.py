@@ -24,7 +24,7 @@ _SUBCOMMANDS = ("demo", "dump_log", "storage", "server", "metadata_quorum", "pro
                "features", "reassign_partitions", "leader_election",
                # Kafka's everyday tools (kafka-*.sh), issue 37
                "topics", "configs", "console_producer", "console_consumer", "get_offsets", "broker_tools",
-               "perf_test", "consumer_groups", "delete_records", "transactions")
+               "perf_test", "consumer_groups", "delete_records", "transactions", "acls")
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

@@ -1,8 +1,9 @@
 """The one place that knows whether this node authorizes requests, and what Kafka answers about
 authorization when it does not (``authorizer.class.name`` empty, Kafka's default).
 
-kraft has no authorizer yet, so a node refuses a non-empty ``authorizer.class.name`` at start
-(``kraft.config``) rather than run without the authorization it names. Without one, Kafka's
+The authorizer itself is ``kraft.metadata.authorizer`` (Kafka's StandardAuthorizer, the only
+non-empty ``authorizer.class.name`` a node accepts; ``kraft.server.authz_handler`` applies it per
+API). Without one, Kafka's
 brokers and controllers answer CreateAcls, DeleteAcls and DescribeAcls with SECURITY_DISABLED
 (``AclApis``) instead of storing ACLs nothing enforces, and report every operation a resource
 type supports as authorized (``AuthHelper.authorizedOperations``); an authorized-operations

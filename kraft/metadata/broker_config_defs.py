@@ -125,7 +125,11 @@ _DYNAMIC = [
 _READ_ONLY = [
     _read_only("auto.create.topics.enable", T.BOOLEAN, "true", "Enable auto creation of topics."),
     _read_only("auto.leader.rebalance.enable", T.BOOLEAN, "true", "Move leadership back to preferred replicas."),
-    _read_only("authorizer.class.name", T.STRING, "", "The authorizer; empty: no authorization (kraft has none)."),
+    _read_only("authorizer.class.name", T.STRING, "", "The authorizer: empty (no authorization) or "
+               "org.apache.kafka.metadata.authorizer.StandardAuthorizer."),
+    _read_only("allow.everyone.if.no.acl.found", T.BOOLEAN, "false",
+               "With an authorizer: allow an operation on a resource that has no ACL at all."),
+    _read_only("super.users", T.STRING, "", "With an authorizer: principals allowed everything, separated by ';'."),
     _read_only("broker.heartbeat.interval.ms", T.INT, "2000", "Time between broker heartbeats."),
     _read_only("broker.id", T.INT, "-1", "The broker id (node.id in KRaft)."),
     _read_only("broker.rack", T.STRING, None, "Rack of the broker."),

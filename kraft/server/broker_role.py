@@ -28,6 +28,8 @@ from kraft.errors import ErrorCode, KraftError
 from kraft.protocol import AllocateProducerIdsRequest
 from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties
 from kraft.broker.quotas import ClientQuotas
+from kraft.metadata.authorization import authorizer_configured
+from kraft.server.authz_handler import authorizing
 from kraft.server.quota_throttle import QuotaThrottledHandlers
 from kraft.server.broker_admin import AutoCreate, BrokerAdminHandlers
 from kraft.server.controller_requests import controller_settings
@@ -104,8 +106,14 @@ class BrokerRole:
         admin = BrokerAdminHandlers(handlers, self.forwarding_client,
                                     static_configs={**controller_settings(cfg), **static_broker_configs(cfg)},
                                     auto_create=auto)
+        inner = admin
+        if authorizer_configured(cfg.values):  # authorization first, then the quotas (Kafka's order)
+            state = admin.state
+            inner = authorizing(admin, cfg.values, acls=lambda: state.image.acls,
+                                topic_names=lambda: {t: ti.name for t, ti in state.image.topics.by_id.items()},
+                                topic_exists=lambda name: name in state.image.topics.by_name, auto_create=auto.enabled)
         quotas = ClientQuotas(cfg.int("quota.window.num"), 1000 * cfg.int("quota.window.size.seconds"))
-        return QuotaThrottledHandlers(admin, handlers.state, quotas)
+        return QuotaThrottledHandlers(inner, handlers.state, quotas)
 
     async def start(self) -> None:
         cfg = self.cfg

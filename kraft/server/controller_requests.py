@@ -35,6 +35,7 @@ SETTINGS = ("num.partitions", "default.replication.factor", "min.insync.replicas
             "unclean.leader.election.enable", "broker.session.timeout.ms", "broker.heartbeat.interval.ms",
             "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
             "leader.imbalance.per.broker.percentage", "eligible.leader.replicas.enable", "authorizer.class.name",
+            "super.users", "allow.everyone.if.no.acl.found",
             "kraft.broker.disconnected.session.timeout.ms")
 
 

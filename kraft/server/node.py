@@ -38,6 +38,9 @@ from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties, QuorumSt
 from kraft.raft import RaftConfig, RaftCore, ReplicaKey, VoterSet
 from kraft.controller.quorum_controller import QuorumController
 from kraft.server.broker_role import BrokerRole
+from kraft.metadata.acls import EMPTY_ACLS
+from kraft.metadata.authorization import authorizer_configured
+from kraft.server.authz_handler import authorizing
 from kraft.server.controller_handlers import ControllerHandlers
 from kraft.server.controller_gauges import controller_gauges, image_stats
 from kraft.server.controller_requests import ControllerRequests, ListenerFanOut, controller_settings
@@ -313,7 +316,12 @@ class KraftNode:
                                       controller_requests=self.controller_requests)
         if not cfg.voters:  # a dynamic quorum: voters' endpoints come from the Voters record
             self.driver.on_voters_changed = lambda vs: handlers.set_endpoints(voter_endpoints(vs, self.driver))
-        self.server = KafkaServer(handlers, ctl.host, ctl.port, listener_name=ctl.name,
+        served = handlers
+        if authorizer_configured(cfg.values):
+            ctl_ = self.controller
+            served = authorizing(handlers, cfg.values,
+                                 acls=lambda: ctl_.image.acls if ctl_ is not None else EMPTY_ACLS)
+        self.server = KafkaServer(served, ctl.host, ctl.port, listener_name=ctl.name,
                                   max_frame_bytes=cfg.int("socket.request.max.bytes"),
                                   admission=self.controller_requests,
                                   on_disconnect=self.controller_requests.disconnected,

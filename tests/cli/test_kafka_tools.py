@@ -170,7 +170,7 @@ def test_perf_tests_print_kafkas_lines(kraft, cluster):
                                      "features describe", "features upgrade", "features downgrade",
                                      "features disable", "transactions", "transactions list",
                                      "transactions describe", "transactions describe-producers",
-                                     "transactions abort", "transactions find-hanging"])
+                                     "transactions abort", "transactions find-hanging", "acls"])
 def test_help_lists_every_option_with_its_default(command, capsys):
     from kraft.cli import build_parser
     parser = build_parser()

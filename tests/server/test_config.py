@@ -301,11 +301,18 @@ def test_metrics_port_must_be_a_port():
         cfg(kraft_metrics_port="70000")
 
 
-def test_an_authorizer_is_refused_until_kraft_has_one():
-    """Naming an authorizer would store ACLs nothing enforces: refused at start, with the reason."""
+def test_only_the_standard_authorizer_is_accepted():
+    """kraft has Kafka's StandardAuthorizer; any other class would be authorization that does
+    not happen: refused at start, in one line."""
     assert cfg(authorizer_class_name="").values["authorizer.class.name"] == ""
-    with pytest.raises(ConfigError, match="authorizer.class.name: kraft has no authorizer yet"):
-        cfg(**{"authorizer_class_name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
+    name = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    c = cfg(authorizer_class_name=name, super_users="User:admin;User:ANONYMOUS")
+    assert c.values["authorizer.class.name"] == name and c.values["super.users"] == "User:admin;User:ANONYMOUS"
+    assert c.values["allow.everyone.if.no.acl.found"] == "false"
+    with pytest.raises(ConfigError, match="authorizer.class.name: kraft has only"):
+        cfg(authorizer_class_name="kafka.security.authorizer.AclAuthorizer")
+    with pytest.raises(ConfigError, match="allow.everyone.if.no.acl.found"):
+        cfg(authorizer_class_name=name, allow_everyone_if_no_acl_found="yes")
 
 
 def test_offsets_commit_required_acks_other_than_all_is_refused():
