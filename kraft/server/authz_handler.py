@@ -55,6 +55,11 @@ CLUSTER_APIS = {
     80: (OPERATION_ALTER, CLUSTER_DENIED), 81: (OPERATION_ALTER, CLUSTER_DENIED),  # Add/RemoveRaftVoter
     29: (OPERATION_DESCRIBE, CLUSTER_DENIED),  # DescribeAcls
     30: (OPERATION_ALTER, CLUSTER_DENIED), 31: (OPERATION_ALTER, CLUSTER_DENIED),  # Create/DeleteAcls
+    48: (OPERATION_DESCRIBE_CONFIGS, CLUSTER_DENIED),  # DescribeClientQuotas
+    49: (OPERATION_ALTER_CONFIGS, CLUSTER_DENIED),  # AlterClientQuotas
+    50: (OPERATION_DESCRIBE, CLUSTER_DENIED),  # DescribeUserScramCredentials
+    51: (OPERATION_ALTER, CLUSTER_DENIED),  # AlterUserScramCredentials
+    73: (OPERATION_CLUSTER_ACTION, CLUSTER_DENIED),  # AssignReplicasToDirs (broker to controller)
 }
 #: API key -> (operation, error) on the request's ``group_id``, for the whole request
 GROUP_APIS = {11: OPERATION_READ, 12: OPERATION_READ, 13: OPERATION_READ, 14: OPERATION_READ, 47: OPERATION_DELETE}
