@@ -103,7 +103,11 @@ def _mirror(cls, source, version: int, code: int, message):
 
 def refused(request, version: int, code: int, message: str | None = None) -> Response:
     """The whole request answered with ``code`` wherever the response has an error field."""
-    return _mirror(response_class(request.API_KEY), request, version, code, message)
+    cls = response_class(request.API_KEY)
+    if request.API_KEY == 51:  # AlterUserScramCredentials: one result per user, deletions and upsertions alike
+        users = dict.fromkeys(e.name for e in [*request.deletions, *request.upsertions])
+        return cls(results=[cls.Result(user=u, error_code=code, error_message=message) for u in users])
+    return _mirror(cls, request, version, code, message)
 
 
 def with_entries(request, field: str, entries):
