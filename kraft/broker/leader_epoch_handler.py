@@ -45,6 +45,10 @@ def handle_describe_log_dirs(state: BrokerState, request: DescribeLogDirsRequest
     results = []
     logs = state.logs
     for log_dir in logs.log_dirs:
+        if not logs.dirs.is_online(log_dir):  # KIP-858: a failed directory, reported as Kafka does
+            results.append(D.Result(error_code=int(ErrorCode.KAFKA_STORAGE_ERROR), log_dir=log_dir, topics=[],
+                                    total_bytes=-1, usable_bytes=-1))
+            continue
         by_topic: dict = {}
         for plog in logs:
             if plog.log_dir != log_dir or (wanted is not None and (plog.topic, plog.partition) not in wanted):

@@ -29,7 +29,7 @@ from typing import Callable
 from kraft.broker import partition_dir as names
 from kraft.broker.log_dir_states import DuplicateLogError, LogDirStates
 from kraft.broker.log_retention import retention_start_offset
-from kraft.errors import StateFileError, StorageError
+from kraft.errors import StorageError
 from kraft.log import files
 from kraft.log.checkpoint import OffsetCheckpointFile
 from kraft.log.config import LogConfig

@@ -15,10 +15,7 @@ this owns nothing else.
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
-import os
-import uuid
 
 from kraft.broker.lifecycle import BrokerLifecycle
 from kraft.broker.metadata_follower import InitialCatchUp, MetadataFollower, SharedImageFollower
@@ -26,7 +23,6 @@ from kraft.client.controller_client import ControllerClient
 from kraft.config import NodeConfig
 from kraft.errors import ErrorCode, KraftError
 from kraft.protocol import AllocateProducerIdsRequest
-from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties
 from kraft.server.broker_admin import AutoCreate, BrokerAdminHandlers
 from kraft.server.controller_requests import controller_settings
 from kraft.server.broker_lifecycle import BrokerLifecycleDriver
@@ -36,17 +32,6 @@ from kraft.server.raft_driver import wall_ms
 log = logging.getLogger("kraft.broker")
 
 FORWARD_TIMEOUT_MS = 10_000
-
-
-def log_dir_ids(cfg: NodeConfig) -> list:
-    """The ``directory.id`` of every formatted log directory (sent with the registration);
-    meta.properties holds Kafka's text form of a uuid (URL-safe base64 without padding)."""
-    out = []
-    for d in cfg.log_dirs:
-        meta = MetaProperties.read(os.path.join(d, META_PROPERTIES_FILE))
-        if meta is not None and meta.directory_id:
-            out.append(uuid.UUID(bytes=base64.urlsafe_b64decode(meta.directory_id + "==")))
-    return out
 
 
 def controller_addresses(cfg: NodeConfig) -> list:
@@ -110,10 +95,12 @@ class BrokerRole:
         eps = [(e.name, e.host, e.port, e.security_protocol) for e in self.node.registration_record().end_points]
         rack = cfg.values.get("broker.rack") or None
         self.lifecycle = lc = BrokerLifecycle(
-            cfg.node_id, self.cluster_id, listeners=eps, rack=rack, log_dir_ids=log_dir_ids(cfg),
+            cfg.node_id, self.cluster_id, listeners=eps, rack=rack, log_dir_ids=self._online_dir_ids(),
             session_timeout_ms=cfg.int("broker.session.timeout.ms"),
             heartbeat_interval_ms=cfg.int("broker.heartbeat.interval.ms"))
         self.node.state.is_serving = lambda: lc.serving(wall_ms())
+        lc.offline_log_dirs = self.node.logs.dirs.offline_ids
+        self.node.on_dir_offline = lambda d: self.driver.wake() if self.driver is not None else None
         self.node.replication.attach_controller(self.forwarding_client, lambda: lc.broker_epoch)
         self._started = True
         loop = asyncio.get_running_loop()
@@ -129,6 +116,12 @@ class BrokerRole:
         self.driver.start()
         log.info("broker %d: registering with the controller quorum at %s (incarnation %s, rack %s)", cfg.node_id,
                  ",".join(f"{h}:{p}" for h, p in addresses), lc.incarnation_id, rack)
+
+    def _online_dir_ids(self) -> list:
+        """The registration's LogDirs: the directory ids of the online log dirs (a directory
+        that failed at start is left out, so the controller sees it gone, as Kafka's does)."""
+        dirs = self.node.logs.dirs
+        return [dirs.ids[p] for p in dirs.online() if p in dirs.ids]
 
     async def _allocate_producer_ids(self):
         """The next producer id block from the active controller (AllocateProducerIds)."""
