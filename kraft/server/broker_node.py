@@ -93,6 +93,9 @@ class BrokerNode:
         self._configs_applied = False  # the first image gives every log its topic's configs
         #: (log dir) on the loop once a log directory went offline (the broker role heartbeats)
         self.on_dir_offline = None
+        #: () on the loop once logs made in the background are in place (their directories
+        #: are then reported to the controller)
+        self.on_logs_made = None
 
     # --- startup ------------------------------------------------------------------------------
     async def start(self, serving: bool = True) -> None:
@@ -236,6 +239,8 @@ class BrokerNode:
         self.replication.on_image(image)
         self.handlers.produce.release_unled()
         self.handlers.fetch.wake_all()
+        if self.on_logs_made is not None:
+            self.on_logs_made()
 
     def _apply_configs(self, previous: MetadataImage, image: MetadataImage) -> None:
         """A config change in ``image`` reaches what reads configs outside a request: each log's

@@ -27,6 +27,7 @@ from kraft.server.broker_admin import AutoCreate, BrokerAdminHandlers
 from kraft.server.controller_requests import controller_settings
 from kraft.server.broker_lifecycle import BrokerLifecycleDriver
 from kraft.server.broker_node import BrokerNode, static_broker_configs
+from kraft.server.directory_assigner import DirectoryAssigner
 from kraft.server.raft_driver import wall_ms
 
 log = logging.getLogger("kraft.broker")
@@ -69,6 +70,7 @@ class BrokerRole:
                          else MetadataFollower(self._on_image))
         self.lifecycle: BrokerLifecycle | None = None
         self.driver: BrokerLifecycleDriver | None = None
+        self.assigner: DirectoryAssigner | None = None
         self.catch_up = InitialCatchUp(high_watermark or (lambda: -1))
         self._started = False
         self._catch_up_timer = None
@@ -114,6 +116,10 @@ class BrokerRole:
                                             request_deadline_s=max(1.0, cfg.int("broker.session.timeout.ms") / 2000),
                                             on_change=self._refresh_controller_id)
         self.driver.start()
+        self.assigner = DirectoryAssigner(cfg.node_id, self.node.logs, lambda: self.node.state.image,
+                                          lambda: lc.broker_epoch, self.forwarding_client)
+        self.assigner.start()
+        self.node.on_logs_made = self.assigner.poke
         log.info("broker %d: registering with the controller quorum at %s (incarnation %s, rack %s)", cfg.node_id,
                  ",".join(f"{h}:{p}" for h, p in addresses), lc.incarnation_id, rack)
 
@@ -164,7 +170,10 @@ class BrokerRole:
         state = self.node.state
         state.metadata_offset = offset
         if image is not state.image:
+            topics_changed = image.topics is not state.image.topics
             changes = self.node.publish(image)
+            if topics_changed and self.assigner is not None:
+                self.assigner.poke()  # new local logs, or the controller's view of them changed
             if changes.created or changes.deleted or changes.strays:
                 log.info("broker %d: metadata at offset %d: %s", self.cfg.node_id, offset, changes)
         if first:  # its logs follow a caught-up image: clients may come, the controller may unfence it
@@ -181,6 +190,8 @@ class BrokerRole:
         if self._catch_up_timer is not None:
             self._catch_up_timer.cancel()
         if self.driver is not None:
+            if self.assigner is not None:
+                await self.assigner.close()
             await self.driver.controlled_shutdown(self.cfg.int("broker.session.timeout.ms") / 1000)
             await self.driver.close()
         await self.node.shutdown()

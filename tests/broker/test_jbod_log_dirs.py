@@ -145,3 +145,14 @@ def test_a_directory_that_cannot_be_opened_is_offline_from_the_start(tmp_path):
     assert [p.log_dir for p in opened] == [b]
     assert again.dirs.offline_ids() == [D1]
     again.close()
+
+
+def test_the_assigner_reports_each_local_log_the_image_places_elsewhere(tmp_path):
+    from kraft.server.directory_assigner import pending
+    logs, a, b = _logs(tmp_path)
+    publish_image(logs, EMPTY_IMAGE, _image(4), 1, first=True)
+    todo = pending(_image(4), logs, 1)  # the image has no directories yet: all four to report
+    assert sorted(p for d in todo.values() for ps in d.values() for p in ps) == [0, 1, 2, 3]
+    assert set(todo) == {D1, D2}
+    shown = [D1 if logs.get("foo", p).log_dir == a else D2 for p in range(4)]
+    assert pending(_image(4, shown), logs, 1) == {}
