@@ -76,6 +76,8 @@ class PartitionLogs:
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         #: each log dir's directory.id and whether it is online (KIP-858)
         self.dirs = dir_states if dir_states is not None else LogDirStates.read(self.log_dirs)
+        #: replica moves between log dirs in progress (``replica_moves.ReplicaMoves``), if any
+        self.moves = None
         #: ``(log_dir, exc)`` on any thread when a log of that dir hits an I/O error (the broker
         #: hands it to the loop, which calls ``fail_dir``); None: the log alone is unusable
         self.on_dir_error: Callable[[str, BaseException], None] | None = None
@@ -177,6 +179,11 @@ class PartitionLogs:
             if names.is_deleted_dir(entry):
                 self._remove_later(path)
                 continue
+            if entry.endswith(names.FUTURE_SUFFIX) and "." in entry:
+                # A replica move cut short by a stop: its copy goes, the current log stays.
+                log.warning("%s: an unfinished replica move; its copy is removed (ask again to move)", path)
+                self._remove_later(path)
+                continue
             tp = names.parse_partition_dir(entry)
             if tp is None or entry == METADATA_DIR:
                 continue  # the node's metadata log, when it shares the dir
@@ -221,6 +228,15 @@ class PartitionLogs:
             del self._logs[(plog.topic, plog.partition)]
             _close_quietly(plog)
         return [(p.topic, p.partition) for p in gone]
+
+    def swap_in(self, plog: PartitionLog, path: str, log_dir: str, old: SegmentedLog) -> None:
+        """``plog`` takes the log at ``path`` in ``log_dir`` (a replica move's copy, closed
+        cleanly just before) in place of ``old``, which is closed (owner thread)."""
+        config = self._config_of(plog.topic)
+        plog.log = self._open_log(log_dir, path, None, None, config, clean=True, sync=False)
+        plog.log_dir = log_dir
+        self._watch(plog)
+        old.close()
 
     def is_offline(self, topic: str, partition: int) -> bool:
         """The partition was in a directory that failed (clients get KAFKA_STORAGE_ERROR)."""

@@ -34,6 +34,7 @@ from kraft.broker.handlers import BrokerHandlers
 from kraft.broker.image_publisher import hosted_partitions, publish_image
 from kraft.broker.log_compaction import start_cleaner
 from kraft.broker.partition_logs import PartitionLogs
+from kraft.broker.replica_moves import ReplicaMoves
 from kraft.broker.topic_configs import follow_topic_configs
 from kraft.log.log_cleaner import LogCleaner
 from kraft.config import NodeConfig, log_flush_linger_ms, log_flush_messages, log_retention_ms
@@ -119,6 +120,8 @@ class BrokerNode:
         self.logs = PartitionLogs(cfg.log_dirs, log_cfg, retention_ms=log_retention_ms(v),
                                   retention_bytes=v["log.retention.bytes"], on_flushed=on_flushed)
         self.logs.on_dir_error = lambda d, exc: loop.call_soon_threadsafe(self._dir_failed, d, exc)
+        self.logs.moves = ReplicaMoves(self.logs, lambda delay, fn: loop.call_later(delay, fn),
+                                       on_moved=lambda plog: self.on_logs_made and self.on_logs_made())
         # Tens of thousands of long-lived objects per thousand logs: the cyclic collector ran
         # over all of them again and again (40% of opening 10,000 logs). It is paused while
         # they are made, and what was made is frozen out of later full collections.
@@ -294,6 +297,8 @@ class BrokerNode:
         if self.handlers is not None:
             self.handlers.close()
         if self.logs is not None:
+            if self.logs.moves is not None:
+                self.logs.moves.close()
             try:
                 self.logs.close()
             except StorageError as exc:
