@@ -53,18 +53,21 @@ def test_unassigned_partitions_go_to_the_directory_with_the_fewest(tmp_path):
     publish_image(logs, EMPTY_IMAGE, _image(6), 1, first=True)
     where = [logs.get("foo", p).log_dir for p in range(6)]
     assert where.count(a) == 3 and where.count(b) == 3
+    logs.close()
 
 
 def test_a_controller_assignment_wins_over_the_count(tmp_path):
     logs, a, b = _logs(tmp_path)
     publish_image(logs, EMPTY_IMAGE, _image(4, [D2] * 4), 1, first=True)
     assert {logs.get("foo", p).log_dir for p in range(4)} == {b}
+    logs.close()
 
 
 def test_an_assignment_to_an_unknown_directory_falls_back_to_the_count(tmp_path):
     logs, a, b = _logs(tmp_path)
     publish_image(logs, EMPTY_IMAGE, _image(2, [uuid.UUID(int=77 << 64)] * 2), 1, first=True)
     assert sorted(logs.get("foo", p).log_dir for p in range(2)) == [a, b]
+    logs.close()
 
 
 def test_a_restart_finds_each_partition_in_its_directory(tmp_path):
@@ -86,8 +89,10 @@ def test_one_partition_in_two_directories_stops_the_start_in_one_line(tmp_path):
     os.makedirs(os.path.join(b, "foo-0"))
     with open(os.path.join(b, "foo-0", "partition.metadata"), "w") as f:
         f.write(open(os.path.join(a, "foo-0", "partition.metadata")).read())
+    again, _, _ = _logs(tmp_path, open_all=False)
     with pytest.raises(DuplicateLogError) as e:
-        _logs(tmp_path)
+        again.open_all()
+    again.close()
     assert "\n" not in str(e.value) and "foo-0" in str(e.value)
 
 
@@ -132,6 +137,8 @@ def test_a_checkpoint_write_failure_reports_the_directory(tmp_path):
         f.write("not a directory")
     logs.write_checkpoints()
     assert errors == [a]
+    logs.fail_dir(a, "ENOTDIR")
+    logs.close()
 
 
 def test_a_directory_that_cannot_be_opened_is_offline_from_the_start(tmp_path):
@@ -156,3 +163,4 @@ def test_the_assigner_reports_each_local_log_the_image_places_elsewhere(tmp_path
     assert set(todo) == {D1, D2}
     shown = [D1 if logs.get("foo", p).log_dir == a else D2 for p in range(4)]
     assert pending(_image(4, shown), logs, 1) == {}
+    logs.close()
