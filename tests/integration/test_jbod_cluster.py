@@ -151,3 +151,70 @@ def test_a_failed_log_directory_moves_only_its_partitions_and_loses_no_acked_rec
     finally:
         stop.set()
         c.close()
+
+
+def _disk_bytes(directory: str) -> bytes:
+    return b"".join(open(os.path.join(directory, n), "rb").read() for n in sorted(os.listdir(directory))
+                    if n.endswith(".log"))
+
+
+def test_reassign_partitions_log_dirs_moves_a_replica_online_with_equal_bytes(tmp_path):
+    c = LocalCluster(str(tmp_path), 3, combined=True, log_dirs=2,
+                     overrides={**SETTINGS, "log.segment.bytes": "65536"}).create()
+    c.start()
+    stop = threading.Event()
+    try:
+        assert wait_for(lambda: all_see_all(c), 60, 0.2), f"brokers did not register; {c.unexpected_exits()}"
+        admin = AdminClient({"bootstrap.servers": c.broker_bootstrap, **QUIET})
+        create(admin, NewTopic("moving", num_partitions=1, replica_assignment=[[1, 2, 3]]))
+        mover = 2  # a follower: its copy must also keep fetching from the leader while it moves
+        src = next(d for d in c.partition_dirs(mover) if os.path.isdir(os.path.join(d, "moving-0"))) \
+            if wait_for(lambda: any(os.path.isdir(os.path.join(d, "moving-0")) for d in c.partition_dirs(mover)),
+                        20, 0.1) else None
+        assert src is not None, "the replica was not created"
+        dst = next(d for d in c.partition_dirs(mover) if d != src)
+        acked = []
+
+        def produce():
+            p = Producer({"bootstrap.servers": c.broker_bootstrap, "acks": "all", "linger.ms": 5, **QUIET})
+            n = 0
+            while not stop.is_set():
+                try:
+                    p.produce("moving", value=b"m%06d" % n + b"x" * 200,
+                              on_delivery=lambda e, m: e is None and acked.append(m.offset()))
+                    n += 1
+                except BufferError:
+                    p.poll(0.05)
+                if n % 200 == 0:
+                    p.poll(0.01)
+            p.flush(20)
+        t = threading.Thread(target=produce)
+        t.start()
+        assert wait_for(lambda: len(acked) > 3000, 30, 0.1), "the producer did not get going"
+        plan = tmp_path / "move.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": "moving", "partition": 0, "replicas": [1, 2, 3], "log_dirs": ["any", dst, "any"]}]}))
+
+        def tool(action):
+            return subprocess.run([sys.executable, "-m", "kraft", "reassign-partitions", "--bootstrap-server",
+                                   c.broker_bootstrap, "--reassignment-json-file", str(plan), action],
+                                  capture_output=True, text=True, timeout=60, env=c.environment())
+        out = tool("--execute")
+        assert out.returncode == 0, out.stderr
+        assert "Successfully started log directory move for: moving-0-2" in out.stdout
+        assert wait_for(lambda: "Reassignment of replica moving-0-2 completed successfully." in tool("--verify").stdout,
+                        30, 0.3), tool("--verify").stdout
+        time.sleep(0.5)  # the moved replica keeps following under load
+        stop.set()
+        t.join(30)
+        assert not os.path.exists(os.path.join(src, "moving-0"))
+        moved = os.path.join(dst, "moving-0")
+        leader = next(os.path.join(d, "moving-0") for d in c.partition_dirs(1)
+                      if os.path.isdir(os.path.join(d, "moving-0")))
+        # Once the follower has caught up, its bytes are the leader's, batch for batch.
+        assert wait_for(lambda: _disk_bytes(moved) == _disk_bytes(leader), 20, 0.2), "the moved replica differs"
+        assert len(_disk_bytes(moved)) > 500_000 and len(os.listdir(moved)) > 6  # several segments moved
+        assert c.unexpected_exits() == {}
+    finally:
+        stop.set()
+        c.close()
