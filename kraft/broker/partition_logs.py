@@ -229,6 +229,15 @@ class PartitionLogs:
             _close_quietly(plog)
         return [(p.topic, p.partition) for p in gone]
 
+    def open_new_log(self, log_dir: str, path: str, config: LogConfig) -> SegmentedLog:
+        """An empty log at ``path`` in ``log_dir`` (a replica move's future log), with that
+        directory's flusher and failure reporting; not registered."""
+        return self._open_log(log_dir, path, None, None, config)
+
+    def remove_later(self, path: str) -> None:
+        """Remove a directory on the worker thread (``wait_for_deletions`` waits for it)."""
+        self._remove_later(path)
+
     def swap_in(self, plog: PartitionLog, path: str, log_dir: str, old: SegmentedLog) -> None:
         """``plog`` takes the log at ``path`` in ``log_dir`` (a replica move's copy, closed
         cleanly just before) in place of ``old``, which is closed (owner thread)."""
@@ -279,8 +288,9 @@ class PartitionLogs:
 
     # --- creating and deleting ------------------------------------------------------------------
     def create(self, topic: str, partition: int, topic_id: uuid.UUID) -> PartitionLog:
-        """The partition's log, created empty in the log dir holding the fewest partitions
-        (Kafka's default placement) if it does not exist yet."""
+        """The partition's log, created empty in the online log dir holding the fewest
+        partitions (Kafka's default placement) if it does not exist yet; None if its directory
+        failed (KIP-858)."""
         return self.create_many([((topic, partition), topic_id)])[0]
 
     def create_many(self, wanted) -> list[PartitionLog]:
@@ -292,7 +302,8 @@ class PartitionLogs:
         file system commits concurrent ones together (1.1 s for the same 1,000 on 32 threads)."""
         out, todo, make = self._plan(wanted)
         for item, plog in zip(todo, self._make_all(todo, make)):
-            self._register(plog)
+            if plog is not None:
+                self._register(plog)
             out[item[0]] = plog
         return out
 
@@ -325,6 +336,7 @@ class PartitionLogs:
 
     def _created(self, tps, made, on_created) -> None:
         self._creating.difference_update(tps)
+        made = [p for p in made if p is not None]  # None: its directory failed
         if self._closed:
             for plog in made:
                 plog.log.close()
@@ -375,10 +387,18 @@ class PartitionLogs:
         def make(item):
             _, (topic, partition), topic_id, log_dir = item
             path = os.path.join(log_dir, names.partition_dir_name(topic, partition))
-            os.makedirs(path, exist_ok=True)
-            names.write_partition_metadata(os.path.join(path, names.PARTITION_METADATA_FILE), topic_id)
-            return PartitionLog(topic, partition, topic_id, self._open_log(log_dir, path, None, None, configs[topic]),
-                                log_dir, 0)
+            try:
+                os.makedirs(path, exist_ok=True)
+                names.write_partition_metadata(os.path.join(path, names.PARTITION_METADATA_FILE), topic_id)
+                seg_log = self._open_log(log_dir, path, None, None, configs[topic])
+            except (OSError, StorageError) as exc:
+                if self.on_dir_error is None:
+                    raise
+                # KIP-858: the directory failed; the log is not made (None), and once the
+                # directory is offline the next image places it in another one.
+                self.on_dir_error(log_dir, exc)
+                return None
+            return PartitionLog(topic, partition, topic_id, seg_log, log_dir, 0)
         return out, todo, make
 
     def _make_all(self, todo, make) -> list[PartitionLog]:

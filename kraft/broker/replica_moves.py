@@ -98,7 +98,7 @@ class ReplicaMoves:
         names.write_partition_metadata(os.path.join(path, names.PARTITION_METADATA_FILE), plog.topic_id)
         # Offsets may have gaps (compaction): the copy keeps them, as a follower of such a log.
         config = dataclasses.replace(plog.log.config, strict_order=False)
-        future = self.logs._open_log(target, path, None, None, config)
+        future = self.logs.open_new_log(target, path, config)
         if plog.log.start_offset > 0:
             future.truncate_fully_and_start_at(plog.log.start_offset)
         return ReplicaMove(plog, target, future, path)
@@ -179,7 +179,7 @@ class ReplicaMoves:
         renamed = os.path.join(old_dir, names.renamed_dir_name(plog.topic, plog.partition, names.DELETE_SUFFIX))
         os.replace(old.directory, renamed)
         files.fsync_dir(old_dir)
-        self.logs._remove_later(renamed)
+        self.logs.remove_later(renamed)
         move.done = True
         self.moves.pop((plog.topic, plog.partition), None)
         log.info("moved %s-%d to %s at offset %d", plog.topic, plog.partition, move.target, plog.log.end_offset)
@@ -196,7 +196,7 @@ class ReplicaMoves:
         except KraftError:
             pass
         if os.path.isdir(move.path):
-            self.logs._remove_later(move.path)
+            self.logs.remove_later(move.path)
 
     def forget(self, topic: str, partition: int) -> None:
         """The partition's log goes (deleted, or its directory failed): so does its move."""

@@ -201,7 +201,11 @@ class BrokerNode:
             return
         log.error("broker %d: log directory %s failed (%s): %d partitions offline, serving the others",
                   self.cfg.node_id, d, exc, len(gone))
-        self.replication.on_image(self.state.image)  # leader states and fetchers of those partitions go
+        image = self.state.image
+        # Logs that were being made there when it failed are made in the healthy directories now.
+        publish_image(self.logs, EMPTY_IMAGE, image, self.cfg.node_id,
+                      create=self._create_in_background if self.create_in_background else None)
+        self.replication.on_image(image)  # leader states and fetchers of those partitions go
         self.handlers.produce.release_unled()
         self.handlers.fetch.wake_all()
         if self.on_dir_offline is not None:

@@ -164,3 +164,18 @@ def test_the_assigner_reports_each_local_log_the_image_places_elsewhere(tmp_path
     shown = [D1 if logs.get("foo", p).log_dir == a else D2 for p in range(4)]
     assert pending(_image(4, shown), logs, 1) == {}
     logs.close()
+
+
+def test_a_log_that_cannot_be_made_reports_its_directory_and_goes_elsewhere_next(tmp_path):
+    errors = []
+    logs, a, b = _logs(tmp_path)
+    logs.on_dir_error = lambda d, exc: errors.append(d)
+    os.rename(a, a + ".gone")  # the disk is gone: making a log there fails
+    with open(a, "w") as f:
+        f.write("not a directory")
+    made = logs.create_many([(("foo", 0), FOO), (("foo", 1), FOO)])
+    assert errors == [a] and [p.log_dir for p in made if p is not None] == [b]
+    logs.fail_dir(a, "ENOTDIR")
+    publish_image(logs, EMPTY_IMAGE, _image(2), 1, first=True)  # the next image: the other log in b
+    assert logs.get("foo", 0).log_dir == b and logs.get("foo", 1).log_dir == b
+    logs.close()
