@@ -94,8 +94,8 @@ class BrokerNode:
         self._configs_applied = False  # the first image gives every log its topic's configs
         #: (log dir) on the loop once a log directory went offline (the broker role heartbeats)
         self.on_dir_offline = None
-        #: () on the loop once logs made in the background are in place (their directories
-        #: are then reported to the controller)
+        #: (list of PartitionLog) on the loop once logs made in the background, or moved to
+        #: another directory, are in place (their directories are reported to the controller)
         self.on_logs_made = None
 
     # --- startup ------------------------------------------------------------------------------
@@ -121,7 +121,7 @@ class BrokerNode:
                                   retention_bytes=v["log.retention.bytes"], on_flushed=on_flushed)
         self.logs.on_dir_error = lambda d, exc: loop.call_soon_threadsafe(self._dir_failed, d, exc)
         self.logs.moves = ReplicaMoves(self.logs, lambda delay, fn: loop.call_later(delay, fn),
-                                       on_moved=lambda plog: self.on_logs_made and self.on_logs_made())
+                                       on_moved=lambda plog: self.on_logs_made and self.on_logs_made([plog]))
         # Tens of thousands of long-lived objects per thousand logs: the cyclic collector ran
         # over all of them again and again (40% of opening 10,000 logs). It is paused while
         # they are made, and what was made is frozen out of later full collections.
@@ -247,7 +247,7 @@ class BrokerNode:
         self.handlers.produce.release_unled()
         self.handlers.fetch.wake_all()
         if self.on_logs_made is not None:
-            self.on_logs_made()
+            self.on_logs_made(made)
 
     def _apply_configs(self, previous: MetadataImage, image: MetadataImage) -> None:
         """A config change in ``image`` reaches what reads configs outside a request: each log's

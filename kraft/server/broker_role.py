@@ -118,8 +118,9 @@ class BrokerRole:
         self.driver.start()
         self.assigner = DirectoryAssigner(cfg.node_id, self.node.logs, lambda: self.node.state.image,
                                           lambda: lc.broker_epoch, self.forwarding_client)
+        self.assigner.note(self.node.logs)  # every log opened at start, once
         self.assigner.start()
-        self.node.on_logs_made = self.assigner.poke
+        self.node.on_logs_made = self.assigner.note
         log.info("broker %d: registering with the controller quorum at %s (incarnation %s, rack %s)", cfg.node_id,
                  ",".join(f"{h}:{p}" for h, p in addresses), lc.incarnation_id, rack)
 
@@ -172,8 +173,8 @@ class BrokerRole:
         if image is not state.image:
             topics_changed = image.topics is not state.image.topics
             changes = self.node.publish(image)
-            if topics_changed and self.assigner is not None:
-                self.assigner.poke()  # new local logs, or the controller's view of them changed
+            if topics_changed and self.assigner is not None and self.assigner.unconfirmed:
+                self.assigner.poke()  # the image may now show (or still lack) what was sent
             if changes.created or changes.deleted or changes.strays:
                 log.info("broker %d: metadata at offset %d: %s", self.cfg.node_id, offset, changes)
         if first:  # its logs follow a caught-up image: clients may come, the controller may unfence it

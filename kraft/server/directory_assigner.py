@@ -3,9 +3,10 @@ KIP-858; Kafka's broker-side AssignmentsManager), so the image's PartitionRecord
 match the disks and a failed directory's partitions can be found and moved.
 
 ``pending(image, logs, broker_id)`` is the pure part: every local log whose directory differs
-from what the image says for this broker's replica. ``DirectoryAssigner`` sends those in one
-request at a time, after each image that changed topics and after new logs are made; what was
-sent is not sent again until the image had time to show it (``RESEND_S``). Only online directories
+from what the image says for this broker's replica. ``DirectoryAssigner`` looks only at logs
+made, opened or moved since the image last showed their directory (``unconfirmed``) and sends
+those in one request at a time; what was sent is not sent again until the image had time to
+show it (``RESEND_S``). Only online directories
 with a ``directory.id`` are reported.
 """
 
@@ -25,12 +26,13 @@ RESEND_S = 5.0
 TIMEOUT_S = 10.0
 
 
-def pending(image, logs, broker_id: int) -> dict:
-    """{directory id: {topic id: [partition, ...]}} of local logs whose directory the image
-    does not show for this broker's replica."""
+def pending(image, logs, broker_id: int, only=None) -> dict:
+    """{directory id: {topic id: [partition, ...]}} of local logs (of the (topic, partition)s
+    in ``only``; None: all) whose directory the image does not show for this broker's replica."""
     out: dict = {}
     by_id = image.topics.by_id
-    for plog in logs:
+    plogs = logs if only is None else (p for p in map(lambda tp: logs.get(*tp), only) if p is not None)
+    for plog in plogs:
         want = logs.dirs.id_of(plog.log_dir)
         if want is None:
             continue
@@ -51,6 +53,9 @@ class DirectoryAssigner:
         self.broker_epoch = broker_epoch  # () -> its epoch (-1 while unregistered)
         self.client = client  # the forwarding client to the active controller
         self._sent: dict = {}  # (dir, topic id, partition) -> monotonic time sent
+        #: (topic, partition)s whose directory the image has not been seen to show yet: only
+        #: these are looked at (a broker of 30,000 partitions must not scan them all per image)
+        self.unconfirmed: set = set()
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
 
@@ -58,6 +63,11 @@ class DirectoryAssigner:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="directory-assigner")
 
     def poke(self) -> None:
+        self._wake.set()
+
+    def note(self, plogs) -> None:
+        """Logs just made, opened or moved: their directories are to be confirmed."""
+        self.unconfirmed.update((p.topic, p.partition) for p in plogs)
         self._wake.set()
 
     async def _run(self) -> None:
@@ -77,7 +87,9 @@ class DirectoryAssigner:
         if epoch < 0:
             return True
         now = time.monotonic()
-        todo = pending(self.image_of(), self.logs, self.broker_id)
+        todo = pending(self.image_of(), self.logs, self.broker_id, self.unconfirmed)
+        left = {(self._topic_name(tid), p) for topics in todo.values() for tid, ps in topics.items() for p in ps}
+        self.unconfirmed &= left  # the rest are shown by the image (or gone)
         self._sent = {k: t for k, t in self._sent.items() if k[1] in todo.get(k[0], ())}
         dirs, keys, waiting = [], [], False
         for d, topics in todo.items():
@@ -100,6 +112,10 @@ class DirectoryAssigner:
             self._sent[k] = now
         log.info("broker %d: assigned %d replicas to their log directories", self.broker_id, len(keys))
         return True  # check once more that the image shows them
+
+    def _topic_name(self, topic_id) -> str | None:
+        topic = self.image_of().topics.by_id.get(topic_id)
+        return None if topic is None else topic.name
 
     async def close(self) -> None:
         if self._task is not None:

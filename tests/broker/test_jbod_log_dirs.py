@@ -179,3 +179,31 @@ def test_a_log_that_cannot_be_made_reports_its_directory_and_goes_elsewhere_next
     publish_image(logs, EMPTY_IMAGE, _image(2), 1, first=True)  # the next image: the other log in b
     assert logs.get("foo", 0).log_dir == b and logs.get("foo", 1).log_dir == b
     logs.close()
+
+
+def test_the_assigner_sends_only_unconfirmed_logs_once_until_the_image_shows_them(tmp_path):
+    import asyncio
+    from kraft.protocol.messages.assign_replicas_to_dirs import AssignReplicasToDirsResponse
+    from kraft.server.directory_assigner import DirectoryAssigner
+    logs, a, b = _logs(tmp_path)
+    publish_image(logs, EMPTY_IMAGE, _image(4), 1, first=True)
+    sent = []
+
+    class Client:
+        async def call(self, req, version, deadline_s):
+            sent.append(req)
+            return AssignReplicasToDirsResponse(throttle_time_ms=0, error_code=0, directories=[])
+    image = {"now": _image(4)}
+    assigner = DirectoryAssigner(1, logs, lambda: image["now"], lambda: 5, Client())
+
+    async def main():
+        assert await assigner._send_once() is False and not sent  # nothing noted yet: nothing looked at
+        assigner.note(logs)
+        assert await assigner._send_once() is True
+        assert sorted(p for d in sent[0].directories for t in d.topics for p in t.partitions) == [0, 1, 2, 3]
+        await assigner._send_once()  # not shown yet, sent just now: not sent again
+        assert len(sent) == 1
+        image["now"] = _image(4, [D1 if logs.get("foo", p).log_dir == a else D2 for p in range(4)])
+        assert await assigner._send_once() is False and assigner.unconfirmed == set() and len(sent) == 1
+    asyncio.run(main())
+    logs.close()
