@@ -104,6 +104,9 @@ class PartitionLogs:
         #: Log dirs whose every partition log ``open_all`` opened: only their checkpoints may
         #: be written whole, and only they are marked cleanly shut down at close.
         self._loaded: set[str] = set()
+        #: ((topic, partition), log dir, path) of each ``-future`` directory ``open_all`` found
+        #: (``ReplicaMoves.resume`` picks them up)
+        self.unfinished_moves: list = []
 
     # --- opening --------------------------------------------------------------------------------
     def open_all(self, threads: int = 1) -> list[PartitionLog]:
@@ -180,9 +183,13 @@ class PartitionLogs:
                 self._remove_later(path)
                 continue
             if entry.endswith(names.FUTURE_SUFFIX) and "." in entry:
-                # A replica move cut short by a stop: its copy goes, the current log stays.
-                log.warning("%s: an unfinished replica move; its copy is removed (ask again to move)", path)
-                self._remove_later(path)
+                # A replica move cut short by a stop: resumed once every log is open (Kafka
+                # resumes it too), or removed if its partition is not here.
+                future_tp = names.parse_partition_dir(entry.rsplit(".", 1)[0])
+                if future_tp is None:
+                    self._remove_later(path)
+                else:
+                    self.unfinished_moves.append((future_tp, log_dir, path))
                 continue
             tp = names.parse_partition_dir(entry)
             if tp is None or entry == METADATA_DIR:
@@ -232,6 +239,11 @@ class PartitionLogs:
     def open_new_log(self, log_dir: str, path: str, config: LogConfig) -> SegmentedLog:
         """An empty log at ``path`` in ``log_dir`` (a replica move's future log), with that
         directory's flusher and failure reporting; not registered."""
+        return self._open_log(log_dir, path, None, None, config)
+
+    def open_existing_log(self, log_dir: str, path: str, config: LogConfig) -> SegmentedLog:
+        """The log at ``path`` recovered with a full scan (an unfinished move's copy: no
+        recovery point is kept for it); not registered."""
         return self._open_log(log_dir, path, None, None, config)
 
     def remove_later(self, path: str) -> None:

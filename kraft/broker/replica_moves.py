@@ -12,9 +12,9 @@ puts the new log under the same ``PartitionLog`` (every holder of the partition 
 once). Kafka's order of the two renames: a crash between them leaves the partition in two
 directories, which the next start reports (``DuplicateLogError``) instead of guessing.
 
-A ``-future`` directory found at start is removed: the move is abandoned and must be asked
-again (Kafka resumes it; see docs/operations.md, JBOD). A directory failing under a move
-abandons it. Moves are refused for a partition of a failed directory (KAFKA_STORAGE_ERROR), to
+A ``-future`` directory found at start is the copy of a move a stop cut short: ``resume``
+recovers it and goes on copying (as Kafka resumes it); a copy of a partition that is not here
+is removed. A directory failing under a move abandons it. Moves are refused for a partition of a failed directory (KAFKA_STORAGE_ERROR), to
 a directory that is not one of ``log.dirs`` (LOG_DIR_NOT_FOUND) or offline (KAFKA_STORAGE_ERROR),
 and for a partition this broker does not hold (REPLICA_NOT_AVAILABLE), as Kafka answers.
 
@@ -102,6 +102,33 @@ class ReplicaMoves:
         if plog.log.start_offset > 0:
             future.truncate_fully_and_start_at(plog.log.start_offset)
         return ReplicaMove(plog, target, future, path)
+
+    def resume(self) -> int:
+        """Resume the moves a stop cut short (``PartitionLogs.unfinished_moves``): the copy is
+        recovered like any log and copying goes on from its end; a copy whose partition is not
+        here (or is already in that directory, or whose directory failed) is removed. Returns
+        how many resumed."""
+        resumed = 0
+        for (topic, partition), target, path in self.logs.unfinished_moves:
+            plog = self.logs.get(topic, partition)
+            if plog is None or plog.log_dir == target or (topic, partition) in self.moves \
+                    or not self.logs.dirs.is_online(target):
+                log.warning("%s: an unfinished replica move of a partition not here to move: removed", path)
+                self.logs.remove_later(path)
+                continue
+            try:
+                config = dataclasses.replace(plog.log.config, strict_order=False)
+                future = self.logs.open_existing_log(target, path, config)
+            except (OSError, KraftError) as exc:
+                log.warning("%s: an unfinished replica move that cannot be opened (%s): removed", path, exc)
+                self.logs.remove_later(path)
+                continue
+            move = self.moves[(topic, partition)] = ReplicaMove(plog, target, future, path)
+            log.info("resuming the move of %s-%d to %s from offset %d", topic, partition, target, future.end_offset)
+            self.schedule(0, lambda m=move: self._step(m))
+            resumed += 1
+        self.logs.unfinished_moves = []
+        return resumed
 
     # --- copying and the swap ---------------------------------------------------------------
     def _step(self, move: ReplicaMove) -> None:

@@ -132,6 +132,7 @@ class BrokerNode:
             gc.freeze()
             gc.enable()
         log.info("broker %d: %d partition logs recovered in %s", cfg.node_id, len(opened), ", ".join(cfg.log_dirs))
+        self.logs.moves.resume()  # replica moves a stop cut short go on
         limits = BrokerLimits(message_max_bytes=v["message.max.bytes"],
                               timestamp_type=v["log.message.timestamp.type"])
         self.state = state = BrokerState(cfg.node_id, self.logs, cluster_id=self.cluster_id, limits=limits,

@@ -127,22 +127,33 @@ def test_a_move_follows_truncation_of_the_current_log(tmp_path, monkeypatch):
     logs.close()
 
 
-def test_a_stop_mid_move_keeps_the_current_log_and_removes_the_copy(tmp_path, monkeypatch):
+def test_a_move_cut_short_by_a_stop_is_resumed_at_the_next_start(tmp_path, monkeypatch):
     monkeypatch.setattr("kraft.broker.replica_moves.CHUNK_BYTES", 2048)
     logs, a, b, steps, moved = _setup(tmp_path)
     plog = logs.create("foo", 0, FOO)
+    other = logs.create("foo", 1, FOO)
     for i in range(40):
         _append(plog, i)
     logs.moves.request("foo", 0, b)
-    steps.run(1)
-    assert [n for n in os.listdir(b) if n.endswith("-future")]
+    steps.run(2)
+    assert not moved and [n for n in os.listdir(b) if n.endswith("-future")]
+    # A copy of a partition this broker no longer has, left by an older stop.
+    os.makedirs(os.path.join(a, "gone-3.0123456789abcdef0123456789abcdef-future"))
     logs.close()  # a stop without finishing the move (the future log's files stay)
+    expected = _disk_bytes(os.path.join(a, "foo-0"))
     again = PartitionLogs([a, b], LogConfig(append_linger_ms=0.0, segment_bytes=4096),
                           dir_states=LogDirStates([a, b], {a: D1, b: D2}))
     again.open_all()
+    steps = Steps()
+    again.moves = ReplicaMoves(again, steps, on_moved=moved.append)
+    assert again.moves.resume() == 1
+    assert again.get("foo", 0).log_dir == a and again.get("foo", 0).log.end_offset == 200  # serving meanwhile
+    steps.run()
     again.wait_for_deletions()
-    assert again.get("foo", 0).log_dir == a and again.get("foo", 0).log.end_offset == 200
-    assert not [n for n in os.listdir(b) if n.startswith("foo-0")]
+    plog = again.get("foo", 0)
+    assert moved == [plog] and plog.log_dir == b and _disk_bytes(plog.directory) == expected
+    assert not [n for n in os.listdir(a) if n.startswith(("foo-0", "gone-3"))]
+    assert again.get("foo", 1).log_dir == other.log_dir
     again.close()
 
 
