@@ -214,10 +214,10 @@ class PartitionLogs:
         kwargs = {} if self.clock_ms is None else {"clock_ms": self.clock_ms}
         return SegmentedLog.open(path, config, recovery_point=recovery_point, log_start_offset=start_offset,
                                  flusher=self._flusher_of(log_dir), clean=clean, sync=sync,
-                                 on_fatal=lambda exc, d=log_dir: self._dir_error(d, exc), **kwargs)
+                                 on_fatal=lambda exc, d=log_dir: self.report_dir_error(d, exc), **kwargs)
 
-    def _dir_error(self, log_dir: str, exc: BaseException) -> None:
-        """A log of ``log_dir`` failed (any thread): the whole directory is suspect (Kafka's
+    def report_dir_error(self, log_dir: str, exc: BaseException) -> None:
+        """An I/O error in ``log_dir`` (any thread): the whole directory is suspect (Kafka's
         LogDirFailureChannel), so the broker takes it offline."""
         if self.on_dir_error is not None:
             self.on_dir_error(log_dir, exc)

@@ -86,6 +86,7 @@ class ReplicaMoves:
             move = self._start(plog, target)
         except (OSError, KraftError) as exc:
             log.error("moving %s-%d to %s: %s", topic, partition, target, exc)
+            self.logs.report_dir_error(target, exc)  # the target directory is suspect (KIP-858)
             return int(ErrorCode.KAFKA_STORAGE_ERROR)
         self.moves[(topic, partition)] = move
         log.info("moving %s-%d from %s to %s (a future log, then a swap)", topic, partition, plog.log_dir, target)
