@@ -101,6 +101,8 @@ class BrokerState:
         if code != NONE:
             return code, None, reg
         plog = self.logs.get(topic, partition)
+        if plog is None and self.logs.is_offline(topic, partition):
+            return int(ErrorCode.KAFKA_STORAGE_ERROR), None, reg  # its log directory failed (KIP-858)
         if plog is None or plog.topic_id != t.id:
             return int(ErrorCode.NOT_LEADER_OR_FOLLOWER), None, reg
         return NONE, plog, reg

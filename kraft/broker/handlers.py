@@ -1,5 +1,6 @@
 """Client request handlers of a broker listener: ApiVersions with the broker's table, then
-Metadata, Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch, DescribeLogDirs, InitProducerId,
+Metadata, Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch, DescribeLogDirs, AlterReplicaLogDirs,
+InitProducerId,
 WriteTxnMarkers and DescribeProducers over the
 broker's ``MetadataImage`` and partition logs; the group APIs go to the group coordinator the
 server layer attaches (``groups``). Each handler lives in its own module; this
@@ -23,10 +24,11 @@ from kraft.broker.leader_epoch_handler import handle_describe_log_dirs, handle_o
 from kraft.broker.list_offsets_handler import handle_list_offsets
 from kraft.broker.metadata_handler import handle_metadata
 from kraft.broker.produce_handler import ProduceHandler
+from kraft.broker.replica_moves import handle_alter_replica_log_dirs
 from kraft.broker.write_txn_markers_handler import WriteTxnMarkersHandler
 from kraft.broker.lifecycle import SUPPORTED_FEATURES as BROKER_SUPPORTED_FEATURES
 from kraft.errors import InvalidRequestError, KraftError
-from kraft.protocol import (ApiVersionsRequest, ApiVersionsResponse, DeleteRecordsRequest, DescribeLogDirsRequest,
+from kraft.protocol import (AlterReplicaLogDirsRequest, ApiVersionsRequest, ApiVersionsResponse, DeleteRecordsRequest, DescribeLogDirsRequest,
                             DescribeProducersRequest,
                             DescribeTopicPartitionsRequest, FetchRequest, InitProducerIdRequest, ListOffsetsRequest,
                             MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest, WriteTxnMarkersRequest,
@@ -35,7 +37,7 @@ from kraft.protocol import (ApiVersionsRequest, ApiVersionsResponse, DeleteRecor
 log = logging.getLogger("kraft.broker.handlers")
 
 #: API key -> highest version this broker answers with the semantics it has.
-BROKER_MAX_VERSIONS = {0: 11, 1: 17, 2: 10, 3: 12, 18: 4, 21: 2, 22: 5, 23: 4, 27: 1, 35: 4, 61: 0, 75: 0}
+BROKER_MAX_VERSIONS = {0: 11, 1: 17, 2: 10, 3: 12, 18: 4, 21: 2, 22: 5, 23: 4, 27: 1, 34: 2, 35: 4, 61: 0, 75: 0}
 #: The classic group coordinator's APIs (served by ``groups``, which the server layer attaches):
 #: OffsetCommit, OffsetFetch, FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup,
 #: DescribeGroups, ListGroups, DeleteGroups, OffsetDelete, TxnOffsetCommit (v5 is KIP-890 part 2); and KIP-848's ConsumerGroupHeartbeat
@@ -145,6 +147,8 @@ class BrokerHandlers:
             return self.init_producer_id.handle(request, version)
         if kind is DescribeLogDirsRequest:
             return handle_describe_log_dirs(self.state, request, version)
+        if kind is AlterReplicaLogDirsRequest:
+            return handle_alter_replica_log_dirs(self.state, request, version)
         if kind is DescribeTopicPartitionsRequest:
             return handle_describe_topic_partitions(self.state, request, version)
         if kind is DeleteRecordsRequest:

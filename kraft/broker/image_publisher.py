@@ -19,6 +19,10 @@ import logging
 from kraft.broker import partition_dir as names
 from kraft.broker.partition_logs import PartitionLogs
 from kraft.metadata.image import MetadataImage
+from kraft.metadata.partition import LOST_DIR, MIGRATING_DIR, UNASSIGNED_DIR
+
+#: Kafka's DirectoryId.RESERVED: ids that name no real directory
+RESERVED_DIRS = frozenset((UNASSIGNED_DIR, LOST_DIR, MIGRATING_DIR))
 
 log = logging.getLogger("kraft.broker.publisher")
 
@@ -45,6 +49,14 @@ def hosted_partitions(image: MetadataImage, broker_id: int) -> dict:
             if broker_id in reg.replicas:
                 out[(topic.name, pid)] = topic.id
     return out
+
+
+def assigned_directory(image: MetadataImage, topic_id, partition: int, broker_id: int):
+    """The directory id the image assigns to this broker's replica (PartitionRecord
+    ``Directories``); None while unassigned (the broker then picks, and tells the controller)."""
+    reg = image.topics.by_id[topic_id].partitions[partition]
+    d = reg.directories[reg.replicas.index(broker_id)]
+    return None if d in RESERVED_DIRS else d
 
 
 def stray_reason(image: MetadataImage, broker_id: int, topic_id, partition: int) -> str | None:
@@ -89,8 +101,10 @@ def publish_image(logs: PartitionLogs, previous: MetadataImage, image: MetadataI
         else:
             logs.delete(*tp)
             changes.deleted.append(tp)
-    missing = [(tp, topic_id) for tp, topic_id in wanted.items() if logs.get(*tp) is None]
+    # A partition of a failed directory stays missing (KIP-858: the controller moves it away).
+    missing = [(tp, topic_id, assigned_directory(image, topic_id, tp[1], broker_id))
+               for tp, topic_id in wanted.items() if logs.get(*tp) is None and not logs.is_offline(*tp)]
     if missing:  # at once: a new topic of 1,000 partitions is 6,000 fsyncs
         (create or logs.create_many)(missing)
-    changes.created.extend(tp for tp, _ in missing)
+    changes.created.extend(item[0] for item in missing)
     return changes

@@ -45,6 +45,10 @@ def handle_describe_log_dirs(state: BrokerState, request: DescribeLogDirsRequest
     results = []
     logs = state.logs
     for log_dir in logs.log_dirs:
+        if not logs.dirs.is_online(log_dir):  # KIP-858: a failed directory, reported as Kafka does
+            results.append(D.Result(error_code=int(ErrorCode.KAFKA_STORAGE_ERROR), log_dir=log_dir, topics=[],
+                                    total_bytes=-1, usable_bytes=-1))
+            continue
         by_topic: dict = {}
         for plog in logs:
             if plog.log_dir != log_dir or (wanted is not None and (plog.topic, plog.partition) not in wanted):
@@ -52,6 +56,13 @@ def handle_describe_log_dirs(state: BrokerState, request: DescribeLogDirsRequest
             by_topic.setdefault(plog.topic, []).append(D.Result.Topic.Partition(
                 partition_index=plog.partition, partition_size=plog.log.size_bytes,
                 offset_lag=max(0, plog.log.end_offset - plog.high_watermark), is_future_key=False))
+        for move in (logs.moves.moves.values() if logs.moves is not None else ()):
+            plog = move.plog  # a replica being moved here: Kafka's future replica
+            if move.target != log_dir or (wanted is not None and (plog.topic, plog.partition) not in wanted):
+                continue
+            by_topic.setdefault(plog.topic, []).append(D.Result.Topic.Partition(
+                partition_index=plog.partition, partition_size=move.future.size_bytes, offset_lag=move.lag,
+                is_future_key=True))
         total = usable = -1
         try:
             st = os.statvfs(log_dir)

@@ -64,6 +64,8 @@ class BrokerLifecycle:
         self.listeners = list(listeners)  # (name, host, port, security protocol)
         self.rack = rack
         self.log_dir_ids = list(log_dir_ids)
+        #: () -> directory ids of the failed log dirs, sent in every heartbeat (KIP-858)
+        self.offline_log_dirs = lambda: []
         self.incarnation_id = incarnation_id or uuid.uuid4()
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
@@ -117,7 +119,8 @@ class BrokerLifecycle:
         return BrokerHeartbeatRequest(broker_id=self.broker_id, broker_epoch=self.broker_epoch,
                                       current_metadata_offset=metadata_offset,
                                       want_fence=not self.ready_to_unfence,
-                                      want_shut_down=self.state == BrokerState.PENDING_CONTROLLED_SHUTDOWN)
+                                      want_shut_down=self.state == BrokerState.PENDING_CONTROLLED_SHUTDOWN,
+                                      offline_log_dirs=list(self.offline_log_dirs()))
 
     def on_heartbeat(self, resp, sent_ms: int) -> int:
         """Apply a BrokerHeartbeat answer to a request sent at ``sent_ms``; returns its error code.

@@ -27,8 +27,9 @@ import uuid
 from typing import Callable
 
 from kraft.broker import partition_dir as names
+from kraft.broker.log_dir_states import DuplicateLogError, LogDirStates
 from kraft.broker.log_retention import retention_start_offset
-from kraft.errors import StateFileError
+from kraft.errors import StorageError
 from kraft.log import files
 from kraft.log.checkpoint import OffsetCheckpointFile
 from kraft.log.config import LogConfig
@@ -71,8 +72,15 @@ class PartitionLog:
 class PartitionLogs:
     def __init__(self, log_dirs, config: LogConfig, *, retention_ms: int = -1, retention_bytes: int = -1,
                  on_flushed: Callable[[PartitionLog, int], None] | None = None, clock_ms=None,
-                 flusher_threads: int = 2):
+                 flusher_threads: int = 2, dir_states: LogDirStates | None = None):
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        #: each log dir's directory.id and whether it is online (KIP-858)
+        self.dirs = dir_states if dir_states is not None else LogDirStates.read(self.log_dirs)
+        #: replica moves between log dirs in progress (``replica_moves.ReplicaMoves``), if any
+        self.moves = None
+        #: ``(log_dir, exc)`` on any thread when a log of that dir hits an I/O error (the broker
+        #: hands it to the loop, which calls ``fail_dir``); None: the log alone is unusable
+        self.on_dir_error: Callable[[str, BaseException], None] | None = None
         self.config = config
         self.retention_ms = retention_ms
         self.retention_bytes = retention_bytes
@@ -96,6 +104,9 @@ class PartitionLogs:
         #: Log dirs whose every partition log ``open_all`` opened: only their checkpoints may
         #: be written whole, and only they are marked cleanly shut down at close.
         self._loaded: set[str] = set()
+        #: ((topic, partition), log dir, path) of each ``-future`` directory ``open_all`` found
+        #: (``ReplicaMoves.resume`` picks them up)
+        self.unfinished_moves: list = []
 
     # --- opening --------------------------------------------------------------------------------
     def open_all(self, threads: int = 1) -> list[PartitionLog]:
@@ -106,42 +117,60 @@ class PartitionLogs:
         partitions."""
         opened = []
         for log_dir in self.log_dirs:
-            os.makedirs(log_dir, exist_ok=True)
-            marker = os.path.join(log_dir, names.CLEAN_SHUTDOWN_FILE)
-            clean = os.path.exists(marker)
-            todo = self._partition_dirs(log_dir)
-            recovery = self._read_checkpoint(log_dir, names.RECOVERY_POINT_CHECKPOINT)
-            starts = self._read_checkpoint(log_dir, names.LOG_START_CHECKPOINT)
-            hws = self._read_checkpoint(log_dir, names.REPLICATION_CHECKPOINT)
+            try:
+                opened += self._open_dir(log_dir, threads)
+            except DuplicateLogError:
+                raise  # Kafka refuses to start: the operator decides which copy is right
+            except (OSError, StorageError) as exc:
+                if len(self.log_dirs) == 1:
+                    raise  # one directory: nothing left to serve from (Kafka stops too)
+                # KIP-858: a directory that cannot be opened is offline from the start; the
+                # node serves the others (its registration names only the healthy ones).
+                self.dirs.mark_offline(log_dir, f"opening it failed: {exc}")
+                for plog in [p for p in self._logs.values() if p.log_dir == log_dir]:
+                    del self._logs[(plog.topic, plog.partition)]
+                    self.dirs.offline_partitions[(plog.topic, plog.partition)] = log_dir
+                    _close_quietly(plog)
+        return opened
 
-            # Read on this thread, not on the workers: each topic's settings, the dir's flusher.
-            # Recovered without the contiguity check (as Kafka recovers every partition log): the
-            # image that says which topics are compacted (their logs have offset gaps) is not
-            # read yet; the first one gives each log its topic's settings (``reconfigure``).
-            configs = {tp[0]: dataclasses.replace(self._config_of(tp[0]), strict_order=False) for tp, _, _ in todo}
-            self._flusher_of(log_dir)
+    def _open_dir(self, log_dir: str, threads: int) -> list[PartitionLog]:
+        opened = []
+        os.makedirs(log_dir, exist_ok=True)
+        marker = os.path.join(log_dir, names.CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(marker)
+        todo = self._partition_dirs(log_dir)
+        recovery = self._read_checkpoint(log_dir, names.RECOVERY_POINT_CHECKPOINT)
+        starts = self._read_checkpoint(log_dir, names.LOG_START_CHECKPOINT)
+        hws = self._read_checkpoint(log_dir, names.REPLICATION_CHECKPOINT)
 
-            def one(item, log_dir=log_dir, clean=clean):
-                tp, path, topic_id = item
-                seg_log = self._open_log(log_dir, path, recovery.get(tp), starts.get(tp), configs[tp[0]], clean,
-                                         sync=False)
-                return PartitionLog(tp[0], tp[1], topic_id, seg_log, log_dir, hws.get(tp, 0))
+        # Read on this thread, not on the workers: each topic's settings, the dir's flusher.
+        # Recovered without the contiguity check (as Kafka recovers every partition log): the
+        # image that says which topics are compacted (their logs have offset gaps) is not
+        # read yet; the first one gives each log its topic's settings (``reconfigure``).
+        configs = {tp[0]: dataclasses.replace(self._config_of(tp[0]), strict_order=False) for tp, _, _ in todo}
+        self._flusher_of(log_dir)
 
-            if threads > 1 and len(todo) > 1:
-                with concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="kraft-log-recovery") as pool:
-                    plogs = list(pool.map(one, todo))  # the first failure is raised
-            else:
-                plogs = [one(item) for item in todo]
-            if plogs and not clean:  # recovered tails may be in the page cache only: one syncfs for all
-                files.sync_file_system(log_dir, [(p.log.segments[-1].fd, p.directory) for p in plogs])
-            for plog in plogs:
-                self._register(plog)
-            opened += plogs
-            self._loaded.add(log_dir)
-            if clean:
-                files.remove_durably(marker)
-            log.info("%s: %d partition logs opened after %s", log_dir, len(todo),
-                     "a clean shutdown" if clean else "an unclean shutdown (recovered from the recovery points)")
+        def one(item, log_dir=log_dir, clean=clean):
+            tp, path, topic_id = item
+            seg_log = self._open_log(log_dir, path, recovery.get(tp), starts.get(tp), configs[tp[0]], clean,
+                                     sync=False)
+            return PartitionLog(tp[0], tp[1], topic_id, seg_log, log_dir, hws.get(tp, 0))
+
+        if threads > 1 and len(todo) > 1:
+            with concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="kraft-log-recovery") as pool:
+                plogs = list(pool.map(one, todo))  # the first failure is raised
+        else:
+            plogs = [one(item) for item in todo]
+        if plogs and not clean:  # recovered tails may be in the page cache only: one syncfs for all
+            files.sync_file_system(log_dir, [(p.log.segments[-1].fd, p.directory) for p in plogs])
+        for plog in plogs:
+            self._register(plog)
+        opened += plogs
+        self._loaded.add(log_dir)
+        if clean:
+            files.remove_durably(marker)
+        log.info("%s: %d partition logs opened after %s", log_dir, len(todo),
+                 "a clean shutdown" if clean else "an unclean shutdown (recovered from the recovery points)")
         return opened
 
     def _partition_dirs(self, log_dir: str) -> list:
@@ -153,6 +182,15 @@ class PartitionLogs:
             if names.is_deleted_dir(entry):
                 self._remove_later(path)
                 continue
+            if entry.endswith(names.FUTURE_SUFFIX) and "." in entry:
+                # A replica move cut short by a stop: resumed once every log is open (Kafka
+                # resumes it too), or removed if its partition is not here.
+                future_tp = names.parse_partition_dir(entry.rsplit(".", 1)[0])
+                if future_tp is None:
+                    self._remove_later(path)
+                else:
+                    self.unfinished_moves.append((future_tp, log_dir, path))
+                continue
             tp = names.parse_partition_dir(entry)
             if tp is None or entry == METADATA_DIR:
                 continue  # the node's metadata log, when it shares the dir
@@ -162,8 +200,9 @@ class PartitionLogs:
                             names.PARTITION_METADATA_FILE)
                 continue
             if tp in self._logs:
-                raise StateFileError(f"partition {tp[0]}-{tp[1]} is in two log directories: "
-                                     f"{self._logs[tp].directory} and {path}")
+                raise DuplicateLogError(f"Duplicate log directories for {tp[0]}-{tp[1]} are found in both "
+                                        f"{self._logs[tp].directory} and {path}: delete the one in the "
+                                        f"directory that failed recently (a crash during a replica move)")
             out.append((tp, path, topic_id))
         return out
 
@@ -174,7 +213,55 @@ class PartitionLogs:
                   clean: bool = False, sync: bool = True) -> SegmentedLog:
         kwargs = {} if self.clock_ms is None else {"clock_ms": self.clock_ms}
         return SegmentedLog.open(path, config, recovery_point=recovery_point, log_start_offset=start_offset,
-                                 flusher=self._flusher_of(log_dir), clean=clean, sync=sync, **kwargs)
+                                 flusher=self._flusher_of(log_dir), clean=clean, sync=sync,
+                                 on_fatal=lambda exc, d=log_dir: self.report_dir_error(d, exc), **kwargs)
+
+    def report_dir_error(self, log_dir: str, exc: BaseException) -> None:
+        """An I/O error in ``log_dir`` (any thread): the whole directory is suspect (Kafka's
+        LogDirFailureChannel), so the broker takes it offline."""
+        if self.on_dir_error is not None:
+            self.on_dir_error(log_dir, exc)
+
+    def fail_dir(self, log_dir: str, reason: str) -> list[tuple[str, int]]:
+        """KIP-858: take ``log_dir`` offline (owner thread): its logs are closed and forgotten,
+        their partitions are not served or re-created here until a restart. Returns them (empty
+        if the directory was already offline)."""
+        if not self.dirs.is_online(log_dir):
+            return []
+        gone = [p for p in self._logs.values() if p.log_dir == log_dir]
+        self.dirs.mark_offline(log_dir, reason, [(p.topic, p.partition) for p in gone])
+        self._loaded.discard(log_dir)  # its checkpoints and clean-shutdown marker are not written
+        for plog in gone:
+            del self._logs[(plog.topic, plog.partition)]
+            _close_quietly(plog)
+        return [(p.topic, p.partition) for p in gone]
+
+    def open_new_log(self, log_dir: str, path: str, config: LogConfig) -> SegmentedLog:
+        """An empty log at ``path`` in ``log_dir`` (a replica move's future log), with that
+        directory's flusher and failure reporting; not registered."""
+        return self._open_log(log_dir, path, None, None, config)
+
+    def open_existing_log(self, log_dir: str, path: str, config: LogConfig) -> SegmentedLog:
+        """The log at ``path`` recovered with a full scan (an unfinished move's copy: no
+        recovery point is kept for it); not registered."""
+        return self._open_log(log_dir, path, None, None, config)
+
+    def remove_later(self, path: str) -> None:
+        """Remove a directory on the worker thread (``wait_for_deletions`` waits for it)."""
+        self._remove_later(path)
+
+    def swap_in(self, plog: PartitionLog, path: str, log_dir: str, old: SegmentedLog) -> None:
+        """``plog`` takes the log at ``path`` in ``log_dir`` (a replica move's copy, closed
+        cleanly just before) in place of ``old``, which is closed (owner thread)."""
+        config = self._config_of(plog.topic)
+        plog.log = self._open_log(log_dir, path, None, None, config, clean=True, sync=False)
+        plog.log_dir = log_dir
+        self._watch(plog)
+        old.close()
+
+    def is_offline(self, topic: str, partition: int) -> bool:
+        """The partition was in a directory that failed (clients get KAFKA_STORAGE_ERROR)."""
+        return (topic, partition) in self.dirs.offline_partitions
 
     def _flusher_of(self, log_dir: str) -> SharedFlusher | None:
         flusher = self._flushers.get(log_dir)
@@ -213,8 +300,9 @@ class PartitionLogs:
 
     # --- creating and deleting ------------------------------------------------------------------
     def create(self, topic: str, partition: int, topic_id: uuid.UUID) -> PartitionLog:
-        """The partition's log, created empty in the log dir holding the fewest partitions
-        (Kafka's default placement) if it does not exist yet."""
+        """The partition's log, created empty in the online log dir holding the fewest
+        partitions (Kafka's default placement) if it does not exist yet; None if its directory
+        failed (KIP-858)."""
         return self.create_many([((topic, partition), topic_id)])[0]
 
     def create_many(self, wanted) -> list[PartitionLog]:
@@ -226,7 +314,8 @@ class PartitionLogs:
         file system commits concurrent ones together (1.1 s for the same 1,000 on 32 threads)."""
         out, todo, make = self._plan(wanted)
         for item, plog in zip(todo, self._make_all(todo, make)):
-            self._register(plog)
+            if plog is not None:
+                self._register(plog)
             out[item[0]] = plog
         return out
 
@@ -238,7 +327,7 @@ class PartitionLogs:
         there. Until then ``get`` does not find them (their partitions answer
         NOT_LEADER_OR_FOLLOWER). Logs already being created are not asked for twice. Returns
         how many are being made. A storage error is raised on the loop (fatal for the node)."""
-        _, todo, make = self._plan([(tp, tid) for tp, tid in wanted if tp not in self._creating])
+        _, todo, make = self._plan([w for w in wanted if w[0] not in self._creating])
         if not todo:
             return 0
         tps = [item[1] for item in todo]
@@ -259,6 +348,7 @@ class PartitionLogs:
 
     def _created(self, tps, made, on_created) -> None:
         self._creating.difference_update(tps)
+        made = [p for p in made if p is not None]  # None: its directory failed
         if self._closed:
             for plog in made:
                 plog.log.close()
@@ -280,16 +370,23 @@ class PartitionLogs:
         """(out, todo, make): ``out`` holds the existing logs of ``wanted`` (None where one is
         to be made), ``todo`` the logs to make as (index in out, tp, topic id, log dir), ``make``
         makes one of them on any thread."""
+        online = self.dirs.online()
         counts = {d: 0 for d in self.log_dirs}
         for plog in self._logs.values():
             counts[plog.log_dir] = counts.get(plog.log_dir, 0) + 1
         out, todo = [], []
-        for tp, topic_id in wanted:
+        for item in wanted:
+            tp, topic_id = item[0], item[1]
             existing = self._logs.get(tp)
             if existing is not None:
                 out.append(existing)
                 continue
-            log_dir = min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+            if self.dirs.is_offline_partition(tp):
+                out.append(None)  # its directory failed: not re-created here (KIP-858)
+                continue
+            if not online:
+                raise StorageError(f"no log directory is online to hold {tp[0]}-{tp[1]}")
+            log_dir = place(online, counts, self.dirs.path_of(item[2]) if len(item) > 2 else None)
             counts[log_dir] += 1
             todo.append((len(out), tp, topic_id, log_dir))
             out.append(None)
@@ -302,10 +399,18 @@ class PartitionLogs:
         def make(item):
             _, (topic, partition), topic_id, log_dir = item
             path = os.path.join(log_dir, names.partition_dir_name(topic, partition))
-            os.makedirs(path, exist_ok=True)
-            names.write_partition_metadata(os.path.join(path, names.PARTITION_METADATA_FILE), topic_id)
-            return PartitionLog(topic, partition, topic_id, self._open_log(log_dir, path, None, None, configs[topic]),
-                                log_dir, 0)
+            try:
+                os.makedirs(path, exist_ok=True)
+                names.write_partition_metadata(os.path.join(path, names.PARTITION_METADATA_FILE), topic_id)
+                seg_log = self._open_log(log_dir, path, None, None, configs[topic])
+            except (OSError, StorageError) as exc:
+                if self.on_dir_error is None:
+                    raise
+                # KIP-858: the directory failed; the log is not made (None), and once the
+                # directory is offline the next image places it in another one.
+                self.on_dir_error(log_dir, exc)
+                return None
+            return PartitionLog(topic, partition, topic_id, seg_log, log_dir, 0)
         return out, todo, make
 
     def _make_all(self, todo, make) -> list[PartitionLog]:
@@ -361,18 +466,27 @@ class PartitionLogs:
         return deleted
 
     def write_checkpoints(self) -> None:
-        """The three offset checkpoints of every log dir (temp, fsync, rename). A log dir not
-        opened by ``open_all`` keeps the entries of logs this object does not hold."""
-        for log_dir in self.log_dirs:
-            here = [p for p in self._logs.values() if p.log_dir == log_dir]
-            tps = [(p.topic, p.partition) for p in here]
-            for name, values in ((names.RECOVERY_POINT_CHECKPOINT, [p.log.flushed_offset for p in here]),
-                                 (names.REPLICATION_CHECKPOINT, [p.high_watermark for p in here]),
-                                 (names.LOG_START_CHECKPOINT, [p.log.start_offset for p in here])):
-                entries = dict(zip(tps, values))
-                if log_dir not in self._loaded:
-                    entries = {**self._read_checkpoint(log_dir, name), **entries}
-                OffsetCheckpointFile(os.path.join(log_dir, name)).write(entries)
+        """The three offset checkpoints of every online log dir (temp, fsync, rename). A log dir
+        not opened by ``open_all`` keeps the entries of logs this object does not hold. A
+        directory whose write fails goes offline (Kafka's checkpoint IOException does too)."""
+        for log_dir in self.dirs.online():
+            try:
+                self._write_dir_checkpoints(log_dir)
+            except (OSError, StorageError) as exc:
+                if self.on_dir_error is None:
+                    raise
+                self.on_dir_error(log_dir, exc)
+
+    def _write_dir_checkpoints(self, log_dir: str) -> None:
+        here = [p for p in self._logs.values() if p.log_dir == log_dir]
+        tps = [(p.topic, p.partition) for p in here]
+        for name, values in ((names.RECOVERY_POINT_CHECKPOINT, [p.log.flushed_offset for p in here]),
+                             (names.REPLICATION_CHECKPOINT, [p.high_watermark for p in here]),
+                             (names.LOG_START_CHECKPOINT, [p.log.start_offset for p in here])):
+            entries = dict(zip(tps, values))
+            if log_dir not in self._loaded:
+                entries = {**self._read_checkpoint(log_dir, name), **entries}
+            OffsetCheckpointFile(os.path.join(log_dir, name)).write(entries)
 
     def close(self) -> None:
         """Flush and close every log, write the checkpoints, then mark each log dir cleanly
@@ -386,7 +500,25 @@ class PartitionLogs:
             plog.log.close()
         for flusher in self._flushers.values():
             flusher.stop()
-        self.write_checkpoints()
+        for log_dir in self.dirs.online():
+            self._write_dir_checkpoints(log_dir)
         self._deleter.shutdown(wait=True)
         for log_dir in self._loaded:  # last: only a shutdown that got this far was clean
             files.atomic_write(os.path.join(log_dir, names.CLEAN_SHUTDOWN_FILE), CLEAN_SHUTDOWN_TEXT)
+
+
+def place(online: list, counts: dict, assigned: str | None) -> str:
+    """The directory for a new log: the one the controller assigned (the image's directory id
+    for this replica) when it is here and online, else the online one holding the fewest
+    partitions, the first listed on a tie (Kafka's default placement)."""
+    if assigned is not None and assigned in online:
+        return assigned
+    return min(online, key=lambda d: (counts.get(d, 0), online.index(d)))
+
+
+def _close_quietly(plog: PartitionLog) -> None:
+    """Close a log of a failed directory: its files may not even be reachable any more."""
+    try:
+        plog.log.close()
+    except Exception as exc:  # noqa: BLE001 - the directory is already given up
+        log.warning("closing %s-%d in a failed directory: %s", plog.topic, plog.partition, exc)

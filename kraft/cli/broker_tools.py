@@ -68,13 +68,17 @@ def _api_versions(args) -> int:
     return 0
 
 
+#: Kafka's tool prints the error's exception class (a failed directory: KIP-858)
+_EXCEPTION_NAMES = {int(ErrorCode.KAFKA_STORAGE_ERROR): "org.apache.kafka.common.errors.KafkaStorageException"}
+
+
 def log_dirs_json(per_broker: dict[int, list]) -> str:
     """Kafka's LogDirsCommand JSON from DescribeLogDirs results."""
     brokers = []
     for broker_id, results in sorted(per_broker.items()):
         dirs = []
         for r in results:
-            err = None if r.error_code == 0 else ErrorCode(r.error_code).name
+            err = None if r.error_code == 0 else _EXCEPTION_NAMES.get(r.error_code, ErrorCode(r.error_code).name)
             parts = [{"partition": f"{t.name}-{p.partition_index}", "size": p.partition_size,
                       "offsetLag": p.offset_lag, "isFuture": p.is_future_key}
                      for t in r.topics for p in t.partitions]

@@ -71,11 +71,12 @@ class LocalCluster:
 
     def __init__(self, directory: str, size: int = 3, *, overrides: dict | None = None,
                  metrics: bool = False, log_level: str = "INFO", combined: bool = False, brokers: int = 0,
-                 dynamic: bool = False):
+                 dynamic: bool = False, log_dirs: int = 1):
         """``dynamic``: a KIP-853 quorum — nodes know ``controller.quorum.bootstrap.servers``
         instead of the voters; node 1 is formatted ``--standalone``, the others
         ``--no-initial-controllers`` (observers until added)."""
         self.dynamic = dynamic
+        self.log_dirs = log_dirs  # ``log.dirs`` entries per broker (JBOD when more than one)
         self._formatted: set[int] = set()
         self.directory = directory
         self.size = size
@@ -122,6 +123,11 @@ class LocalCluster:
         """Where a broker keeps its partition logs (``log.dirs``)."""
         return os.path.join(self.data_dir(node_id), "logs")
 
+    def partition_dirs(self, node_id: int) -> list[str]:
+        """Every ``log.dirs`` entry of a broker: ``logs``, then ``logs-2``, ``logs-3``..."""
+        first = self.partition_dir(node_id)
+        return [first] + [f"{first}-{k}" for k in range(2, self.log_dirs + 1)]
+
     def _role_props(self, i: int) -> dict:
         if i not in self.broker_ids:
             return {"process.roles": "controller", "listeners": f"CONTROLLER://127.0.0.1:{self.ports[i]}",
@@ -131,7 +137,7 @@ class LocalCluster:
             listeners.append(f"CONTROLLER://127.0.0.1:{self.ports[i]}")
         return {"process.roles": "broker,controller" if i in self.ports else "broker",
                 "listeners": ",".join(listeners), "metadata.log.dir": self.data_dir(i),
-                "log.dirs": self.partition_dir(i), "inter.broker.listener.name": "PLAINTEXT"}
+                "log.dirs": ",".join(self.partition_dirs(i)), "inter.broker.listener.name": "PLAINTEXT"}
 
     def write_configs(self) -> None:
         os.makedirs(self.directory, exist_ok=True)

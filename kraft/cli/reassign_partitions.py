@@ -1,15 +1,16 @@
 """``kraft reassign-partitions --bootstrap-server H:P --reassignment-json-file F --execute |
 --verify | --cancel``: Kafka's ``kafka-reassign-partitions.sh`` (ReassignPartitionsCommand,
 KIP-455) over AlterPartitionReassignments and ListPartitionReassignments, with its JSON file
-(``{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}``, ``log_dirs``
-only as ``"any"``) and its output lines.
+(``{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}``; ``log_dirs``
+entries other than ``"any"`` move replicas between a broker's log directories with
+AlterReplicaLogDirs, ``replica_log_dirs.py``) and its output lines.
 
 --execute prints the current assignment of the file's partitions (the rollback file) and starts
 the moves (refused while other moves run, unless --additional); --verify says per partition
 whether the move is done, still running, or the replica set is something else; --cancel
 cancels the file's moves that are still running (their partitions go back to the replicas they
 had). Not here: --generate, throttles
-(``--throttle``, ``--replica-alter-log-dirs-throttle``), moves between log directories.
+(``--throttle``, ``--replica-alter-log-dirs-throttle``).
 Parsing and wording are pure functions; the requests go through ``PartitionAdmin``.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+from kraft.cli import replica_log_dirs
 from kraft.client.partition_admin import PartitionAdmin
 from kraft.errors import ErrorCode, KraftError
 
@@ -61,9 +63,8 @@ def parse_reassignment(text: str) -> dict[tuple[str, int], list[int]]:
             if not isinstance(dirs, list) or len(dirs) != len(replicas):
                 raise ReassignmentError(f"Size of replicas list {replicas} is different from size of log dirs list "
                                         f"{dirs} for partition {topic}-{partition}")
-            if any(d != ANY_LOG_DIR for d in dirs):
-                raise ReassignmentError(f"moving {topic}-{partition} between log directories is not supported "
-                                        "(log_dirs must be \"any\")")
+            if not all(isinstance(d, str) and d for d in dirs):
+                raise ReassignmentError(f"log_dirs of {topic}-{partition} must be paths or \"any\": {dirs}")
         if (topic, partition) in out:
             duplicates.append(f"{topic}-{partition}")
         out[(topic, partition)] = list(replicas)
@@ -161,13 +162,23 @@ async def cancel(admin: PartitionAdmin, targets: dict) -> list[str]:
 
 def _run(args) -> int:
     with open(args.reassignment_json_file) as f:
-        targets = parse_reassignment(f.read())
+        text = f.read()
+    targets = parse_reassignment(text)
+    dir_moves = replica_log_dirs.parse_log_dir_moves(text)
+
     async def go():
         admin = PartitionAdmin(args.bootstrap_server, timeout_s=args.timeout)
         try:
             if args.execute:
-                return await execute(admin, targets, args.additional)
-            return await (verify if args.verify else cancel)(admin, targets)
+                lines = await execute(admin, targets, args.additional)
+                if dir_moves:  # after the replicas are placed: new ones are retried until they exist
+                    lines += await replica_log_dirs.start_moves(admin, dir_moves, args.timeout)
+                return lines
+            lines = await (verify if args.verify else cancel)(admin, targets)
+            if dir_moves:
+                step = replica_log_dirs.verify if args.verify else replica_log_dirs.cancel
+                lines += await step(admin, dir_moves, args.timeout)
+            return lines
         finally:
             await admin.close()
     print("\n".join(asyncio.run(go())))

@@ -19,6 +19,7 @@ SHUTDOWN_NOW). Handlers are pure: lease times are the controller's business
 from __future__ import annotations
 
 from kraft.controller.api_error import ApiError
+from kraft.controller.log_directories import offline_dir_records
 from kraft.controller.partition_change import elect_away, elect_leaderless
 from kraft.controller.record_cache import record_count
 from kraft.controller.result import ControllerResult
@@ -176,6 +177,12 @@ def handle_broker_heartbeat(ctx, req: BrokerHeartbeatRequest) -> ControllerResul
     caught_up = (leases.caught_up(broker.id, req.current_metadata_offset, broker.epoch) if leases is not None
                  else req.current_metadata_offset >= broker.epoch)
     unclean = unclean_enabled(image, ctx.settings)
+    if req.offline_log_dirs:
+        # KIP-858: a directory newly reported offline moves its partitions off this broker
+        # first; the broker's other state changes wait for its next heartbeat.
+        records = offline_dir_records(ctx, broker, req.offline_log_dirs)
+        if records:
+            return ControllerResult(records, R(error_code=0, is_caught_up=caught_up, is_fenced=broker.fenced))
     if broker.fenced:
         if req.want_shut_down:
             return ControllerResult([], R(error_code=0, is_caught_up=caught_up, is_fenced=True, should_shut_down=True))

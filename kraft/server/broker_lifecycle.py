@@ -109,6 +109,11 @@ class BrokerLifecycleDriver:
             log.info("broker %d: %s -> %s (fenced=%s, caught up=%s)", lc.broker_id, before.name, lc.state.name,
                      lc.fenced, lc.caught_up)
 
+    def wake(self) -> None:
+        """Heartbeat now (a log directory just went offline: the controller should move its
+        partitions without waiting for the next interval)."""
+        self._wake.set()
+
     def _changed(self) -> None:
         if self.on_change is not None:
             self.on_change()

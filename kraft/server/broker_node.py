@@ -34,11 +34,12 @@ from kraft.broker.handlers import BrokerHandlers
 from kraft.broker.image_publisher import hosted_partitions, publish_image
 from kraft.broker.log_compaction import start_cleaner
 from kraft.broker.partition_logs import PartitionLogs
+from kraft.broker.replica_moves import ReplicaMoves
 from kraft.broker.topic_configs import follow_topic_configs
 from kraft.server.txn_verifier import TxnVerifier
 from kraft.log.log_cleaner import LogCleaner
 from kraft.config import NodeConfig, log_flush_linger_ms, log_flush_messages, log_retention_ms
-from kraft.errors import ConfigError, StorageError
+from kraft.errors import ConfigError, FatalLogError, StorageError
 from kraft.log import LogConfig
 from kraft.log.dir_lock import lock_directories
 from kraft.metadata import MetadataDelta, PartitionRecord, RegisterBrokerRecord, TopicRecord
@@ -92,6 +93,11 @@ class BrokerNode:
         #: quorum); a static-image broker and unit tests make them before ``publish`` returns.
         self.create_in_background = False
         self._configs_applied = False  # the first image gives every log its topic's configs
+        #: (log dir) on the loop once a log directory went offline (the broker role heartbeats)
+        self.on_dir_offline = None
+        #: (list of PartitionLog) on the loop once logs made in the background, or moved to
+        #: another directory, are in place (their directories are reported to the controller)
+        self.on_logs_made = None
 
     # --- startup ------------------------------------------------------------------------------
     async def start(self, serving: bool = True) -> None:
@@ -114,6 +120,9 @@ class BrokerNode:
 
         self.logs = PartitionLogs(cfg.log_dirs, log_cfg, retention_ms=log_retention_ms(v),
                                   retention_bytes=v["log.retention.bytes"], on_flushed=on_flushed)
+        self.logs.on_dir_error = lambda d, exc: loop.call_soon_threadsafe(self._dir_failed, d, exc)
+        self.logs.moves = ReplicaMoves(self.logs, lambda delay, fn: loop.call_later(delay, fn),
+                                       on_moved=lambda plog: self.on_logs_made and self.on_logs_made([plog]))
         # Tens of thousands of long-lived objects per thousand logs: the cyclic collector ran
         # over all of them again and again (40% of opening 10,000 logs). It is paused while
         # they are made, and what was made is frozen out of later full collections.
@@ -124,6 +133,7 @@ class BrokerNode:
             gc.freeze()
             gc.enable()
         log.info("broker %d: %d partition logs recovered in %s", cfg.node_id, len(opened), ", ".join(cfg.log_dirs))
+        self.logs.moves.resume()  # replica moves a stop cut short go on
         limits = BrokerLimits(message_max_bytes=v["message.max.bytes"],
                               timestamp_type=v["log.message.timestamp.type"])
         self.state = state = BrokerState(cfg.node_id, self.logs, cluster_id=self.cluster_id, limits=limits,
@@ -184,6 +194,31 @@ class BrokerNode:
             self._timers.append(self._loop.call_later(interval_ms / 1000, run))
         self._timers.append(self._loop.call_later(interval_ms / 1000, run))
 
+    def _dir_failed(self, log_dir: str, exc: BaseException) -> None:
+        """KIP-858 (on the loop): a log directory hit an I/O error. Its partitions stop being
+        served here and the controller is told (``on_dir_offline``: the next heartbeat names it);
+        the node keeps serving the other directories. The metadata log's directory, or the last
+        online one, failing stops the node, as Kafka's."""
+        d = os.path.abspath(log_dir)
+        if d == os.path.abspath(self.cfg.metadata_log_dir):
+            raise FatalLogError(f"log directory {d} holds the metadata log and failed: {exc}")
+        gone = self.logs.fail_dir(d, f"{type(exc).__name__}: {exc}")
+        if not self.logs.dirs.online():
+            raise FatalLogError(f"every log directory has failed (the last, {d}: {exc})")
+        if not gone and self.logs.dirs.offline.get(d) is None:
+            return
+        log.error("broker %d: log directory %s failed (%s): %d partitions offline, serving the others",
+                  self.cfg.node_id, d, exc, len(gone))
+        image = self.state.image
+        # Logs that were being made there when it failed are made in the healthy directories now.
+        publish_image(self.logs, EMPTY_IMAGE, image, self.cfg.node_id,
+                      create=self._create_in_background if self.create_in_background else None)
+        self.replication.on_image(image)  # leader states and fetchers of those partitions go
+        self.handlers.produce.release_unled()
+        self.handlers.fetch.wake_all()
+        if self.on_dir_offline is not None:
+            self.on_dir_offline(d)
+
     def _retention(self) -> None:
         deleted = self.logs.apply_retention(_wall_ms())
         if deleted:
@@ -219,6 +254,8 @@ class BrokerNode:
         self.replication.on_image(image)
         self.handlers.produce.release_unled()
         self.handlers.fetch.wake_all()
+        if self.on_logs_made is not None:
+            self.on_logs_made(made)
 
     def _apply_configs(self, previous: MetadataImage, image: MetadataImage) -> None:
         """A config change in ``image`` reaches what reads configs outside a request: each log's
@@ -274,6 +311,8 @@ class BrokerNode:
         if self.handlers is not None:
             self.handlers.close()
         if self.logs is not None:
+            if self.logs.moves is not None:
+                self.logs.moves.close()
             try:
                 self.logs.close()
             except StorageError as exc:

@@ -15,10 +15,7 @@ this owns nothing else.
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
-import os
-import uuid
 
 from kraft.broker.lifecycle import BrokerLifecycle
 from kraft.broker.metadata_follower import InitialCatchUp, MetadataFollower, SharedImageFollower
@@ -26,7 +23,6 @@ from kraft.client.controller_client import ControllerClient
 from kraft.config import NodeConfig
 from kraft.errors import ErrorCode, KraftError
 from kraft.protocol import AllocateProducerIdsRequest
-from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties
 from kraft.broker.quotas import ClientQuotas
 from kraft.metadata.authorization import authorizer_configured
 from kraft.server.authz_handler import authorizing
@@ -35,22 +31,12 @@ from kraft.server.broker_admin import AutoCreate, BrokerAdminHandlers
 from kraft.server.controller_requests import controller_settings
 from kraft.server.broker_lifecycle import BrokerLifecycleDriver
 from kraft.server.broker_node import BrokerNode, static_broker_configs
+from kraft.server.directory_assigner import DirectoryAssigner
 from kraft.server.raft_driver import wall_ms
 
 log = logging.getLogger("kraft.broker")
 
 FORWARD_TIMEOUT_MS = 10_000
-
-
-def log_dir_ids(cfg: NodeConfig) -> list:
-    """The ``directory.id`` of every formatted log directory (sent with the registration);
-    meta.properties holds Kafka's text form of a uuid (URL-safe base64 without padding)."""
-    out = []
-    for d in cfg.log_dirs:
-        meta = MetaProperties.read(os.path.join(d, META_PROPERTIES_FILE))
-        if meta is not None and meta.directory_id:
-            out.append(uuid.UUID(bytes=base64.urlsafe_b64decode(meta.directory_id + "==")))
-    return out
 
 
 def controller_addresses(cfg: NodeConfig) -> list:
@@ -88,6 +74,7 @@ class BrokerRole:
                          else MetadataFollower(self._on_image))
         self.lifecycle: BrokerLifecycle | None = None
         self.driver: BrokerLifecycleDriver | None = None
+        self.assigner: DirectoryAssigner | None = None
         self.catch_up = InitialCatchUp(high_watermark or (lambda: -1))
         self._started = False
         self._catch_up_timer = None
@@ -122,10 +109,12 @@ class BrokerRole:
         eps = [(e.name, e.host, e.port, e.security_protocol) for e in self.node.registration_record().end_points]
         rack = cfg.values.get("broker.rack") or None
         self.lifecycle = lc = BrokerLifecycle(
-            cfg.node_id, self.cluster_id, listeners=eps, rack=rack, log_dir_ids=log_dir_ids(cfg),
+            cfg.node_id, self.cluster_id, listeners=eps, rack=rack, log_dir_ids=self._online_dir_ids(),
             session_timeout_ms=cfg.int("broker.session.timeout.ms"),
             heartbeat_interval_ms=cfg.int("broker.heartbeat.interval.ms"))
         self.node.state.is_serving = lambda: lc.serving(wall_ms())
+        lc.offline_log_dirs = self.node.logs.dirs.offline_ids
+        self.node.on_dir_offline = lambda d: self.driver.wake() if self.driver is not None else None
         self.node.replication.attach_controller(self.forwarding_client, lambda: lc.broker_epoch)
         self._started = True
         loop = asyncio.get_running_loop()
@@ -139,8 +128,19 @@ class BrokerRole:
                                             request_deadline_s=max(1.0, cfg.int("broker.session.timeout.ms") / 2000),
                                             on_change=self._refresh_controller_id)
         self.driver.start()
+        self.assigner = DirectoryAssigner(cfg.node_id, self.node.logs, lambda: self.node.state.image,
+                                          lambda: lc.broker_epoch, self.forwarding_client)
+        self.assigner.note(self.node.logs)  # every log opened at start, once
+        self.assigner.start()
+        self.node.on_logs_made = self.assigner.note
         log.info("broker %d: registering with the controller quorum at %s (incarnation %s, rack %s)", cfg.node_id,
                  ",".join(f"{h}:{p}" for h, p in addresses), lc.incarnation_id, rack)
+
+    def _online_dir_ids(self) -> list:
+        """The registration's LogDirs: the directory ids of the online log dirs (a directory
+        that failed at start is left out, so the controller sees it gone, as Kafka's does)."""
+        dirs = self.node.logs.dirs
+        return [dirs.ids[p] for p in dirs.online() if p in dirs.ids]
 
     async def _allocate_producer_ids(self):
         """The next producer id block from the active controller (AllocateProducerIds)."""
@@ -183,7 +183,10 @@ class BrokerRole:
         state = self.node.state
         state.metadata_offset = offset
         if image is not state.image:
+            topics_changed = image.topics is not state.image.topics
             changes = self.node.publish(image)
+            if topics_changed and self.assigner is not None and self.assigner.unconfirmed:
+                self.assigner.poke()  # the image may now show (or still lack) what was sent
             if changes.created or changes.deleted or changes.strays:
                 log.info("broker %d: metadata at offset %d: %s", self.cfg.node_id, offset, changes)
         if first:  # its logs follow a caught-up image: clients may come, the controller may unfence it
@@ -200,6 +203,8 @@ class BrokerRole:
         if self._catch_up_timer is not None:
             self._catch_up_timer.cancel()
         if self.driver is not None:
+            if self.assigner is not None:
+                await self.assigner.close()
             await self.driver.controlled_shutdown(self.cfg.int("broker.session.timeout.ms") / 1000)
             await self.driver.close()
         await self.node.shutdown()

@@ -11,7 +11,7 @@ import struct
 import uuid
 
 from kraft.errors import ErrorCode
-from kraft.protocol import (ApiVersionsRequest, DeleteRecordsRequest, DescribeLogDirsRequest,
+from kraft.protocol import (AlterReplicaLogDirsRequest, ApiVersionsRequest, DeleteRecordsRequest, DescribeLogDirsRequest,
                             DescribeTopicPartitionsRequest, FetchRequest, GetTelemetrySubscriptionsRequest,
                             InitProducerIdRequest, PushTelemetryRequest, WriteTxnMarkersRequest, DescribeProducersRequest,
                             ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
@@ -94,7 +94,7 @@ async def _scenario(tmp_path):
                          35: (1, 4), 71: (0, 0), 72: (0, 0), 75: (0, 0), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5),
                          14: (0, 5), 15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0), 68: (0, 1), 69: (0, 0),
                          24: (0, 5), 25: (0, 4), 26: (0, 4), 28: (0, 4), 65: (0, 0), 66: (0, 2),
-                         17: (0, 1), 36: (0, 2)}
+                         17: (0, 1), 36: (0, 2), 34: (1, 2)}
         # On a listener without SASL Kafka answers both ILLEGAL_SASL_STATE (tests/server/test_sasl.py:
         # every version on a SASL listener).
         for v in range(0, 2):
@@ -181,6 +181,14 @@ async def _scenario(tmp_path):
                 topic="nope", partitions=[0])]), v)
             assert resp.results[0].topics == [], v
             checked.add((35, v))
+
+        A = AlterReplicaLogDirsRequest
+        for v in range(1, 3):  # the one log dir: "moving" there is done at once; an unknown one is refused
+            here = str(tmp_path / "logs")
+            for path, code in ((here, 0), (str(tmp_path / "nowhere"), E.LOG_DIR_NOT_FOUND)):
+                resp = await conn.ask(A(dirs=[A.Dir(path=path, topics=[A.Dir.Topic(name=TOPIC, partitions=[0])])]), v)
+                assert resp.results[0].partitions[0].error_code == code, v
+            checked.add((34, v))
 
         D = DeleteRecordsRequest
         for v in range(0, 3):  # one more record each time, then its start moves to just below the end

@@ -165,3 +165,15 @@ def test_late_registration_answer_after_shutdown_began_is_ignored():
     lc.begin_controlled_shutdown()
     lc.on_registration(registered(epoch=5), 1)
     assert lc.done and not lc.registered
+
+
+def test_every_heartbeat_names_the_offline_log_directories():
+    """KIP-858: BrokerHeartbeat v1 ``OfflineLogDirs`` carries the failed directories' ids."""
+    lc = lifecycle()
+    lc.on_registration(registered(), 0)
+    assert lc.heartbeat_request(5).offline_log_dirs == []
+    lc.offline_log_dirs = lambda: [uuid.UUID(int=7)]
+    req = lc.heartbeat_request(5)
+    assert req.offline_log_dirs == [uuid.UUID(int=7)]
+    from kraft.protocol.messages.broker_lifecycle import BrokerHeartbeatRequest
+    assert BrokerHeartbeatRequest.decode(req.encode(1), 1).offline_log_dirs == [uuid.UUID(int=7)]

@@ -12,6 +12,7 @@ import pytest
 from kraft.cli import build_parser
 from kraft.cli.leader_election import ElectionError, parse_partitions, result_lines
 from kraft.cli.reassign_partitions import ReassignmentError, parse_reassignment, reassignment_json, verify_lines
+from kraft.cli.replica_log_dirs import parse_log_dir_moves, verify_lines as log_dir_verify_lines
 from kraft.errors import ErrorCode
 from kraft.protocol.messages.elect_leaders import ElectLeadersResponse
 
@@ -39,11 +40,31 @@ def test_a_reassignment_file_is_read_in_kafkas_format():
     (doc({"topic": "a", "partition": 0, "replicas": [1]}, {"topic": "a", "partition": 0, "replicas": [2]}),
      "duplicate partitions: a-0"),
     (doc({"topic": "a", "partition": 0, "replicas": [1, 2], "log_dirs": ["any"]}), "different from size"),
-    (doc({"topic": "a", "partition": 0, "replicas": [1], "log_dirs": ["/data"]}), "not supported"),
+    (doc({"topic": "a", "partition": 0, "replicas": [1], "log_dirs": [""]}), "paths or"),
 ])
 def test_a_bad_reassignment_file_is_refused_with_the_reason(text, words):
     with pytest.raises(ReassignmentError, match=words):
         parse_reassignment(text)
+
+
+def test_log_dirs_other_than_any_are_replica_moves_between_directories():
+    text = doc({"topic": "a", "partition": 0, "replicas": [1, 2], "log_dirs": ["/d1", "any"]},
+               {"topic": "b", "partition": 3, "replicas": [2], "log_dirs": ["/d2"]})
+    assert parse_reassignment(text) == {("a", 0): [1, 2], ("b", 3): [2]}
+    assert parse_log_dir_moves(text) == {("a", 0, 1): "/d1", ("b", 3, 2): "/d2"}
+
+
+def test_log_dir_moves_are_verified_in_kafkas_words():
+    moves = {("a", 0, 1): "/d1", ("a", 1, 1): "/d1", ("a", 2, 1): "/d1", ("a", 3, 1): "/d1"}
+    where = {("a", 0, 1): ("/d1", None), ("a", 1, 1): ("/d0", "/d1"), ("a", 2, 1): ("/d0", None),
+             ("a", 3, 1): (None, None)}
+    assert log_dir_verify_lines(moves, where) == [
+        "Reassignment of replica log directories:",
+        "Reassignment of replica a-0-1 completed successfully.",
+        "Reassignment of replica a-1-1 is still in progress.",
+        "Partition a-2 on broker 1 is not being moved from log dir /d0 to /d1.",
+        "Partition a-3 is not found in any live log dir on broker 1. There is likely an offline log directory "
+        "on the broker."]
 
 
 def test_the_rollback_json_parses_back_to_the_same_assignment():

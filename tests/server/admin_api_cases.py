@@ -5,8 +5,10 @@ topic ``keep7`` behind."""
 
 from __future__ import annotations
 
+import uuid
+
 from kraft.errors import ErrorCode
-from kraft.protocol.messages import (AllocateProducerIdsRequest, AlterConfigsRequest, CreateAclsRequest,
+from kraft.protocol.messages import (AllocateProducerIdsRequest, AlterConfigsRequest, AssignReplicasToDirsRequest, CreateAclsRequest,
                                      DeleteAclsRequest, DescribeAclsRequest, DescribeConfigsRequest,
                                      IncrementalAlterConfigsRequest, ListPartitionReassignmentsRequest,
                                      UpdateFeaturesRequest)
@@ -82,6 +84,15 @@ def admin_cases(expect, ok):
                 ("stale epoch", AllocateProducerIdsRequest(broker_id=1, broker_epoch=node.broker_epoch - 1),
                  expect(ErrorCode.STALE_BROKER_EPOCH))]
 
+    def assign_replicas_to_dirs(node, version):
+        A = AssignReplicasToDirsRequest
+        none = A(broker_id=1, broker_epoch=node.broker_epoch, directories=[])
+        unknown = A(broker_id=1, broker_epoch=node.broker_epoch, directories=[A.Directory(
+            id=uuid.UUID(int=0xD1 << 64), topics=[A.Directory.Topic(topic_id=uuid.UUID(int=99), partitions=[0])])])
+        return [("nothing", none, expect(ok)), ("unknown topic id", unknown, expect(ErrorCode.UNKNOWN_TOPIC_ID)),
+                ("stale epoch", A(broker_id=1, broker_epoch=node.broker_epoch - 1, directories=[]),
+                 expect(ErrorCode.STALE_BROKER_EPOCH))]
+
     def list_reassignments(node, version):
         T = ListPartitionReassignmentsRequest.Topic
         return [("all", ListPartitionReassignmentsRequest(timeout_ms=1000, topics=None), expect(ok)),
@@ -112,4 +123,4 @@ def admin_cases(expect, ok):
 
     return {49: alter_client_quotas, 51: alter_scram, 50: describe_scram, 32: describe_configs, 33: alter_configs, 44: incremental_alter_configs, 30: create_acls,
             29: describe_acls, 31: delete_acls, 57: update_features, 67: allocate_producer_ids,
-            46: list_reassignments}
+            46: list_reassignments, 73: assign_replicas_to_dirs}

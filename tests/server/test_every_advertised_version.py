@@ -311,7 +311,7 @@ CASES = {0: _produce_cases, 1: _fetch_cases, 18: _api_versions_cases, 52: _elect
          37: _create_partitions_cases, 62: _registration_cases, 63: _heartbeat_cases, 64: _unregister_cases,
          **{k: _voter_change_cases(k, ErrorCode.UNSUPPORTED_VERSION) for k in (80, 81, 82, 10002)},
          **admin_cases(_expect, OK), **partition_cases(_expect, OK)}
-CONTROLLER_WRITES = (19, 20, 37, 62, 63, 64, 33, 44, 30, 31, 57, 67, 43, 45, 56, 51, 49)
+CONTROLLER_WRITES = (19, 20, 37, 62, 63, 64, 33, 44, 30, 31, 57, 67, 43, 45, 56, 51, 49, 73)
 
 
 async def _advertised(port) -> dict[int, tuple[int, int]]:

@@ -9,6 +9,8 @@ from kraft.protocol.messages.acls import (CreateAclsRequest, CreateAclsResponse,
                                           DeleteAclsResponse, DescribeAclsRequest, DescribeAclsResponse)
 from kraft.protocol.messages.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
 from kraft.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from kraft.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
+from kraft.protocol.messages.assign_replicas_to_dirs import AssignReplicasToDirsRequest, AssignReplicasToDirsResponse
 from kraft.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kraft.protocol.messages.sasl import (SaslAuthenticateRequest, SaslAuthenticateResponse,
                                         SaslHandshakeRequest, SaslHandshakeResponse)
@@ -92,6 +94,8 @@ __all__ = [
     "AddRaftVoterRequest", "AddRaftVoterResponse", "RemoveRaftVoterRequest", "RemoveRaftVoterResponse",
     "UpdateRaftVoterRequest", "UpdateRaftVoterResponse",
     "AllocateProducerIdsRequest", "AllocateProducerIdsResponse",
+    "AssignReplicasToDirsRequest", "AssignReplicasToDirsResponse",
+    "AlterReplicaLogDirsRequest", "AlterReplicaLogDirsResponse",
     "WriteTxnMarkersRequest", "WriteTxnMarkersResponse",
     "AddPartitionsToTxnRequest", "AddPartitionsToTxnResponse", "AddOffsetsToTxnRequest", "AddOffsetsToTxnResponse",
     "EndTxnRequest", "EndTxnResponse", "TxnOffsetCommitRequest", "TxnOffsetCommitResponse",
