@@ -107,6 +107,14 @@ def refused(request, version: int, code: int, message: str | None = None) -> Res
     if request.API_KEY == 51:  # AlterUserScramCredentials: one result per user, deletions and upsertions alike
         users = dict.fromkeys(e.name for e in [*request.deletions, *request.upsertions])
         return cls(results=[cls.Result(user=u, error_code=code, error_message=message) for u in users])
+    if request.API_KEY == 34:  # AlterReplicaLogDirs: each partition of each directory, by topic
+        by_topic: dict = {}
+        for d in request.dirs:
+            for t in d.topics:
+                by_topic.setdefault(t.name, []).extend(t.partitions)
+        R = cls.Result
+        return cls(results=[R(topic_name=n, partitions=[R.Partition(partition_index=p, error_code=code)
+                                                        for p in dict.fromkeys(ps)]) for n, ps in by_topic.items()])
     return _mirror(cls, request, version, code, message)
 
 
