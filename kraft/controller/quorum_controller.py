@@ -35,6 +35,7 @@ from __future__ import annotations
 import collections
 import logging
 
+from kraft.controller import proposal_values
 from kraft.controller.broker_handlers import MoveOff
 from kraft.controller.elect_leaders import rebalance_records
 from kraft.controller.handlers import ERROR_RESPONSES, HANDLERS
@@ -45,7 +46,7 @@ from kraft.controller.record_cache import RecordCodecCache, record_count
 from kraft.metadata import EMPTY_IMAGE, encode_record
 from kraft.metadata.replay import image_from_snapshot, replay_values
 from kraft.metadata.serde import FRAME_VERSION
-from kraft.metadata.records import (METADATA_RECORDS, AbortTransactionRecord, BeginTransactionRecord,
+from kraft.metadata.records import (AbortTransactionRecord, BeginTransactionRecord,
                                     EndTransactionRecord, FeatureLevelRecord, RegisterBrokerRecord)
 
 log = logging.getLogger("kraft.controller")
@@ -64,8 +65,6 @@ BOUNDED_APIS = frozenset({19, 20, 37, 43, 45, 64, 44, 33, 30, 57})
 MAX_ORPHANS = 10_000
 #: Kafka's message (EventHandlerExceptionInfo, for a BoundedListTooLongException).
 TOO_LARGE_MESSAGE = "Unable to perform excessively large batch operation."
-#: Bytes per proposal, well under the 8 MiB Raft batch limit.
-MAX_BYTES_PER_PROPOSAL = 4 * 1024 * 1024
 #: First bytes a metadata record's value may start with: the frame version 1, or the first
 #: byte of a longer varint (which the parser then refuses as an unknown version).
 _METADATA_LEADS = bytes(1 if b == FRAME_VERSION or b >= 0x80 else 0 for b in range(256))
@@ -190,7 +189,7 @@ class QuorumController:
                     p = pending.popleft()
                     self.image, self._txn = p.image, p.txn
                     if observer is not None:
-                        own_counts.append((batch.max_timestamp, _count_types(p.values)))
+                        own_counts.append((batch.max_timestamp, proposal_values.count_types(p.values)))
                 self.last_applied_timestamp = batch.max_timestamp
             else:
                 foreign.append(batch)
@@ -529,11 +528,11 @@ class QuorumController:
         uncommitted view dropped) if this node cannot append."""
         values = self.codec.encode_all(records)
         limit = self.max_records_per_proposal or MAX_RECORDS_PER_PROPOSAL
-        chunks = _chunks(values, limit)
+        chunks = proposal_values.chunks(values, limit)
         wrapped = atomic and len(chunks) > 1
         if wrapped:
             values = [encode_record(BeginTransactionRecord()), *values, encode_record(EndTransactionRecord())]
-            chunks = _chunks(values, limit)
+            chunks = proposal_values.chunks(values, limit)
         image, txn = self.view, self._view_txn
         first_offset = None
         try:
@@ -566,39 +565,3 @@ class _NoLeader:
 
     def __init__(self, epoch):
         self.epoch = epoch
-
-
-def _count_types(values) -> dict:
-    """Record type name -> count, from the api keys of framed values (Counter over ``map`` runs in
-    C: no per-record Python work)."""
-    names = _RECORD_NAMES
-    return {names.get(k, "?"): n for k, n in collections.Counter(map(_api_key, values)).items()}
-
-
-def _api_key(value) -> int:
-    return value[1] if len(value) > 1 else -1
-
-
-_RECORD_NAMES = {key: cls.__name__ for key, cls in METADATA_RECORDS.items()}
-
-
-def _chunks(values: list, max_records: int) -> list[list]:
-    """``values`` cut into proposals of at most ``max_records`` records and about
-    ``MAX_BYTES_PER_PROPOSAL`` bytes (slices by count first: metadata records are small, so
-    the byte limit rarely cuts, and summing a slice's sizes runs in C)."""
-    out = []
-    for i in range(0, len(values), max_records):
-        part = values[i:i + max_records]
-        if sum(map(len, part)) <= MAX_BYTES_PER_PROPOSAL:
-            out.append(part)
-            continue
-        cur, size = [], 0
-        for v in part:
-            if cur and size + len(v) > MAX_BYTES_PER_PROPOSAL:
-                out.append(cur)
-                cur, size = [], 0
-            cur.append(v)
-            size += len(v)
-        if cur:
-            out.append(cur)
-    return out
