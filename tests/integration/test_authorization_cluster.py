@@ -6,7 +6,6 @@ confluent-kafka, and a raw SASL connection sends every advertised API as an unau
 
 from __future__ import annotations
 
-import logging
 import socket
 import struct
 import time
@@ -19,6 +18,7 @@ from kraft.protocol import (ApiVersionsRequest, DescribeAclsRequest, MetadataReq
                             SaslHandshakeRequest, decode_response, encode_request)
 from kraft.protocol.message import REQUESTS
 from kraft.protocol.schema import Array, is_struct
+from secured_clients import SILENT
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
 from confluent_kafka import Consumer, KafkaException, Producer  # noqa: E402
@@ -26,9 +26,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
-_SILENT = logging.getLogger("kraft-test-rdkafka-authz")
-_SILENT.addHandler(logging.NullHandler())
-_SILENT.propagate = False
+_SILENT = SILENT  # refused logins and throttling kept out of the output
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
         'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";')
 AUTHZ_ERRORS = {29, 30, 31, 53}

@@ -12,7 +12,6 @@ the machine; an unthrottled client moves tens of MiB/s here."""
 
 from __future__ import annotations
 
-import logging
 import subprocess
 import sys
 import threading
@@ -21,6 +20,7 @@ import time
 import pytest
 
 from kraft.cli.local_cluster import LocalCluster, wait_for
+from secured_clients import SILENT
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
 from confluent_kafka import Producer  # noqa: E402
@@ -28,9 +28,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
-_SILENT = logging.getLogger("kraft-test-rdkafka-quotas")
-_SILENT.addHandler(logging.NullHandler())
-_SILENT.propagate = False
+_SILENT = SILENT  # refused logins and throttling kept out of the output
 TOPIC = "quota"
 QUOTA = 1048576
 VALUE = b"q" * 10_000

@@ -12,7 +12,7 @@ import pytest
 
 from kraft.cli.local_cluster import LocalCluster, free_ports, wait_for
 
-from secured_clients import roundtrip
+from secured_clients import SILENT, roundtrip
 from tls_certs import CertAuthority, pkcs12_bytes, write
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
@@ -21,9 +21,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
-_SILENT = logging.getLogger("kraft-test-rdkafka-sasl")
-_SILENT.addHandler(logging.NullHandler())
-_SILENT.propagate = False
+_SILENT = SILENT  # refused logins and throttling kept out of the output
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
         'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
 BAD_CREDENTIALS = "Authentication failed: Invalid username or password"

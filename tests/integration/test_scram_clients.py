@@ -8,7 +8,6 @@ on neither; after a whole-cluster restart the credentials are as they were (the 
 from __future__ import annotations
 
 import asyncio
-import logging
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ import time
 import pytest
 
 from kraft.cli.local_cluster import LocalCluster, free_ports, wait_for
-from secured_clients import roundtrip
+from secured_clients import SILENT, roundtrip
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
 from confluent_kafka import KafkaError, KafkaException, Producer  # noqa: E402
@@ -24,9 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
-_SILENT = logging.getLogger("kraft-test-rdkafka-scram")
-_SILENT.addHandler(logging.NullHandler())
-_SILENT.propagate = False
+_SILENT = SILENT  # refused logins and throttling kept out of the output
 TOPIC = "scram"
 INVALID = "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"
 

@@ -6,7 +6,6 @@ stalled handshake leave the node answering others."""
 
 from __future__ import annotations
 
-import logging
 import socket
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import pytest
 
 from kraft.cli.local_cluster import LocalCluster, free_ports, wait_for
 
-from secured_clients import roundtrip
+from secured_clients import SILENT, roundtrip
 from tls_certs import CertAuthority, pkcs12_bytes, write
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
@@ -25,9 +24,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
-_SILENT = logging.getLogger("kraft-test-rdkafka-tls")
-_SILENT.addHandler(logging.NullHandler())
-_SILENT.propagate = False
+_SILENT = SILENT  # refused logins and throttling kept out of the output
 
 
 @pytest.fixture(scope="module")
