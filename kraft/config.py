@@ -437,16 +437,13 @@ class NodeConfig:
         if "controller" not in roles and node_id in {v.node_id for v in voters}:
             raise ConfigError(f"controller.quorum.voters: node.id {node_id} is a voter but "
                               f"process.roles lacks controller")
-        if values["auto.create.topics.enable"].lower() not in ("true", "false"):
-            raise ConfigError(f"auto.create.topics.enable: expected true or false, got "
-                              f"{values['auto.create.topics.enable']!r}")
+        for name in _BOOLEAN_SETTINGS:  # a typo must not silently mean false
+            if values[name].strip().lower() not in ("true", "false"):
+                raise ConfigError(f"{name}: expected true or false, got {values[name]!r}")
         if values["authorizer.class.name"] not in ("", STANDARD_AUTHORIZER):
             raise ConfigError(f"authorizer.class.name: kraft has only {STANDARD_AUTHORIZER} (got "
                               f"{values['authorizer.class.name']!r}); empty: no authorization, ACL requests "
                               "answered SECURITY_DISABLED, as Kafka answers them without an authorizer")
-        if values["allow.everyone.if.no.acl.found"].lower() not in ("true", "false"):
-            raise ConfigError(f"allow.everyone.if.no.acl.found: expected true or false, got "
-                              f"{values['allow.everyone.if.no.acl.found']!r}")
         if values["offsets.commit.required.acks"] != -1:
             raise ConfigError(f"offsets.commit.required.acks: only -1 is supported (got "
                               f"{values['offsets.commit.required.acks']}): a commit is answered once every in-sync "
@@ -518,3 +515,6 @@ STR_SETTINGS.update({"auto.leader.rebalance.enable": "true", "eligible.leader.re
 # Authorization (kraft.metadata.authorizer): empty, or Kafka's StandardAuthorizer; any other
 # class is refused at start rather than run without the authorization it names.
 STR_SETTINGS.update({"authorizer.class.name": "", "super.users": "", "allow.everyone.if.no.acl.found": "false"})
+#: string settings that are booleans: refused at start unless true or false
+_BOOLEAN_SETTINGS = ("auto.create.topics.enable", "allow.everyone.if.no.acl.found",
+                     "transaction.partition.verification.enable")

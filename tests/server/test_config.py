@@ -323,3 +323,12 @@ def test_offsets_commit_required_acks_other_than_all_is_refused():
     for v in ("1", "0"):
         with pytest.raises(ConfigError, match="offsets.commit.required.acks: only -1"):
             NodeConfig.from_properties({**BASE, "offsets.commit.required.acks": v})
+
+
+@pytest.mark.parametrize("name", ["auto.create.topics.enable", "allow.everyone.if.no.acl.found",
+                                  "transaction.partition.verification.enable"])
+def test_a_boolean_setting_that_is_neither_true_nor_false_is_refused(name):
+    # Read as a string and compared with "true": a typo would silently mean false.
+    with pytest.raises(ConfigError, match=f"{name}: expected true or false, got 'yes please'"):
+        NodeConfig.from_properties({**BASE, name: "yes please"})
+    assert NodeConfig.from_properties({**BASE, name: "TRUE"}).values[name] == "TRUE"
