@@ -75,6 +75,20 @@ class _Part:
         self.guard = None  # (producer id, guard) of a transactional batch verified with its coordinator
 
 
+def _settle(out: asyncio.Future, done: asyncio.Future) -> None:
+    """Pass a finished future's outcome on to ``out``; a cancelled one cancels it (reading its
+    result would raise CancelledError inside the event loop's callback). The server layer's
+    ``kraft.server.reply.relay`` is the same for Replies; the broker layer may not import it."""
+    if out.done():
+        return
+    if done.cancelled():
+        out.cancel()
+    elif done.exception() is not None:
+        out.set_exception(done.exception())
+    else:
+        out.set_result(done.result())
+
+
 class ProduceHandler:
     def __init__(self, state: BrokerState, *, on_append=None, clock_ms=None,
                  executor: concurrent.futures.Executor | None = None):
@@ -173,14 +187,15 @@ class ProduceHandler:
         def resume(f):
             if out.done():
                 return
+            # A verification dropped on the way is a retriable network error, answered, not a stall.
+            verdict = {tp: int(ErrorCode.NETWORK_EXCEPTION) for tp in ask} if f.cancelled() else f.result()
             try:
-                result = self.handle(request, version, listener, verified=(f.result(), guards))
+                result = self.handle(request, version, listener, verified=(verdict, guards))
             except Exception as exc:  # the handler's own failure: the server answers it
                 out.set_exception(exc)
                 return
             if isinstance(result, asyncio.Future):
-                result.add_done_callback(lambda r: out.done() or (
-                    out.set_exception(r.exception()) if r.exception() else out.set_result(r.result())))
+                result.add_done_callback(lambda r: _settle(out, r))
             else:
                 out.set_result(result)
         checked.add_done_callback(resume)

@@ -190,3 +190,21 @@ def test_the_verifier_sends_one_request_per_coordinator_and_maps_each_transactio
         assert await e == {("x", 0): E.INVALID_PRODUCER_EPOCH} and await d == {}
         await v.close()
     asyncio.run(main())
+
+
+def test_a_dropped_verification_is_answered_with_a_retriable_error_not_a_loop_error(tmp_path):
+    async def body(node, conn, topic_id):
+        fake = node.handlers.produce.verifier = FakeVerifier()
+        fake.hold = True
+        loop_errors = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, ctx: loop_errors.append(ctx))
+        late = asyncio.ensure_future(produce(conn, 1000, 0))
+        while not fake.calls:
+            await asyncio.sleep(0.01)
+        for fut, _ in fake._held:
+            fut.cancel()  # the coordinator's answer will never come
+        assert (await asyncio.wait_for(late, 10)).error_code == E.NETWORK_EXCEPTION
+        assert not loop_errors, loop_errors
+        ru = await fetch(conn, topic_id, 0)
+        assert (ru.high_watermark, ru.last_stable_offset) == (0, 0)  # nothing appended
+    _run(tmp_path, body)
