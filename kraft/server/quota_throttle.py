@@ -28,7 +28,7 @@ from kraft.broker.quotas import FETCH, MUTATION, PRODUCE, REQUEST, ClientQuotas
 from kraft.controller.topic_handlers import ERROR_RESPONSES as TOPIC_ERRORS
 from kraft.errors import ErrorCode
 from kraft.protocol import EncodedBody, EncodedParts, FetchRequest, ProduceRequest, ProduceResponse, Response
-from kraft.server.reply import Reply
+from kraft.server.reply import Reply, relay
 
 _I32 = struct.Struct(">i")
 #: Kafka exempts the requests a client needs to learn about throttling and to authenticate
@@ -113,7 +113,7 @@ class QuotaThrottledHandlers:
         if isinstance(result, (Response, EncodedParts)):
             return self._fetched(ctx, result, throttle, entities, user, client_id, version)
         out = Reply(lambda resp: self._fetched(ctx, resp, throttle, entities, user, client_id, version))
-        result.add_done_callback(lambda f: _settle(out, f))
+        result.add_done_callback(lambda f: relay(f, out))
         return out
 
     # --- controller_mutation_rate ---------------------------------------------------------
@@ -178,17 +178,8 @@ class QuotaThrottledHandlers:
         if asyncio.iscoroutine(result):
             result = asyncio.ensure_future(result)
         out = Reply(throttled)
-        result.add_done_callback(lambda f: _settle(out, f))
+        result.add_done_callback(lambda f: relay(f, out))
         return out
-
-
-def _settle(out: Reply, f) -> None:
-    if f.cancelled():
-        out.cancel()
-    elif f.exception() is not None:
-        out.set_exception(f.exception())
-    else:
-        out.set_result(f.result())
 
 
 def _with_field(request, field: str, value):

@@ -107,7 +107,7 @@ class Reply:
     def __await__(self):
         if self._state == _PENDING:
             waiter = asyncio.get_running_loop().create_future()
-            self.add_done_callback(lambda r: _relay(r, waiter))
+            self.add_done_callback(lambda r: relay(r, waiter))
             try:
                 yield from waiter.__await__()
             except asyncio.CancelledError:
@@ -119,15 +119,17 @@ class Reply:
         return f"<Reply {('pending', 'result', 'exception', 'cancelled')[self._state]}>"
 
 
-def _relay(reply: Reply, waiter: asyncio.Future) -> None:
-    if waiter.done():
+def relay(done, out) -> None:
+    """Pass the outcome of ``done`` (a finished Reply or asyncio future) on to ``out`` (either
+    kind), unless ``out`` is done already; a cancellation is passed on as one."""
+    if out.done():
         return
-    if reply.cancelled():
-        waiter.cancel()
-    elif reply.exception() is not None:
-        waiter.set_exception(reply.exception())
+    if done.cancelled():
+        out.cancel()
+    elif done.exception() is not None:
+        out.set_exception(done.exception())
     else:
-        waiter.set_result(reply.result())
+        out.set_result(done.result())
 
 
 def _call(fn, reply: Reply) -> None:
