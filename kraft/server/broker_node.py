@@ -53,7 +53,8 @@ from kraft.server.client_telemetry import ClientTelemetry
 from kraft.server.group_lag import GroupLag
 from kraft.server.sasl import listener_sasl
 from kraft.server.tls import listener_context
-from kraft.server.network import KafkaServer, connection_limits
+from kraft.server.connection_limits import connection_limits
+from kraft.server.network import KafkaServer
 from kraft.server.replication_driver import ReplicationDriver
 from kraft.server.allocator import keep_freed_pages
 
@@ -268,7 +269,8 @@ class BrokerNode:
                 log.info("broker %d: %d partition logs took new topic configs", self.cfg.node_id, changed)
         cap = effective_broker_config(image, self.cfg, "max.connections.per.ip")
         for server in self.servers.values():
-            server.max_connections_per_ip = cap
+            server.caps.per_ip = cap
+            server.caps.set_quotas(image.client_quotas.entities)
 
     def port(self, listener: str | None = None) -> int:
         if listener is None:

@@ -160,6 +160,8 @@ class NodeMetrics:
                                            "Connections closed at once: max.connections.per.ip reached")
         self.idle_closed_connections = Counter("kraft_idle_connections_closed_total",
                                                "Connections closed after connections.max.idle.ms without activity")
+        self.throttled_connections = Counter("kraft_throttled_connections_total",
+                                             "Connections closed unread after a delay: connection_creation_rate")
         self.fetch_corrupt_records = Counter("kraft_fetch_corrupt_records_total",
                                              "Follower: fetched records that failed validation (not appended)")
         self.log_read_errors = Counter("kraft_log_read_errors_total",

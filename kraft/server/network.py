@@ -36,15 +36,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import ipaddress
 import logging
 import socket
 import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Protocol, Union
 
-from kraft.config import parse_connection_overrides
 from kraft.errors import ErrorCode, KraftError, ProtocolError, UnsupportedVersionError
+from kraft.server.connection_limits import THROTTLED, ConnectionCaps, canonical_address
 from kraft.server.sasl import (API_VERSIONS, MAX_RECEIVE_SIZE, SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslSession,
                                after_authentication, sasl_raw_token, sasl_step)
 from kraft.server.tls import peer_principal as tls_peer_principal, watch_handshakes
@@ -158,10 +157,9 @@ class _Connection(asyncio.Protocol):
         self.transport = transport
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.peer = f"{peer[0]}:{peer[1]}"
-        self.address = _address(str(peer[0]))
-        if not self.server._admit(self):
+        self.address = canonical_address(str(peer[0]))
+        if not self.server._admit(self, transport):
             self.closed = True
-            transport.close()
             return
         sock = transport.get_extra_info("socket")
         if sock is not None:
@@ -448,14 +446,6 @@ class _Connection(asyncio.Protocol):
                 result.cancel()
 
 
-def _address(host: str) -> str:
-    """The canonical text of an IP address (so ::ffff:127.0.0.1 style spellings compare)."""
-    try:
-        return str(ipaddress.ip_address(host.split("%", 1)[0]))
-    except ValueError:
-        return host
-
-
 class KafkaServer:
     """Listens on one (host, port) for one listener name and serves ``handler``.
 
@@ -467,7 +457,7 @@ class KafkaServer:
                  connections_max_idle_ms: int = 600_000, max_connections_per_ip: int = 2**31 - 1,
                  max_connections_per_ip_overrides: dict[str, int] | None = None,
                  admission: AdmissionGate | None = None, on_disconnect=None, ssl_context=None, sasl=None,
-                 failed_authentication_delay_ms: int = 100):
+                 failed_authentication_delay_ms: int = 100, quota_samples: int = 11, quota_window_ms: int = 1000):
         self.handler = handler
         self.ssl_context = ssl_context  # an ssl.SSLContext: TLS on every connection (SSL, SASL_SSL)
         if ssl_context is not None:
@@ -483,10 +473,10 @@ class KafkaServer:
         self.max_frame_bytes = max_frame_bytes
         self.max_in_flight = max_in_flight
         self.connections_max_idle_ms = connections_max_idle_ms
-        self.max_connections_per_ip = max_connections_per_ip
-        self._overrides_by_name = dict(max_connections_per_ip_overrides or {})
-        self._cap_by_address: dict[str, int] = {}
-        self._open_by_address: dict[str, int] = {}
+        self.caps = ConnectionCaps(max_connections_per_ip, max_connections_per_ip_overrides,
+                                   samples=quota_samples, window_ms=quota_window_ms)
+        self._throttled: dict = {}  # transports of throttled connections -> their closing timer
+        self.throttled_total = 0  # closed after a delay: the address was over connection_creation_rate
         self.requests_total = 0
         self.rejected_total = 0  # closed for bad input
         self.refused_total = 0  # closed at once: the address had its maximum of connections
@@ -525,14 +515,7 @@ class KafkaServer:
         """Bind the listening socket; accept connections now, or (``serving=False``) only
         after ``start_serving`` (connections are refused meanwhile, the port is known)."""
         loop = asyncio.get_running_loop()
-        for name, cap in self._overrides_by_name.items():
-            try:
-                infos = await loop.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)
-            except OSError as exc:
-                log.warning("max.connections.per.ip.overrides: cannot resolve %s (%s); entry ignored", name, exc)
-                continue
-            for info in infos:
-                self._cap_by_address[_address(info[4][0])] = cap
+        await self.caps.resolve(loop)
         tls = {}
         if self.ssl_context is not None:
             tls = dict(ssl=self.ssl_context, ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S)
@@ -544,53 +527,56 @@ class KafkaServer:
         if self._server is not None:
             await self._server.start_serving()
 
-    def _admit(self, conn: _Connection) -> bool:
-        """Count ``conn`` against its address's cap; False (counted as refused) when full."""
-        address = conn.address
-        cap = self._cap_by_address.get(address, self.max_connections_per_ip)
-        n = self._open_by_address.get(address, 0)
-        if n >= cap:
-            self.refused_total += 1
-            log.info("refused connection from %s on %s: the address already has its maximum of %d connections",
-                     address, self.listener_name, cap)
+    def _admit(self, conn: _Connection, transport) -> bool:
+        """Count ``conn`` against its address's limits; False when it may not be served: the
+        address has its maximum open (closed at once, counted as refused) or is over its
+        connection_creation_rate (not read from, closed after the throttle time)."""
+        verdict = self.caps.admit(conn.address, int(time.monotonic() * 1000))
+        if verdict is None:
+            self._connections.add(conn)
+            return True
+        kind, n = verdict
+        if kind == THROTTLED:
+            self.throttled_total += 1
+            log.debug("throttling connection from %s on %s: connection_creation_rate exceeded, closing in %d ms",
+                      conn.address, self.listener_name, n)
+            transport.pause_reading()
+            handle = asyncio.get_running_loop().call_later(n / 1000, self._end_throttle, transport)
+            self._throttled[transport] = handle
             return False
-        self._open_by_address[address] = n + 1
-        self._connections.add(conn)
-        return True
+        self.refused_total += 1
+        log.info("refused connection from %s on %s: the address already has its maximum of %d connections",
+                 conn.address, self.listener_name, n)
+        transport.close()
+        return False
+
+    def _end_throttle(self, transport) -> None:
+        self._throttled.pop(transport, None)
+        transport.close()
 
     def _forget(self, conn: _Connection) -> None:
         if conn not in self._connections:
             return  # refused at once: never counted
         self._connections.discard(conn)
-        n = self._open_by_address.get(conn.address, 0) - 1
-        if n > 0:
-            self._open_by_address[conn.address] = n
-        else:
-            self._open_by_address.pop(conn.address, None)
+        self.caps.release(conn.address)
 
     def export_counters(self, metrics) -> None:
         """Copy the connection counters into a NodeMetrics (called before each render)."""
         metrics.rejected_connections.value = self.rejected_total
         metrics.refused_connections.value = self.refused_total
         metrics.idle_closed_connections.value = self.idle_closed_total
+        metrics.throttled_connections.value = self.throttled_total
 
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
+            for transport, handle in list(self._throttled.items()):
+                handle.cancel()
+                transport.close()
+            self._throttled.clear()
             for conn in list(self._connections):
                 conn._close()  # pending answers are dropped, their waits cancelled
             await asyncio.sleep(0)  # let the transports report connection_lost
             await self._server.wait_closed()
             self._server = None
 
-
-def connection_limits(cfg) -> dict:
-    """KafkaServer keyword arguments from a NodeConfig's connection settings.
-    ``queued.max.requests`` (Kafka: the requests its network threads queue before they stop
-    reading, 500) bounds here the requests read from one connection and not yet answered."""
-    return dict(max_in_flight=cfg.int("queued.max.requests"),
-                failed_authentication_delay_ms=cfg.int("connection.failed.authentication.delay.ms"),
-                connections_max_idle_ms=cfg.int("connections.max.idle.ms"),
-                max_connections_per_ip=cfg.int("max.connections.per.ip"),
-                max_connections_per_ip_overrides=parse_connection_overrides(
-                    "max.connections.per.ip.overrides", cfg.values["max.connections.per.ip.overrides"]))

@@ -225,8 +225,8 @@ def test_a_dynamic_max_connections_per_ip_reaches_every_listener(tmp_path):
             delta.replay(ConfigRecord(resource_type=BROKER, resource_name=resource, name="max.connections.per.ip",
                                       value=value))
             b.node.publish(delta.apply())
-            return [s.max_connections_per_ip for s in b.node.servers.values()]
-        assert b.call(lambda: [s.max_connections_per_ip for s in b.node.servers.values()]) == [50]
+            return [s.caps.per_ip for s in b.node.servers.values()]
+        assert b.call(lambda: [s.caps.per_ip for s in b.node.servers.values()]) == [50]
         assert b.call(set_config, "", "7") == [7]
         assert b.call(set_config, "1", "3") == [3]
         assert b.call(set_config, "1", None) == [7]

@@ -1,5 +1,5 @@
 """Connection-limit settings (Kafka's SocketServerConfigs): names, defaults and validation in
-kraft/config.py, and how they reach KafkaServer (kraft/server/network.py connection_limits)."""
+kraft/config.py, and how they reach KafkaServer (kraft/server/connection_limits.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 from kraft.config import NodeConfig, parse_connection_overrides
 from kraft.errors import ConfigError
 from kraft.server.metrics import NodeMetrics
-from kraft.server.network import KafkaServer, connection_limits
+from kraft.server.connection_limits import connection_limits
+from kraft.server.network import KafkaServer
 
 BASE = {
     "process.roles": "controller",
@@ -27,7 +28,8 @@ def cfg(**props) -> NodeConfig:
 def test_defaults_are_kafkas():
     limits = connection_limits(cfg())
     assert limits == dict(max_in_flight=500, connections_max_idle_ms=600_000, max_connections_per_ip=2**31 - 1,
-                          max_connections_per_ip_overrides={}, failed_authentication_delay_ms=100)
+                          max_connections_per_ip_overrides={}, failed_authentication_delay_ms=100,
+                          quota_samples=11, quota_window_ms=1000)
 
 
 def test_settings_reach_the_server_arguments():
@@ -36,7 +38,7 @@ def test_settings_reach_the_server_arguments():
                "connection.failed.authentication.delay.ms": "250"})
     assert connection_limits(c) == dict(max_in_flight=3, connections_max_idle_ms=-1, max_connections_per_ip=5,
                                         max_connections_per_ip_overrides={"localhost": 7, "10.0.0.1": 0, "::1": 3},
-                                        failed_authentication_delay_ms=250)
+                                        failed_authentication_delay_ms=250, quota_samples=11, quota_window_ms=1000)
     assert KafkaServer(None, "127.0.0.1", 0, listener_name="X", **connection_limits(c)).max_in_flight == 3
 
 

@@ -398,7 +398,7 @@ def test_a_connection_over_the_per_ip_cap_is_closed_at_once_and_the_others_keep_
             assert await _answers(conn, i + 1)
         await first[0].close()
         # The slot is free again once a connection ends.
-        assert await settle(lambda: server._open_by_address.get("127.0.0.1") == 1)
+        assert await settle(lambda: server.caps._open_by_address.get("127.0.0.1") == 1)
         again = await RawConnection.open(server.port)
         assert await _answers(again, 9)
         for conn in (first[1], extra, again):
