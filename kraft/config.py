@@ -428,9 +428,18 @@ class NodeConfig:
         _check_security_map(values["listener.security.protocol.map"], names | set(ctrl_names))
         inter_broker = values["inter.broker.listener.name"].strip().upper()
         for name, what in [*((n, "controller listener") for n in ctrl_names), (inter_broker, "inter-broker listener")]:
-            if security_protocol(values, name) != "PLAINTEXT":
-                raise ConfigError(f"listener.security.protocol.map: the {what} {name} must be PLAINTEXT: kraft's "
-                                  "node-to-node client speaks no TLS or SASL yet")
+            protocol = security_protocol(values, name)
+            mechanism_key = ("sasl.mechanism.controller.protocol" if what == "controller listener"
+                             else "sasl.mechanism.inter.broker.protocol")
+            mechanism = values[mechanism_key].strip().upper()
+            if protocol.startswith("SASL_") and mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+                raise ConfigError(f"{mechanism_key}: the {what} {name} is {protocol}: set PLAIN, SCRAM-SHA-256 or "
+                                  f"SCRAM-SHA-512 (got {mechanism}; kraft has no GSSAPI)")
+            if protocol.startswith("SASL_") and what == "controller listener" and mechanism.startswith("SCRAM"):
+                # As in Kafka: SCRAM credentials live in the metadata log, which a controller
+                # must reach before it could look one up.
+                raise ConfigError(f"{mechanism_key}: SCRAM cannot be used on the controller listener {name} "
+                                  "(its credentials are in the metadata log); use PLAIN")
         if "controller" in roles and voters and node_id not in {v.node_id for v in voters}:
             raise ConfigError(f"controller.quorum.voters: node.id {node_id} has the controller role "
                               f"but is not among the voters")
@@ -498,7 +507,11 @@ SECURITY_KEYS = frozenset({
     "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.type", "ssl.truststore.location",
     "ssl.truststore.password", "ssl.truststore.certificates", "ssl.client.auth", "ssl.enabled.protocols",
     "ssl.cipher.suites", "ssl.principal.mapping.rules", "sasl.enabled.mechanisms", "sasl.jaas.config",
-    "plain.sasl.jaas.config"})
+    "plain.sasl.jaas.config", "scram-sha-256.sasl.jaas.config", "scram-sha-512.sasl.jaas.config",
+    "ssl.endpoint.identification.algorithm"})
+# The mechanism a node logs in with on another node's SASL listener (Kafka's defaults: GSSAPI,
+# which kraft lacks: a SASL controller or inter-broker listener needs them set).
+STR_SETTINGS.update({"sasl.mechanism.inter.broker.protocol": "GSSAPI", "sasl.mechanism.controller.protocol": "GSSAPI"})
 # Kafka's SocketServer delays closing a connection whose authentication failed (KIP-306).
 INT_SETTINGS["connection.failed.authentication.delay.ms"] = (100, 0)
 

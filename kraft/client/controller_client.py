@@ -51,10 +51,11 @@ def _codes(obj) -> list[int]:
 
 
 class ControllerClient:
-    def __init__(self, addresses, *, client_id: str = "kraft-controller-client", request_timeout_ms: int = 30000):
+    def __init__(self, addresses, *, client_id: str = "kraft-controller-client", request_timeout_ms: int = 30000,
+                 client_options: dict | None = None):
         self.addresses = list(addresses)
         self._clients = {a: NodeClient(a[0], a[1], client_id=client_id, request_timeout_ms=request_timeout_ms,
-                                       max_in_flight=64) for a in self.addresses}
+                                       max_in_flight=64, **(client_options or {})) for a in self.addresses}
         self._active = 0
 
     async def close(self) -> None:

@@ -21,7 +21,9 @@ import socket
 import struct
 import time
 
-from kraft.errors import NetworkError, PeerGoneError, ProtocolError, RequestTimeoutError, UnsupportedVersionError
+from kraft.client.sasl_client import SaslAuthenticationError
+from kraft.errors import (KraftError, NetworkError, PeerGoneError, ProtocolError, RequestTimeoutError,
+                          UnsupportedVersionError)
 from kraft.protocol import FrameDecoder, decode_response, encode_request, peek_correlation_id, request_class
 
 log = logging.getLogger("kraft.client")
@@ -117,8 +119,12 @@ class NodeClient:
     def __init__(self, host: str, port: int, *, client_id: str = "kraft", request_timeout_ms: int = 2000,
                  connect_timeout_ms: int = 2000, retry_backoff_ms: int = 20,
                  retry_backoff_max_ms: int = 1000, max_in_flight: int = 16,
-                 max_frame_bytes: int = 100 * 1024 * 1024, rng: random.Random | None = None):
+                 max_frame_bytes: int = 100 * 1024 * 1024, rng: random.Random | None = None,
+                 ssl_context=None, sasl=None):
         self.host, self.port = host, port
+        self.ssl_context = ssl_context  # client-side TLS (an SSL listener between nodes); None: plaintext
+        self.sasl = sasl  # a kraft.client.sasl_client.SaslLogin run on every new connection first
+        self._auth_answer: asyncio.Future | None = None  # the login's answer being waited for
         self.client_id = client_id
         self.request_timeout = request_timeout_ms / 1000
         self.connect_timeout = connect_timeout_ms / 1000
@@ -385,17 +391,21 @@ class NodeClient:
                 await asyncio.sleep(wait)
             try:
                 writer, _ = await asyncio.wait_for(
-                    asyncio.get_running_loop().create_connection(lambda: _Reading(self), self.host, self.port),
+                    asyncio.get_running_loop().create_connection(lambda: _Reading(self), self.host, self.port,
+                                                                 **self._tls()),
                     self.connect_timeout)
             except (OSError, asyncio.TimeoutError) as exc:
-                self._last_connect_error = exc
-                self._failures += 1
-                # Jitter first, then the cap, as Kafka's ExponentialBackoff does.
-                backoff = min(self.retry_backoff_max,
-                              self.retry_backoff * (2 ** min(self._failures - 1, 20)) * self._rng.uniform(0.8, 1.2))
-                self._next_attempt = time.monotonic() + backoff
-                log.debug("connect to %s failed (%s); next attempt in %.0f ms", self.address, exc, backoff * 1000)
+                self._connect_failed(exc)
                 return
+            if self.sasl is not None:
+                try:
+                    await asyncio.wait_for(self._authenticate(writer), self.connect_timeout)
+                except (KraftError, OSError, asyncio.TimeoutError) as exc:
+                    writer.close()
+                    if isinstance(exc, SaslAuthenticationError):
+                        log.error("SASL login to %s as %s failed: %s", self.address, self.sasl.username, exc)
+                    self._connect_failed(exc)
+                    return
             sock = writer.get_extra_info("socket")
             if sock is not None:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -408,12 +418,47 @@ class NodeClient:
         finally:
             self._connecting = None
 
+    def _connect_failed(self, exc: BaseException) -> None:
+        self._last_connect_error = exc
+        self._failures += 1
+        # Jitter first, then the cap, as Kafka's ExponentialBackoff does.
+        backoff = min(self.retry_backoff_max,
+                      self.retry_backoff * (2 ** min(self._failures - 1, 20)) * self._rng.uniform(0.8, 1.2))
+        self._next_attempt = time.monotonic() + backoff
+        log.debug("connect to %s failed (%s); next attempt in %.0f ms", self.address, exc, backoff * 1000)
+
+    async def _authenticate(self, transport) -> None:
+        """The SASL exchange on a new connection, before it carries anything else: its
+        requests are written on ``transport`` directly (``_writer`` is not set yet, so no
+        other request can go out first) and answered through the usual read side."""
+        loop = asyncio.get_running_loop()
+
+        async def ask(message, version: int):
+            cid = next(self._ids) & 0x7FFFFFFF
+            fut = self._auth_answer = loop.create_future()
+            self._waiting[cid] = (fut, type(message).API_KEY, version, None)
+            try:
+                transport.write(encode_request(message, version, cid, self.client_id))
+                return await fut
+            finally:
+                self._waiting.pop(cid, None)
+                self._auth_answer = None
+        await self.sasl.run(ask)
+
+    def _tls(self) -> dict:
+        if self.ssl_context is None:
+            return {}
+        # A handshake failure (an untrusted certificate, say) is an OSError: a failed connect.
+        return dict(ssl=self.ssl_context, server_hostname=self.host, ssl_handshake_timeout=self.connect_timeout)
+
     def _lost(self, transport, error: Exception) -> None:
         """The read side ended (or read garbage): fail what waits, if still this connection."""
         if self._writer is transport:
             self._disconnect(error)
         else:
             transport.close()
+            if self._auth_answer is not None and not self._auth_answer.done():  # closed mid-login
+                self._auth_answer.set_exception(NetworkError(f"{self.address} closed the connection: {error}"))
 
     def _deliver(self, frame: bytes) -> None:
         cid = peek_correlation_id(frame)

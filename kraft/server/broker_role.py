@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from kraft.server.node_security import CONTROLLER, node_client_options
 from kraft.broker.lifecycle import BrokerLifecycle
 from kraft.broker.metadata_follower import InitialCatchUp, MetadataFollower, SharedImageFollower
 from kraft.client.controller_client import ControllerClient
@@ -64,8 +65,11 @@ class BrokerRole:
         self.cfg = cfg
         self.cluster_id = cluster_id
         # A commit can take longer than one Raft request: a longer timeout than the lifecycle's.
+        # How this broker dials the controllers (the controller listener's TLS and SASL).
+        self.controller_options = node_client_options(cfg, cfg.controller_listener_names[0], CONTROLLER)
         self.forwarding_client = ControllerClient(controller_addresses(cfg), client_id=f"kraft-broker-{cfg.node_id}",
-                                                  request_timeout_ms=FORWARD_TIMEOUT_MS)
+                                                  request_timeout_ms=FORWARD_TIMEOUT_MS,
+                                                  client_options=self.controller_options)
         self.node = BrokerNode(cfg, cluster_id=cluster_id, lock=False,
                                serve=self._admin_handlers, fetch_producer_id_block=self._allocate_producer_ids,
                                create_topic=self._create_topic)
@@ -122,7 +126,8 @@ class BrokerRole:
         self._poll_catch_up()
         addresses = controller_addresses(cfg)
         timeout_ms = cfg.int("controller.quorum.request.timeout.ms")
-        client = ControllerClient(addresses, client_id=f"kraft-broker-{cfg.node_id}", request_timeout_ms=timeout_ms)
+        client = ControllerClient(addresses, client_id=f"kraft-broker-{cfg.node_id}", request_timeout_ms=timeout_ms,
+                                  client_options=self.controller_options)
         self.driver = BrokerLifecycleDriver(lc, client, lambda: self.follower.last_applied_offset,
                                             retry_backoff_ms=min(1000, cfg.int("broker.heartbeat.interval.ms")),
                                             request_deadline_s=max(1.0, cfg.int("broker.session.timeout.ms") / 2000),

@@ -35,12 +35,12 @@ KEY = ("group", "topic", "partition")
 
 class GroupLag:
     def __init__(self, state, groups, listener: str, interval_ms: int, *, connect=None, timeout_ms: int = 5000,
-                 max_series: int = 10_000):
+                 max_series: int = 10_000, client_options: dict | None = None):
         """``state``: the BrokerState; ``groups``: the GroupDriver (its loaded shards);
         ``connect(host, port)``: a NodeClient-like object (tests give their own)."""
         self.state, self.groups, self.listener = state, groups, listener
         self.interval_ms, self.timeout_ms, self.max_series = interval_ms, timeout_ms, max_series
-        self.connect = connect or _node_client
+        self.connect = connect or (lambda host, port: _node_client(host, port, client_options or {}))
         self.clients: dict[int, tuple] = {}  # broker id -> ((host, port), client)
         self.committed = GaugeTable("kraft_consumer_group_committed_offset",
                                     "Committed offset of a group's partition (groups this broker coordinates)", KEY)
@@ -184,6 +184,6 @@ class GroupLag:
         return client
 
 
-def _node_client(host: str, port: int):
+def _node_client(host: str, port: int, options: dict):
     from kraft.client.node_client import NodeClient
-    return NodeClient(host, port, client_id="kraft-group-lag", request_timeout_ms=5000)
+    return NodeClient(host, port, client_id="kraft-group-lag", request_timeout_ms=5000, **options)

@@ -47,8 +47,11 @@ from kraft.server.controller_requests import ControllerRequests, ListenerFanOut,
 from kraft.log.replicated_log import MetadataLog
 from kraft.server.metrics import MetricsServer, NodeMetrics, fetch_session_gauges
 from kraft.server.loop_watchdog import LoopWatchdog
+from kraft.server.node_security import CONTROLLER, node_client_options
+from kraft.server.sasl import listener_sasl
 from kraft.server.tls import listener_context
-from kraft.server.network import KafkaServer, connection_limits
+from kraft.server.connection_limits import connection_limits
+from kraft.server.network import KafkaServer
 from kraft.server.raft_driver import RaftDriver, election_from_file, wall_ms
 from kraft.metadata.snapshot_schedule import ScheduleConfig
 from kraft.server.metadata_snapshots import MetadataSnapshots
@@ -259,7 +262,9 @@ class KraftNode:
                                  cluster_id=meta.cluster_id, voters=voters, metrics=self.metrics,
                                  request_timeout_ms=cfg.int("controller.quorum.request.timeout.ms"),
                                  retry_backoff_ms=cfg.int("controller.quorum.retry.backoff.ms"),
-                                 listener_name=cfg.controller_listener_names[0])
+                                 listener_name=cfg.controller_listener_names[0],
+                                 client_options=node_client_options(cfg, cfg.controller_listener_names[0],
+                                                                    CONTROLLER))
         flush_cb["fn"] = self.driver.on_flushed_threadsafe
         # Snapshots of the committed image: a controller's, else (broker-only) the follower's.
         image_source = self.controller if self.controller is not None else getattr(self.broker, "follower", None)
@@ -325,7 +330,8 @@ class KraftNode:
                                   max_frame_bytes=cfg.int("socket.request.max.bytes"),
                                   admission=self.controller_requests,
                                   on_disconnect=self.controller_requests.disconnected,
-                                  ssl_context=listener_context(cfg, ctl.name), **connection_limits(cfg))
+                                  ssl_context=listener_context(cfg, ctl.name), sasl=listener_sasl(cfg, ctl.name),
+                                  **connection_limits(cfg))
         await _listen(f"the {ctl.name} listener", "listeners", ctl.host, ctl.port, self.server.start)
 
     def _clean_periodically(self) -> None:

@@ -69,7 +69,8 @@ def election_to_file(state: ElectionState, cluster_id: str, voters, kraft_versio
 class RaftDriver:
     def __init__(self, core, log_, state_file, listener, *, peers: dict, cluster_id: str, voters,
                  metrics=None, client_factory=NodeClient, request_timeout_ms: int = 2000,
-                 retry_backoff_ms: int = 20, listener_name: str = "CONTROLLER", on_voters_changed=None):
+                 retry_backoff_ms: int = 20, listener_name: str = "CONTROLLER", on_voters_changed=None,
+                 client_options: dict | None = None):
         self.core = core
         self.log = log_
         self.state_file = state_file
@@ -79,9 +80,10 @@ class RaftDriver:
         self.voters = tuple(voters)
         self.metrics = metrics
         self.loop = asyncio.get_event_loop()
+        extra = dict(client_options or {})  # the controller listener's TLS and SASL
         self._new_client = lambda h, p: client_factory(h, p, client_id=f"kraft-raft-{core.node_id}",
                                                         request_timeout_ms=request_timeout_ms,
-                                                        retry_backoff_ms=retry_backoff_ms)
+                                                        retry_backoff_ms=retry_backoff_ms, **extra)
         self._clients = {nid: self._new_client(h, p) for nid, (h, p) in self.peers.items() if nid != core.node_id}
         self._client_addresses = {nid: a for nid, a in self.peers.items() if nid != core.node_id}
         # KIP-853: addresses of nodes not in the configuration — from the Voters records in

@@ -21,6 +21,7 @@ import asyncio
 import concurrent.futures
 import logging
 
+from kraft.server.node_security import INTER_BROKER, node_client_options
 from kraft.broker.follower_log import LocalReplicas, apply_fetch_effects
 from kraft.broker.replica_fetcher import ReplicaFetchers
 from kraft.client.node_client import NodeClient
@@ -81,7 +82,7 @@ class _FetcherTask:
             d = self.driver
             self.client = NodeClient(address[0], address[1], client_id=f"kraft-replica-fetcher-{d.broker_id}",
                                      request_timeout_ms=d.request_timeout_ms + d.fetch_options["max_wait_ms"],
-                                     max_in_flight=1)
+                                     max_in_flight=1, **d.client_options)
         return self.client
 
     async def _run(self) -> None:
@@ -139,6 +140,8 @@ class ReplicationDriver:
         self.logs = state.logs
         self.handlers = handlers
         self.listener = inter_broker_listener(cfg)
+        # How this broker dials the others' inter-broker listener (TLS, SASL, as that listener has them).
+        self.client_options = node_client_options(cfg, self.listener, INTER_BROKER)
         v = cfg.values
         self.request_timeout_ms = REQUEST_TIMEOUT_MS
         self.fetch_options = dict(backoff_ms=v["replica.fetch.backoff.ms"], max_wait_ms=v["replica.fetch.wait.max.ms"],

@@ -138,8 +138,8 @@ def sasl_settings(given: dict, listener: str, scram_credentials=None) -> SaslLis
         where = s.key(key) if s.get(key) else s.key("sasl.jaas.config")
         if name in SCRAM:
             # The credentials are in the metadata log; a JAAS config, if any, must name
-            # ScramLoginModule (Kafka's broker uses its username/password for inter-broker
-            # SASL only, which kraft does not do).
+            # ScramLoginModule (its username/password are this node's own login on the
+            # listener, kraft.server.node_security).
             if text and s.get(key):
                 module, _ = parse_jaas(text, where)
                 if module != SCRAM_MODULE:

@@ -226,6 +226,28 @@ def listener_context(cfg, listener: str) -> ssl.SSLContext | None:
     return server_context(cfg.given, listener)
 
 
+def node_client_context(cfg, listener: str) -> ssl.SSLContext | None:
+    """The context a node connects to another node's ``listener`` with (the controller
+    listener, the inter-broker listener); None when that listener has no TLS. As Kafka's
+    inter-broker and controller clients do, it reads that listener's own ``ssl.*`` settings:
+    it trusts the listener's truststore and presents the listener's keystore (so
+    ``ssl.client.auth=required`` between nodes works, and the node's principal is its
+    certificate's subject); ``ssl.endpoint.identification.algorithm`` (default https) checks
+    the host name it dials against the peer's certificate."""
+    if security_protocol(cfg.values, listener) not in ("SSL", "SASL_SSL"):
+        return None
+    s = ListenerSettings(cfg.given, listener)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    _set_protocols(ctx, s)
+    _set_ciphers(ctx, s)
+    if not _load_truststore(ctx, s):
+        ctx.load_default_certs()
+    _load_keystore(ctx, s)
+    if s.get("ssl.endpoint.identification.algorithm", "https").lower() in ("", "none"):
+        ctx.check_hostname = False
+    return ctx
+
+
 def client_context(given: dict) -> ssl.SSLContext:
     """A client context from Kafka's client names (``ssl.truststore.*``, ``ssl.keystore.*``)
     or librdkafka's (``ssl.ca.location``, ``ssl.certificate.location``, ``ssl.key.location``)."""

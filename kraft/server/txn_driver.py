@@ -80,7 +80,7 @@ def _fenced(code: int, api_key: int, version: int) -> int:
 
 class TxnDriver:
     def __init__(self, state, produce, values: dict, *, listener: str, new_producer_id=None, create_topic=None,
-                 executor=None):
+                 executor=None, client_options: dict | None = None):
         """``produce``: the broker's ProduceHandler; ``listener``: the inter-broker listener
         (markers go to leaders there); ``new_producer_id()``: a fresh producer id, or an
         awaitable of one (None: none to be had); ``create_topic(request)``: an awaitable
@@ -95,7 +95,8 @@ class TxnDriver:
         self.executor = executor or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kraft-txns")
         self.shards: dict[int, _Loaded] = {}
         self.clients = ClientPool(self._address, lambda host, port: NodeClient(
-            host, port, client_id=f"kraft-txn-markers-{state.broker_id}", request_timeout_ms=MARKER_TIMEOUT_MS))
+            host, port, client_id=f"kraft-txn-markers-{state.broker_id}", request_timeout_ms=MARKER_TIMEOUT_MS,
+            **(client_options or {})))
         self._creating = False
         self._create_again_at = 0.0
         self._timer = None

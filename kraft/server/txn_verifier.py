@@ -32,12 +32,14 @@ class TxnVerifier:
     future of {(topic, partition): error code} (the partitions not verified); ``state`` is the
     broker's (image and endpoints), ``listener`` the one brokers reach each other on."""
 
-    def __init__(self, state, listener: str, *, client_id: str = "kraft-txn-verify"):
+    def __init__(self, state, listener: str, *, client_id: str = "kraft-txn-verify",
+                 client_options: dict | None = None):
         self.state = state
         self.listener = listener
         self.client_id = f"{client_id}-{state.broker_id}"
         self.clients = ClientPool(self._address, lambda host, port: NodeClient(
-            host, port, client_id=self.client_id, request_timeout_ms=VERIFY_TIMEOUT_MS))
+            host, port, client_id=self.client_id, request_timeout_ms=VERIFY_TIMEOUT_MS,
+            **(client_options or {})))
         self._next: dict[int, dict[str, _Pending]] = {}  # coordinator -> transactional id -> pending
         self._in_flight: set[int] = set()
         self._tasks: set = set()

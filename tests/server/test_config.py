@@ -237,17 +237,17 @@ INVALID = {
     "heartbeat equals session timeout": (dict(broker_heartbeat_interval_ms="9000"), "broker.heartbeat.interval.ms"),
     "heartbeat above session timeout": (dict(broker_heartbeat_interval_ms="5000", broker_session_timeout_ms="3000"),
                                         "broker.heartbeat.interval.ms"),
-    "security map: SSL controller": (dict(listener_security_protocol_map="CONTROLLER:SSL"),
-                                     "listener.security.protocol.map"),
-    "security map: SASL_SSL": (dict(listener_security_protocol_map="controller:sasl_ssl"),
-                               "listener.security.protocol.map"),
+    "security map: SASL_PLAINTEXT controller, GSSAPI": (dict(listener_security_protocol_map="CONTROLLER:SASL_PLAINTEXT"),
+                                                        "sasl.mechanism.controller.protocol"),
+    "security map: SASL_SSL controller, GSSAPI": (dict(listener_security_protocol_map="controller:sasl_ssl"),
+                                                  "sasl.mechanism.controller.protocol"),
     "security map: unknown protocol": (dict(listener_security_protocol_map="CONTROLLER:FOO"),
                                        "listener.security.protocol.map"),
     "security map: no colon": (dict(listener_security_protocol_map="CONTROLLER"), "listener.security.protocol.map"),
-    # A listener named after a protocol uses it: SSL here, and inter-broker traffic must be PLAINTEXT.
-    "inter-broker listener named SSL without a map": (dict(listeners="CONTROLLER://:9093,SSL://:9094",
-                                                           inter_broker_listener_name="SSL"),
-                                         "listener.security.protocol.map"),
+    # A listener named after a protocol uses it: SASL_SSL here, with Kafka's default mechanism GSSAPI.
+    "inter-broker listener named SASL_SSL without a map": (dict(listeners="CONTROLLER://:9093,SASL_SSL://:9094",
+                                                                inter_broker_listener_name="SASL_SSL"),
+                                                           "sasl.mechanism.inter.broker.protocol"),
 }
 
 

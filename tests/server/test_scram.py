@@ -7,8 +7,6 @@ v0 raw framing, refused with Kafka's message for a wrong password or an unknown 
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import struct
 
 import pytest
@@ -18,6 +16,7 @@ from kraft.controller.scram import handle_alter_user_scram_credentials, handle_d
 from kraft.errors import ErrorCode, MetadataReplayError
 from kraft.metadata import EMPTY_IMAGE, FeatureLevelRecord, MetadataDelta
 from kraft.metadata.records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
+from kraft.client.sasl_client import ScramClient
 from kraft.metadata.scram import (SCRAM_SHA_256, SCRAM_SHA_512, credential_from_password, salted_password,
                                   stored_key)
 from kraft.metadata.serde import decode_record, encode_record
@@ -183,31 +182,6 @@ def test_authorization_id_other_than_the_user_is_refused():
         _rfc_mechanism().start().step(b"n,a=admin,n=user,r=abc")
 
 
-class ScramClient:
-    """The client side (RFC 5802), as a Kafka client computes it."""
-
-    def __init__(self, mechanism: str, user: str, password: str, nonce="clientnonce123"):
-        self.hash = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}[mechanism]
-        self.user, self.password, self.nonce = user, password, nonce
-        self.bare = f"n={user},r={nonce}"
-
-    def first(self) -> bytes:
-        return ("n,," + self.bare).encode()
-
-    def final(self, server_first: bytes) -> bytes:
-        fields = dict(f.split("=", 1) for f in server_first.decode().split(","))
-        salted = hashlib.pbkdf2_hmac(self.hash, self.password.encode(), base64.b64decode(fields["s"]), int(fields["i"]))
-        ck = hmac.new(salted, b"Client Key", self.hash).digest()
-        without = f"c=biws,r={fields['r']}"
-        self.auth = f"{self.bare},{server_first.decode()},{without}".encode()
-        sig = hmac.new(hashlib.new(self.hash, ck).digest(), self.auth, self.hash).digest()
-        self.server_key = hmac.new(salted, b"Server Key", self.hash).digest()
-        return f"{without},p={base64.b64encode(bytes(a ^ b for a, b in zip(ck, sig))).decode()}".encode()
-
-    def verify(self, server_final: bytes) -> bool:
-        return server_final == b"v=" + base64.b64encode(hmac.new(self.server_key, self.auth, self.hash).digest())
-
-
 STORE = {("alice", SCRAM_SHA_512): credential_from_password(SCRAM_SHA_512, "alice-secret", b"NaCl", 4096)}
 GIVEN = {"sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256"}
 
@@ -231,7 +205,7 @@ def test_scram_sha_512_login_over_saslauthenticate_at_every_version(av):
             assert (hs.error_code, hs.mechanisms) == (0, ["SCRAM-SHA-512", "SCRAM-SHA-256"])
             client = ScramClient("SCRAM-SHA-512", "alice", "alice-secret")
             a1 = await _call(conn, SaslAuthenticateRequest(auth_bytes=client.first()), av, 2, SaslAuthenticateResponse)
-            assert a1.error_code == 0 and a1.auth_bytes.startswith(b"r=clientnonce123")
+            assert a1.error_code == 0 and a1.auth_bytes.startswith(b"r=" + client.nonce.encode())
             a2 = await _call(conn, SaslAuthenticateRequest(auth_bytes=client.final(a1.auth_bytes)), av, 3,
                              SaslAuthenticateResponse)
             assert a2.error_code == 0 and client.verify(a2.auth_bytes)

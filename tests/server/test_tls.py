@@ -304,10 +304,13 @@ def test_node_config_accepts_ssl_listeners_and_knows_the_ssl_settings():
 
 
 @pytest.mark.parametrize("props,message", [
-    ({"listener.security.protocol.map": "CONTROLLER:SSL,SSL:SSL"}, "controller listener CONTROLLER must be PLAINTEXT"),
+    ({"listener.security.protocol.map": "CONTROLLER:SASL_SSL,SSL:SSL"},
+     "sasl.mechanism.controller.protocol: the controller listener CONTROLLER is SASL_SSL: set PLAIN"),
+    ({"listener.security.protocol.map": "CONTROLLER:SASL_SSL,SSL:SSL",
+      "sasl.mechanism.controller.protocol": "SCRAM-SHA-512"}, "SCRAM cannot be used on the controller listener"),
     ({"listener.security.protocol.map": "CONTROLLER:GSSAPI"}, "bad entry"),
-    ({"listeners": "SSL://:9092,CONTROLLER://:9093", "inter.broker.listener.name": "SSL"},
-     "inter-broker listener SSL must be PLAINTEXT"),
+    ({"listeners": "SASL_PLAINTEXT://:9092,CONTROLLER://:9093", "inter.broker.listener.name": "SASL_PLAINTEXT"},
+     "sasl.mechanism.inter.broker.protocol: the inter-broker listener SASL_PLAINTEXT is SASL_PLAINTEXT"),
 ])
 def test_node_config_refuses_what_kraft_cannot_serve_in_one_line(props, message):
     with pytest.raises(ConfigError, match=message):
