@@ -29,3 +29,28 @@ def roundtrip(conf: dict, topic: str, value: bytes, timeout: float = 30.0) -> No
             seen.append(m.value())
     c.close()
     assert value in seen
+
+
+def kcat_librdkafka() -> tuple:
+    """The librdkafka version kcat runs on, as a tuple of ints (``kcat -V``)."""
+    import re
+    import subprocess
+    out = subprocess.run(["kcat", "-V"], capture_output=True, text=True, timeout=10).stdout
+    m = re.search(r"librdkafka (\d+)\.(\d+)\.(\d+)", out)
+    return tuple(int(x) for x in m.groups()) if m else (0, 0, 0)
+
+
+def kcat_roundtrip(conf: dict, topic: str, value: bytes, timeout: float = 60.0) -> None:
+    """``value`` produced with ``kcat -P`` and read back with ``kcat -C -e``, with the
+    librdkafka settings in ``conf`` (``bootstrap.servers`` among them) given as ``-X``."""
+    import shutil
+    import subprocess
+    assert shutil.which("kcat"), "kcat is installed by tools/test.sh (apt)"
+    args = [f"-X{k}={v}" for k, v in conf.items() if k != "logger"]
+    done = subprocess.run(["kcat", *args, "-P", "-t", topic], input=value + b"\n", capture_output=True,
+                          timeout=timeout)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    read = subprocess.run(["kcat", *args, "-C", "-t", topic, "-o", "beginning", "-e", "-q"], capture_output=True,
+                          timeout=timeout)
+    assert read.returncode == 0, read.stderr.decode(errors="replace")
+    assert value in read.stdout.split(b"\n"), read.stdout[-200:]

@@ -12,7 +12,7 @@ import pytest
 
 from kraft.cli.local_cluster import LocalCluster, free_ports, wait_for
 
-from secured_clients import SILENT, roundtrip
+from secured_clients import SILENT, kcat_roundtrip, roundtrip
 from tls_certs import CertAuthority, pkcs12_bytes, write
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
@@ -91,6 +91,13 @@ def test_confluent_kafka_over_sasl_ssl_plain(secured):
     _, _, port, ca = secured
     _roundtrip(_sasl(port, "admin", "admin-secret", **{"security.protocol": "SASL_SSL", "ssl.ca.location": ca}),
                b"sasl-ssl")
+
+
+def test_kcat_over_sasl_plaintext_and_sasl_ssl_plain(secured):
+    _, port, ssl_port, ca = secured
+    kcat_roundtrip(_sasl(port, "alice", "alice-secret"), "secured", b"kcat-sasl-plaintext")
+    kcat_roundtrip(_sasl(ssl_port, "admin", "admin-secret", **{"security.protocol": "SASL_SSL", "ssl.ca.location": ca}),
+                   "secured", b"kcat-sasl-ssl")
 
 
 @pytest.mark.parametrize("user,password", [("alice", "wrong"), ("mallory", "alice-secret")])

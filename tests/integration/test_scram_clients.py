@@ -15,7 +15,7 @@ import time
 import pytest
 
 from kraft.cli.local_cluster import LocalCluster, free_ports, wait_for
-from secured_clients import SILENT, roundtrip
+from secured_clients import SILENT, kcat_librdkafka, kcat_roundtrip, roundtrip
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
 from confluent_kafka import KafkaError, KafkaException, Producer  # noqa: E402
@@ -127,6 +127,21 @@ def _aiokafka(port) -> None:
     asyncio.run(asyncio.wait_for(main(), 30))
 
 
+def _kcat_scram(b1, b2) -> None:
+    """kcat over SCRAM-SHA-512 and -256. librdkafka before 2.6.1 sends the client nonce twice in
+    its final message (librdkafka#4895); Kafka 4 refuses that since CVE-2024-56128, as RFC 5802
+    says, and so does kraft: such a kcat (Debian's has 2.0.2) must be refused, a newer one served."""
+    if kcat_librdkafka() >= (2, 6, 1):
+        kcat_roundtrip(_scram(b2, "alice", "alice-secret"), TOPIC, b"kcat-scram-512")
+        kcat_roundtrip(_scram(b1, "alice", "alice-secret", **{"sasl.mechanism": "SCRAM-SHA-256"}), TOPIC,
+                       b"kcat-scram-256")
+        return
+    conf = _scram(b2, "alice", "alice-secret")
+    done = subprocess.run(["kcat", *(f"-X{k}={v}" for k, v in conf.items() if k != "logger"), "-L"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and INVALID in done.stderr, done.stderr[-500:]
+
+
 def test_scram_users_bootstrapped_added_deleted_and_kept_across_a_restart(tmp_path):
     started = time.monotonic()
     cluster, sasl = _cluster(str(tmp_path))
@@ -140,6 +155,7 @@ def test_scram_users_bootstrapped_added_deleted_and_kept_across_a_restart(tmp_pa
         _roundtrip(b1, b"confluent-scram")
         _kafka_python(b2)
         _aiokafka(b1)
+        _kcat_scram(b1, b2)
         assert _refused(b2, "alice", "wrong")
         assert _refused(b1, "mallory", "alice-secret")
         # added through AlterUserScramCredentials (kraft configs, forwarded to the controller)

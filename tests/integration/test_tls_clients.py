@@ -15,7 +15,7 @@ import pytest
 
 from kraft.cli.local_cluster import LocalCluster, free_ports, wait_for
 
-from secured_clients import SILENT, roundtrip
+from secured_clients import SILENT, kcat_roundtrip, roundtrip
 from tls_certs import CertAuthority, pkcs12_bytes, write
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
@@ -94,6 +94,13 @@ def test_confluent_kafka_produces_and_consumes_over_mtls(secured):
     _roundtrip({"bootstrap.servers": f"127.0.0.1:{mtls_port}", "security.protocol": "SSL",
                 "ssl.ca.location": files["ca"], "ssl.certificate.location": files["cert"],
                 "ssl.key.location": files["key"]}, b"mtls")
+
+
+def test_kcat_produces_and_consumes_over_mtls(secured):
+    _, _, mtls_port, files = secured
+    kcat_roundtrip({"bootstrap.servers": f"127.0.0.1:{mtls_port}", "security.protocol": "ssl",
+                    "ssl.ca.location": files["ca"], "ssl.certificate.location": files["cert"],
+                    "ssl.key.location": files["key"]}, "secured", b"kcat-mtls")
 
 
 def test_a_client_trusting_another_ca_is_refused_with_a_certificate_verify_error(secured):
