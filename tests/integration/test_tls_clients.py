@@ -1,11 +1,13 @@
 """TLS listeners of a real ``kraft server start`` process, with real clients: confluent-kafka
-(librdkafka) producing and consuming over SSL and mTLS, kafka-python over SSL, kraft's own
+(librdkafka) producing and consuming over SSL and mTLS, kcat and aiokafka over mTLS,
+kafka-python over SSL, kraft's own
 tool through ``--command-config``; a client trusting another CA and an mTLS client without a
 certificate are refused as the client reports it; a PLAINTEXT client on the TLS port and a
 stalled handshake leave the node answering others."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import sys
@@ -132,6 +134,32 @@ def test_kafka_python_over_ssl(secured):
         values += [m.value for batch in consumer.poll(timeout_ms=500).values() for m in batch]
     consumer.close()
     assert b"kafka-python" in values
+
+
+def test_aiokafka_over_mtls(secured):
+    aiokafka = pytest.importorskip("aiokafka", reason="aiokafka is in the test extra")
+    from aiokafka.helpers import create_ssl_context
+    _, _, mtls_port, files = secured
+
+    async def main():
+        ctx = create_ssl_context(cafile=files["ca"], certfile=files["cert"], keyfile=files["key"])
+        common = dict(bootstrap_servers=f"127.0.0.1:{mtls_port}", security_protocol="SSL", ssl_context=ctx)
+        producer = aiokafka.AIOKafkaProducer(**common)
+        await producer.start()
+        try:
+            await producer.send_and_wait("secured", b"aiokafka-mtls")
+        finally:
+            await producer.stop()
+        consumer = aiokafka.AIOKafkaConsumer("secured", auto_offset_reset="earliest", **common)
+        await consumer.start()
+        try:
+            seen = []
+            while b"aiokafka-mtls" not in seen:
+                batch = await consumer.getmany(timeout_ms=500)
+                seen += [m.value for ms in batch.values() for m in ms]
+        finally:
+            await consumer.stop()
+    asyncio.run(asyncio.wait_for(main(), 60))
 
 
 def test_kraft_tool_reaches_the_ssl_listener_with_command_config(secured, tmp_path):
