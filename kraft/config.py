@@ -508,6 +508,7 @@ SECURITY_KEYS = frozenset({
     "ssl.truststore.password", "ssl.truststore.certificates", "ssl.client.auth", "ssl.enabled.protocols",
     "ssl.cipher.suites", "ssl.principal.mapping.rules", "sasl.enabled.mechanisms", "sasl.jaas.config",
     "plain.sasl.jaas.config", "scram-sha-256.sasl.jaas.config", "scram-sha-512.sasl.jaas.config",
+    "connections.max.reauth.ms",
     "ssl.endpoint.identification.algorithm"})
 # The mechanism a node logs in with on another node's SASL listener (Kafka's defaults: GSSAPI,
 # which kraft lacks: a SASL controller or inter-broker listener needs them set).

@@ -143,6 +143,9 @@ _READ_ONLY = [
     _read_only("default.replication.factor", T.INT, "1", "Default replication factor of new topics."),
     _read_only("delete.topic.enable", T.BOOLEAN, "true", "Enables deleting topics."),
     _read_only("inter.broker.listener.name", T.STRING, None, "The listener brokers use between themselves."),
+    _read_only("connections.max.reauth.ms", T.LONG, "0", "The SASL session lifetime after which a client must "
+               "re-authenticate (KIP-368); 0: sessions do not expire. Per listener as "
+               "listener.name.<listener>.connections.max.reauth.ms."),
     _read_only("log.dir", T.STRING, "/tmp/kafka-logs", "The directory in which the log data is kept."),
     _read_only("log.dirs", T.STRING, None, "The directories in which the log data is kept."),
     _read_only("log.flush.offset.checkpoint.interval.ms", T.INT, "60000", "How often offset checkpoints are written."),

@@ -44,8 +44,8 @@ from typing import Any, Awaitable, Protocol, Union
 
 from kraft.errors import ErrorCode, KraftError, ProtocolError, UnsupportedVersionError
 from kraft.server.connection_limits import THROTTLED, ConnectionCaps, canonical_address
-from kraft.server.sasl import (API_VERSIONS, MAX_RECEIVE_SIZE, SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslSession,
-                               after_authentication, sasl_raw_token, sasl_step)
+from kraft.server.sasl import (MAX_RECEIVE_SIZE, SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslSession,
+                               after_authentication, sasl_gate, sasl_raw_token)
 from kraft.server.tls import peer_principal as tls_peer_principal, watch_handshakes
 from kraft.server.turn import turn_queue
 from kraft.protocol import (DEFAULT_MAX_FRAME_BYTES, EncodedBody, EncodedParts, FrameDecoder, RequestHeader, Response,
@@ -283,12 +283,10 @@ class _Connection(asyncio.Protocol):
             self._reject(f"{type(exc).__name__} ({what}): {exc}")
             return False
         api_key = header.api_key
-        if sasl is not None and sasl.state != "done":
-            if not sasl.allows(api_key):
-                self._reject(f"api_key={api_key} before SASL authentication (state {sasl.state})")
-                return False
-            if api_key != API_VERSIONS:
-                return sasl_step(self, header, request)
+        if sasl is not None:
+            gated = sasl_gate(self, header, request)
+            if gated is not None:
+                return gated
         elif api_key == SASL_HANDSHAKE or api_key == SASL_AUTHENTICATE:
             return self._queue_answer(header, after_authentication(api_key))
         srv.requests_total += 1
@@ -465,6 +463,8 @@ class KafkaServer:
         self.sasl = sasl  # a kraft.server.sasl.SaslListener: SASL_PLAINTEXT, SASL_SSL
         self.failed_authentication_delay_ms = failed_authentication_delay_ms
         self.auth_failed_total = 0
+        self.expired_sessions_total = 0  # closed: a request after the SASL session's lifetime
+        self.reauthentications_total = 0  # KIP-368 logins on authenticated connections
         self.on_disconnect = on_disconnect  # called with the peer ("host:port") of each closed connection
         self.admission = admission
         self.host = host

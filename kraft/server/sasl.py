@@ -10,6 +10,13 @@ Config as Kafka reads it: ``sasl.enabled.mechanisms`` and
 ``listener.name.<listener>.<mechanism>.sasl.jaas.config`` (else ``sasl.jaas.config``), with the
 ``listener.name.<listener>.`` prefix first. Mistakes are one-line :class:`ConfigError`s raised
 when the listener is built. No I/O here: :mod:`kraft.server.network` frames and sends.
+
+Re-authentication (KIP-368, ``connections.max.reauth.ms`` > 0, per listener): a login answered
+by SaslAuthenticate v1+ carries that session lifetime; before it ends the client sends
+SaslHandshake again on the same connection and logs in anew, as the same principal with the
+same mechanism (anything else closes the connection). Once a session has expired, any request
+but SaslHandshake closes the connection (a v0 client, which cannot re-authenticate, is closed
+at its first request after the lifetime).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import hmac
 import logging
 import re
 import struct
+import time
 
 from kraft.config import security_protocol
 from kraft.errors import ConfigError, ErrorCode
@@ -109,10 +117,11 @@ class _PlainExchange:
 
 
 class SaslListener:
-    """The mechanisms one SASL listener offers."""
+    """The mechanisms one SASL listener offers, and its session lifetime (0: none)."""
 
-    def __init__(self, mechanisms: dict):
+    def __init__(self, mechanisms: dict, reauth_ms: int = 0):
         self.mechanisms = mechanisms  # name -> mechanism
+        self.reauth_ms = reauth_ms  # connections.max.reauth.ms
 
 
 def listener_sasl(cfg, listener: str, scram_credentials=None) -> SaslListener | None:
@@ -153,7 +162,10 @@ def sasl_settings(given: dict, listener: str, scram_credentials=None) -> SaslLis
             raise ConfigError(f"{where}: mechanism PLAIN needs {PLAIN_MODULE}, got {module}")
         users = {k[len("user_"):]: v for k, v in options.items() if k.startswith("user_")}
         mechanisms[name] = PlainMechanism(users)
-    return SaslListener(mechanisms)
+    text = s.get("connections.max.reauth.ms", "0").strip()
+    if not text.isdigit():
+        raise ConfigError(f"{s.key('connections.max.reauth.ms')}: expected a whole number of ms >= 0, got {text!r}")
+    return SaslListener(mechanisms, int(text))
 
 
 class SaslSession:
@@ -168,6 +180,10 @@ class SaslSession:
         self.principal: str | None = None
         self.failed: str | None = None  # why the connection must be closed (after the answer)
         self.auth_failed = False  # closed after connection.failed.authentication.delay.ms
+        self.expires_at: float | None = None  # monotonic end of the session (re-authentication)
+        self._previous: tuple | None = None  # (principal, mechanism) while re-authenticating
+        self.mechanism_name = ""
+        self.reauthentications = 0
 
     @property
     def done(self) -> bool:
@@ -181,12 +197,30 @@ class SaslSession:
             return api_key == SASL_AUTHENTICATE
         return False
 
+    def may_reauthenticate(self, version: int) -> bool:
+        """A SaslHandshake on an authenticated connection starts a re-authentication (KIP-368)
+        when the listener has a session lifetime; else it is answered ILLEGAL_SASL_STATE."""
+        return self.listener.reauth_ms > 0 and version >= 1
+
+    def begin_reauthentication(self) -> None:
+        self._previous = (self.principal, self.mechanism_name)
+        self.state = "handshake"
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and now >= self.expires_at
+
     def handshake(self, request, version: int) -> SaslHandshakeResponse:
         names = list(self.listener.mechanisms)
         mechanism = self.listener.mechanisms.get(request.mechanism)
         if mechanism is None:
             self.failed = f"unsupported SASL mechanism {request.mechanism!r}"
             return SaslHandshakeResponse(error_code=int(ErrorCode.UNSUPPORTED_SASL_MECHANISM), mechanisms=names)
+        if self._previous is not None and request.mechanism != self._previous[1]:
+            # Kafka's SaslServerAuthenticator: a re-authentication keeps its mechanism.
+            self.failed = (f"SASL mechanism {request.mechanism} for re-authentication differs from "
+                           f"{self._previous[1]}")
+            return SaslHandshakeResponse(error_code=int(ErrorCode.UNSUPPORTED_SASL_MECHANISM), mechanisms=names)
+        self.mechanism_name = request.mechanism
         self.exchange = mechanism.start()
         self.state = "authenticate" if version >= 1 else "raw"
         return SaslHandshakeResponse(error_code=0, mechanisms=names)
@@ -202,14 +236,29 @@ class SaslSession:
             self.auth_failed = True
             return None
         if exchange.complete:
-            self.principal = f"User:{exchange.user}"
+            principal = f"User:{exchange.user}"
+            if self._previous is not None and principal != self._previous[0]:
+                self.failed = (f"Cannot change principals during re-authentication from {self._previous[0]}: "
+                               f"{principal}")
+                self.auth_failed = True
+                return None
+            if self._previous is not None:
+                self.reauthentications += 1
+            self._previous = None
+            self.principal = principal
             self.state = "done"
+            reauth_ms = self.listener.reauth_ms
+            self.expires_at = time.monotonic() + reauth_ms / 1000 if reauth_ms > 0 else None
         return answer
 
-    def authenticate(self, request) -> SaslAuthenticateResponse:
+    def authenticate(self, request, version: int = 2) -> SaslAuthenticateResponse:
         answer = self.token(request.auth_bytes)
         if answer is not None:
-            return SaslAuthenticateResponse(error_code=0, error_message=None, auth_bytes=answer, session_lifetime_ms=0)
+            # v0 has no lifetime field: such a client cannot re-authenticate, and is closed at
+            # its first request after the lifetime.
+            lifetime = self.listener.reauth_ms if self.state == "done" and version >= 1 else 0
+            return SaslAuthenticateResponse(error_code=0, error_message=None, auth_bytes=answer,
+                                            session_lifetime_ms=lifetime)
         return SaslAuthenticateResponse(error_code=int(ErrorCode.SASL_AUTHENTICATION_FAILED),
                                         error_message=self.failed, auth_bytes=b"", session_lifetime_ms=0)
 
@@ -227,14 +276,39 @@ def after_authentication(api_key: int):
 # --- one connection's steps (``conn`` is kraft.server.network's _Connection) -------------------
 
 
+def sasl_gate(conn, header, request) -> bool | None:
+    """What a SASL listener's connection does with a decoded request before the handler: None
+    passes it on; otherwise it was answered here (False: the connection is closing)."""
+    sasl, api_key = conn.sasl, header.api_key
+    if sasl.state == "done" and sasl.expires_at is not None:
+        if api_key == SASL_HANDSHAKE and sasl.may_reauthenticate(header.api_version):
+            sasl.begin_reauthentication()  # KIP-368: the same principal logs in again
+        elif sasl.expired(time.monotonic()):
+            conn.server.expired_sessions_total += 1
+            log.info("closing connection from %s on %s: its SASL session expired (connections.max.reauth.ms)",
+                     conn.peer, conn.server.listener_name)
+            conn._close()
+            return False
+    if sasl.state != "done":
+        if not sasl.allows(api_key):
+            conn._reject(f"api_key={api_key} before SASL authentication (state {sasl.state})")
+            return False
+        return None if api_key == API_VERSIONS else sasl_step(conn, header, request)
+    if api_key == SASL_HANDSHAKE or api_key == SASL_AUTHENTICATE:
+        return conn._queue_answer(header, after_authentication(api_key))
+    return None
+
+
 def sasl_step(conn, header, request) -> bool:
     """Answer a SaslHandshake or SaslAuthenticate of an unauthenticated connection; False when
     the connection is closing."""
     sasl = conn.sasl
+    before = sasl.reauthentications
     if header.api_key == SASL_HANDSHAKE:
         response = sasl.handshake(request, header.api_version)
     else:
-        response = sasl.authenticate(request)
+        response = sasl.authenticate(request, header.api_version)
+    conn.server.reauthentications_total += sasl.reauthentications - before
     conn._queue_answer(header, response)
     _after_step(conn)
     return not conn._closing

@@ -27,6 +27,9 @@ JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required userna
 BAD_CREDENTIALS = "Authentication failed: Invalid username or password"
 
 
+REAUTH_MS = 2500  # the SASL_SSL listener's session lifetime (KIP-368)
+
+
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("sasl"))
@@ -44,6 +47,7 @@ def secured(tmp_path_factory):
         "sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
+        "listener.name.sasl_ssl.connections.max.reauth.ms": str(REAUTH_MS),
         "ssl.keystore.type": "PKCS12", "ssl.keystore.location": keystore, "ssl.keystore.password": "ks-pass",
     })
     cluster.create()
@@ -91,6 +95,22 @@ def test_confluent_kafka_over_sasl_ssl_plain(secured):
     _, _, port, ca = secured
     _roundtrip(_sasl(port, "admin", "admin-secret", **{"security.protocol": "SASL_SSL", "ssl.ca.location": ca}),
                b"sasl-ssl")
+
+
+def test_librdkafka_reauthenticates_before_its_session_ends_and_keeps_producing(secured):
+    cluster, _, port, ca = secured
+    p = ck.Producer({**_sasl(port, "admin", "admin-secret", **{"security.protocol": "SASL_SSL", "ssl.ca.location": ca}),
+                     "logger": _SILENT, "linger.ms": 0})
+    failed, delivered = [], []
+    deadline = time.monotonic() + 3.5 * REAUTH_MS / 1000  # three session lifetimes and a half
+    while time.monotonic() < deadline:
+        p.produce("secured", b"reauth", on_delivery=lambda err, msg: (failed if err else delivered).append(err))
+        p.poll(0.2)
+    assert p.flush(30) == 0 and not failed and len(delivered) > 10
+    # Had the client not logged in again, its next request after a lifetime would have closed
+    # the connection (and librdkafka would have reconnected without the test seeing it).
+    with open(cluster.log_path(1)) as f:
+        assert "SASL session expired" not in f.read()
 
 
 def test_kcat_over_sasl_plaintext_and_sasl_ssl_plain(secured):
