@@ -54,7 +54,8 @@ _TLS = ("dynamic update refused: kraft reads the ssl.* settings (PEM, PKCS12 sto
         "ssl.client.auth, ssl.enabled.protocols, ssl.cipher.suites, DEFAULT ssl.principal.mapping.rules), "
         "also as listener.name.<listener>.ssl.*, and SASL PLAIN and SCRAM-SHA-256/512 (sasl.enabled.mechanisms, "
         "[listener.name.<listener>.plain.]sasl.jaas.config; SCRAM credentials in the metadata log) from "
-        "server.properties at start only; GSSAPI, OAUTHBEARER and keystore reload are not implemented")
+        "server.properties at start, except a listener's keystore, which listener.name.<listener>.ssl.keystore.* "
+        "replaces per broker at run time; GSSAPI and OAUTHBEARER are not implemented")
 _TIERED = "kraft has no tiered storage"
 _THROTTLE = "kraft has no replication throttling"
 
@@ -220,8 +221,11 @@ _BROKER_GROUPS = (
 BROKER_SYNONYM_GROUPS: dict[str, tuple] = {name: group for group in _BROKER_GROUPS for name in group}
 #: ``listener.name.<listener>.<config>`` (Kafka's ``ListenerConfigRegex``)
 LISTENER_CONFIG = re.compile(r"listener\.name\.[^.]*\.(.*)")
-LISTENER_NOTE = ("kraft reads per-listener ssl.* settings from server.properties at start; it updates no "
-                 "listener setting dynamically")
+LISTENER_NOTE = ("kraft reads per-listener ssl.* settings from server.properties at start; at run time it "
+                 "updates only a listener's keystore (listener.name.<listener>.ssl.keystore.*, per broker)")
+#: a listener's keystore, which a broker reloads when its per-broker dynamic config changes (cert rotation)
+KEYSTORE_KEYS = frozenset({"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+                           "ssl.keystore.certificate.chain", "ssl.keystore.key"})
 #: listener configs Kafka lets the cluster default set (``ClusterLevelListenerConfigs``)
 _CLUSTER_LEVEL_LISTENER = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})
 #: security configs Kafka updates only with a listener prefix (``DynamicSecurityConfigs``)
@@ -274,7 +278,10 @@ def validate_broker_configs(changes: dict, per_broker: bool) -> None:
             raise InvalidRequestError("Cannot update these configs at default cluster level, broker id must be "
                                       f"specified: {_scala_set(only_per_broker)}")
     for name, text in setting.items():
-        if LISTENER_CONFIG.fullmatch(name):
+        listener = LISTENER_CONFIG.fullmatch(name)
+        if listener and listener.group(1) in KEYSTORE_KEYS:
+            continue  # per broker (checked above); the broker loads and checks the store itself
+        if listener:
             raise ConfigError(f"Configuration {name} is not supported by kraft: {LISTENER_NOTE}")
         definition = BROKER_CONFIGS.get(name)
         if definition is None:
@@ -284,5 +291,6 @@ def validate_broker_configs(changes: dict, per_broker: bool) -> None:
             raise ConfigError(reason)
 
 
-__all__ = ["BROKER_CONFIGS", "BROKER_SYNONYM_GROUPS", "LISTENER_CONFIG", "LISTENER_NOTE", "broker_synonyms",
+__all__ = ["BROKER_CONFIGS", "BROKER_SYNONYM_GROUPS", "KEYSTORE_KEYS", "LISTENER_CONFIG", "LISTENER_NOTE",
+           "broker_synonyms",
            "validate_broker_configs"]

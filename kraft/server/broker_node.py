@@ -54,6 +54,7 @@ from kraft.server.group_lag import GroupLag
 from kraft.server.sasl import listener_sasl
 from kraft.server.tls import listener_context
 from kraft.server.connection_limits import connection_limits
+from kraft.server.keystore_reload import KeystoreReload
 from kraft.server.network import KafkaServer
 from kraft.server.replication_driver import ReplicationDriver
 from kraft.server.allocator import keep_freed_pages
@@ -86,6 +87,7 @@ class BrokerNode:
         #: consumer lag of the groups this broker coordinates, for /metrics
         self.group_lag: GroupLag | None = None
         self.servers: dict[str, KafkaServer] = {}
+        self.keystores: KeystoreReload | None = None  # set once the listeners exist
         self._locks = None
         self._timers: list[asyncio.TimerHandle] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -176,6 +178,8 @@ class BrokerNode:
             await server.start(serving)
             self.servers[ep.name] = server
             log.info("broker %d: serving %s on %s:%d", cfg.node_id, ep.name, ep.host or "0.0.0.0", server.port)
+        self.keystores = KeystoreReload(cfg, {name: s.ssl_context for name, s in self.servers.items()},
+                                        {self.replication.listener: self.replication.client_options.get("ssl_context")})
         self._every(v["log.retention.check.interval.ms"], self._retention)
         self.cleaner = start_cleaner(loop, self.logs, state, v)
         if v["log.flush.offset.checkpoint.interval.ms"] > 0:
@@ -274,6 +278,8 @@ class BrokerNode:
         for server in self.servers.values():
             server.caps.per_ip = cap
             server.caps.set_quotas(image.client_quotas.entities)
+        if self.keystores is not None:
+            self.keystores.on_image(image)
 
     def port(self, listener: str | None = None) -> int:
         if listener is None:

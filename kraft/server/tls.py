@@ -10,6 +10,7 @@ does no network I/O; :mod:`kraft.server.network` runs the handshakes.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import ssl
 import tempfile
@@ -23,6 +24,7 @@ _PROTOCOLS = {"TLSv1": ssl.TLSVersion.TLSv1, "TLSv1.1": ssl.TLSVersion.TLSv1_1,
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 _JKS_MAGIC = b"\xfe\xed\xfe\xed"
 _JCEKS_MAGIC = b"\xce\xce\xce\xce"
+_CERTIFICATE = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----\s*", re.S)
 
 
 class ListenerSettings:
@@ -100,7 +102,8 @@ def _load_chain(ctx: ssl.SSLContext, chain_pem: bytes, key_pem: bytes, password:
             os.rmdir(folder)
 
 
-def _load_keystore(ctx: ssl.SSLContext, s: ListenerSettings) -> None:
+def _load_keystore(ctx: ssl.SSLContext, s: ListenerSettings) -> bytes:
+    """Load the listener's key and certificate chain into ``ctx``; the chain's PEM."""
     kind = _store_type(s, "ssl.keystore.type")
     location = s.get("ssl.keystore.location")
     key_password = s.get("ssl.key.password")
@@ -110,7 +113,7 @@ def _load_keystore(ctx: ssl.SSLContext, s: ListenerSettings) -> None:
             raise ConfigError(f"{s.key('ssl.keystore.certificate.chain')}: a PEM keystore needs "
                               "ssl.keystore.certificate.chain and ssl.keystore.key, or ssl.keystore.location")
         _load_chain(ctx, chain.encode(), key.encode(), key_password, s.key("ssl.keystore.key"))
-        return
+        return chain.encode()
     if not location:
         raise ConfigError(f"{s.key('ssl.keystore.location')}: an SSL listener needs a keystore "
                           "(ssl.keystore.location, or PEM ssl.keystore.certificate.chain + ssl.keystore.key)")
@@ -119,14 +122,51 @@ def _load_keystore(ctx: ssl.SSLContext, s: ListenerSettings) -> None:
     _refuse_jks(data, where, location)
     if kind == "PEM" or data.lstrip().startswith(b"-----BEGIN"):
         _load_chain(ctx, data, b"", key_password, where)
-        return
+        return b"".join(_CERTIFICATE.findall(data))
     from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, Encoding, PrivateFormat
     key, cert, extra = _pkcs12(data, s.get("ssl.keystore.password"), where)
     if key is None or cert is None:
         raise ConfigError(f"{where}: the PKCS12 store {location} holds no private key with its certificate")
     secret = secrets.token_hex(16)  # the key is written encrypted, even to a private file
     key_pem = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, BestAvailableEncryption(secret.encode()))
-    _load_chain(ctx, b"".join(_pem(c) for c in [cert, *(extra or [])]), key_pem, secret, where)
+    chain_pem = b"".join(_pem(c) for c in [cert, *(extra or [])])
+    _load_chain(ctx, chain_pem, key_pem, secret, where)
+    return chain_pem
+
+
+def keystore_chain(given: dict, listener: str) -> bytes:
+    """The certificate chain (PEM) a listener's keystore holds, loaded as the listener would."""
+    return _load_keystore(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), ListenerSettings(given, listener))
+
+
+def reload_keystore(ctx: ssl.SSLContext, given: dict, listener: str, current_chain: bytes, also=()) -> bytes:
+    """Load the keystore ``given`` now names into a live server context: handshakes from now on
+    present it, connections already open keep theirs. It is first loaded on a scratch context,
+    and, as Kafka requires of a dynamically updated keystore, its certificate must keep the
+    subject and the subject alternative names of the one it replaces. Returns the new chain;
+    raises ConfigError (and changes nothing) otherwise. ``also``: client contexts that present
+    the same keystore to other nodes (kraft.server.tls.node_client_context)."""
+    from cryptography import x509
+    s = ListenerSettings(given, listener)
+    chain = _load_keystore(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), s)
+    old, new = (x509.load_pem_x509_certificate(_CERTIFICATE.findall(c)[0]) for c in (current_chain, chain))
+    if old.subject != new.subject:
+        raise ConfigError(f"{s.key('ssl.keystore.location')}: Keystore DistinguishedName does not match: "
+                          f"existing={{{old.subject.rfc4514_string()}}}, new={{{new.subject.rfc4514_string()}}}")
+    if _sans(old) != _sans(new):
+        raise ConfigError(f"{s.key('ssl.keystore.location')}: Keystore SubjectAltNames do not match: "
+                          f"existing={sorted(_sans(old))}, new={sorted(_sans(new))}")
+    for target in (ctx, *also):
+        _load_keystore(target, s)
+    return chain
+
+
+def _sans(cert) -> set:
+    from cryptography import x509
+    try:
+        return {str(n.value) for n in cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value}
+    except x509.ExtensionNotFound:
+        return set()
 
 
 def _load_truststore(ctx: ssl.SSLContext, s: ListenerSettings) -> bool:

@@ -172,6 +172,15 @@ def test_broker_configs_cluster_default_and_per_broker():
     assert after.configs.config(BROKER, "2") == {"message.max.bytes": "2000000", "max.connections.per.ip": "50"}
 
 
+def test_a_listeners_keystore_may_change_per_broker():
+    image = cluster_image()
+    result, errors = run_iac(image, [(BROKER, "2", [("listener.name.ssl.ssl.keystore.location", OP_SET, "/k2.p12"),
+                                                    ("listener.name.ssl.ssl.keystore.password", OP_SET, "pw")])])
+    assert errors == [(0, None)]
+    assert apply(image, result.records).configs.config(BROKER, "2") == {
+        "listener.name.ssl.ssl.keystore.location": "/k2.p12", "listener.name.ssl.ssl.keystore.password": "pw"}
+
+
 def test_broker_config_errors():
     image = cluster_image()
     _, errors = run_iac(image, [(BROKER, "7", [("message.max.bytes", OP_SET, "4096")])])
@@ -202,7 +211,11 @@ def test_broker_config_errors():
      "kraft serves requests on one event loop; its worker counts are fixed at start-up"),
     ("2", "listener.name.plaintext.max.connections", "5", ErrorCode.INVALID_CONFIG,
      "Configuration listener.name.plaintext.max.connections is not supported by kraft: kraft reads "
-     "per-listener ssl.* settings from server.properties at start; it updates no listener setting dynamically"),
+     "per-listener ssl.* settings from server.properties at start; at run time it updates only a listener's "
+     "keystore (listener.name.<listener>.ssl.keystore.*, per broker)"),
+    ("", "listener.name.ssl.ssl.keystore.location", "/k.p12", ErrorCode.INVALID_REQUEST,
+     "Cannot update these configs at default cluster level, broker id must be specified: "
+     "Set(listener.name.ssl.ssl.keystore.location)"),
     ("2", "custom.plugin.setting", "x", ErrorCode.INVALID_CONFIG,
      "Unknown broker config name: custom.plugin.setting (kraft loads no plugins that read custom configs)"),
     ("", "log.preallocate", "true", ErrorCode.INVALID_CONFIG,
