@@ -226,6 +226,8 @@ _SECURITY = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 INT_SETTINGS.update({"connections.max.idle.ms": (600_000, -1), "max.connections.per.ip": (INT32_MAX, 0)})
 # Client quotas (Kafka's QuotaConfig): the samples a rate is measured over and each one's span.
 INT_SETTINGS.update({"quota.window.num": (11, 1), "quota.window.size.seconds": (1, 1)})
+# Replication quotas (kraft.broker.replication_quotas): the same, for the replication throttles.
+INT_SETTINGS.update({"replication.quota.window.num": (11, 1), "replication.quota.window.size.seconds": (1, 1)})
 LONG_SETTINGS = LONG_SETTINGS | {"connections.max.idle.ms"}
 STR_SETTINGS["max.connections.per.ip.overrides"] = ""
 

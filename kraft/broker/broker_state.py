@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kraft.broker.leader_replication import LeaderReplication
+from kraft.broker.replication_quotas import FOLLOWER, LEADER, ReplicationQuota
 from kraft.broker.producer_states import ProducerStates
 from kraft.broker.topic_configs import TopicConfig, TopicConfigs
 from kraft.errors import ErrorCode
@@ -69,6 +70,9 @@ class BrokerState:
         self.is_serving = _always
         self.replication = LeaderReplication(broker_id, min_isr_of=self.min_insync_replicas)
         self.producer_states = ProducerStates()
+        #: replication throttles (the image's configs, kraft.broker.replication_quotas)
+        self.leader_quota = ReplicationQuota(LEADER, broker_id)
+        self.follower_quota = ReplicationQuota(FOLLOWER, broker_id)
 
     # --- partitions ------------------------------------------------------------------------
     def partition(self, topic: str, partition: int):

@@ -51,7 +51,7 @@ class _Read:
     """One partition's outcome."""
 
     __slots__ = ("topic", "topic_id", "partition", "code", "hw", "log_start", "records", "plog", "leader",
-                 "diverging", "lso", "aborted")
+                 "diverging", "lso", "aborted", "throttled")
 
     def __init__(self, topic, topic_id, partition):
         self.topic, self.topic_id, self.partition = topic, topic_id, partition
@@ -62,6 +62,7 @@ class _Read:
         self.plog = None
         self.leader = None
         self.diverging = None  # (epoch, end offset) for a follower whose log diverged
+        self.throttled = False  # a follower's read of a partition under the leader replication quota
 
 
 class FetchHandler:
@@ -100,7 +101,11 @@ class FetchHandler:
 
     def _answer(self, ctx, reads, version: int, listener: str | None = None):
         """The session layer, after the read: which results go out, under which session id."""
-        code, session_id, reads = ctx.respond(reads, self.clock_ms())
+        now = self.clock_ms()
+        code, session_id, reads = ctx.respond(reads, now)
+        throttled = sum(len(r.records) for r in reads if r.throttled)
+        if throttled:
+            self.state.leader_quota.record(throttled, now)  # what the answer carries, once
         endpoints = None
         if version >= 16 and listener is not None:
             endpoints = self._leader_endpoints(reads, listener)
@@ -237,6 +242,11 @@ class FetchHandler:
         if moved and self.on_high_watermark is not None:
             self.on_high_watermark(plog)
         r.hw = self.state.advance_high_watermark(plog, reg)
+        quota = self.state.leader_quota
+        if quota.bound is not None and quota.throttled(name, p.partition):
+            r.throttled = True
+            if quota.holds_back(name, p.partition, replica in reg.isr, self.clock_ms()):
+                return r  # Kafka's shouldLeaderThrottle: no records for this replica this time
         try:
             r.records = read_bytes(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)), min_one=first)
         except OffsetOutOfRangeError:

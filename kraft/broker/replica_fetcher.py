@@ -48,6 +48,10 @@ FETCH_VERSION = 13
 _RETRY_FULL = frozenset({int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND), int(ErrorCode.INVALID_FETCH_SESSION_EPOCH)})
 
 
+#: how long a partition held back by the follower replication quota waits before it is looked at again
+THROTTLE_RECHECK_MS = 100
+
+
 class Truncate(NamedTuple):
     tp: tuple
     offset: int
@@ -101,19 +105,21 @@ class FetchPartition:
     """One partition a fetcher follows. Invariant: fetched only when ``fenced`` is False and
     ``backoff_until_ms <= now``."""
 
-    __slots__ = ("tp", "topic_id", "leader_epoch", "backoff_until_ms", "fenced")
+    __slots__ = ("tp", "topic_id", "leader_epoch", "backoff_until_ms", "fenced", "in_sync")
 
     def __init__(self, tp: tuple, topic_id, leader_epoch: int):
         self.tp, self.topic_id, self.leader_epoch = tp, topic_id, leader_epoch
         self.backoff_until_ms = 0
         self.fenced = False
+        self.in_sync = False  # this replica is in the ISR (the image): never throttled then
 
 
 class ReplicaFetcher:
     def __init__(self, broker_id: int, leader_id: int, fetcher_index: int, local, *,
                  version: int = FETCH_VERSION, backoff_ms: int = DEFAULT_BACKOFF_MS,
                  max_wait_ms: int = DEFAULT_MAX_WAIT_MS, min_bytes: int = 1, max_bytes: int = DEFAULT_MAX_BYTES,
-                 partition_max_bytes: int = DEFAULT_PARTITION_MAX_BYTES, fetch_sessions: bool = True):
+                 partition_max_bytes: int = DEFAULT_PARTITION_MAX_BYTES, fetch_sessions: bool = True,
+                 quota=None):
         if version < 12:
             raise ValueError("replica fetchers use Fetch v12+ (last fetched epoch, DivergingEpoch)")
         self.broker_id, self.leader_id, self.fetcher_index = broker_id, leader_id, fetcher_index
@@ -124,14 +130,16 @@ class ReplicaFetcher:
         self.partitions: dict[tuple, FetchPartition] = {}
         self.in_flight: dict[tuple, int] | None = None  # tp -> leader epoch, of the request out
         self.session = ClientFetchSession(enabled=fetch_sessions)
+        self.quota = quota  # the follower replication quota (kraft.broker.replication_quotas), or None
 
     # --- membership (from image changes) -------------------------------------------------------
-    def add_or_update(self, tp: tuple, topic_id, leader_epoch: int) -> None:
+    def add_or_update(self, tp: tuple, topic_id, leader_epoch: int, in_sync: bool = False) -> None:
         p = self.partitions.get(tp)
         if p is None or p.topic_id != topic_id:
-            self.partitions[tp] = FetchPartition(tp, topic_id, leader_epoch)
+            p = self.partitions[tp] = FetchPartition(tp, topic_id, leader_epoch)
         elif leader_epoch != p.leader_epoch:
             p.leader_epoch, p.fenced, p.backoff_until_ms = leader_epoch, False, 0
+        p.in_sync = in_sync
 
     def remove(self, tp: tuple) -> None:
         self.partitions.pop(tp, None)
@@ -142,6 +150,15 @@ class ReplicaFetcher:
         if self.in_flight is not None:
             return None
         ready = [p for p in self.partitions.values() if not p.fenced and p.backoff_until_ms <= now_ms]
+        quota = self.quota
+        if quota is not None and quota.bound is not None:
+            # Kafka's shouldFollowerThrottle: a throttled partition of a replica out of the ISR
+            # is left out of the request while the follower quota is exceeded.
+            held = [p for p in ready if quota.holds_back(p.tp[0], p.tp[1], p.in_sync, now_ms)]
+            for p in held:  # looked at again soon (the rate spans seconds), not in a busy loop
+                p.backoff_until_ms = now_ms + THROTTLE_RECHECK_MS
+            if held:
+                ready = [p for p in ready if p.backoff_until_ms <= now_ms]
         if not ready:
             if self.partitions or not self.session.open:
                 return None
@@ -237,6 +254,8 @@ class ReplicaFetcher:
                 return
             if part.records is not None and len(part.records):
                 effects.append(AppendAsFollower(tp, part.records))
+                if self.quota is not None and self.quota.throttled(tp[0], tp[1]):
+                    self.quota.record(len(part.records), now_ms)
             if part.log_start_offset > self.local.start_offset(tp):
                 effects.append(UpdateLogStart(tp, part.log_start_offset))
             if part.high_watermark >= 0:
@@ -288,7 +307,7 @@ class ReplicaFetchers:
         for topic in image.topics.by_id.values():
             for pid, reg in topic.partitions.items():
                 if self.broker_id in reg.replicas and reg.leader != self.broker_id and reg.leader >= 0:
-                    wanted[(topic.name, pid)] = (topic.id, reg.leader, reg.leader_epoch)
+                    wanted[(topic.name, pid)] = (topic.id, reg.leader, reg.leader_epoch, self.broker_id in reg.isr)
         # A partition whose local log is still being made is followed once it is there.
         wanted = {tp: w for tp, w in wanted.items() if self.local.has(tp)}
         stopped = []
@@ -299,13 +318,13 @@ class ReplicaFetchers:
                 del self.assigned[tp]
                 if w is None:
                     stopped.append(tp)
-        for tp, (topic_id, leader, epoch) in wanted.items():
+        for tp, (topic_id, leader, epoch, in_sync) in wanted.items():
             key = (leader, fetcher_id(tp[0], tp[1], self.num_fetchers))
             f = self.fetchers.get(key)
             if f is None:
                 f = self.fetchers[key] = ReplicaFetcher(self.broker_id, leader, key[1], self.local,
                                                         **self.fetcher_options)
-            f.add_or_update(tp, topic_id, epoch)
+            f.add_or_update(tp, topic_id, epoch, in_sync)
             self.assigned[tp] = key
         for key in [k for k, f in self.fetchers.items() if f.idle]:
             del self.fetchers[key]

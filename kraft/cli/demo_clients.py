@@ -66,8 +66,10 @@ def run_clients(bootstrap: str, say, *, topic: str = "demo", partitions: int = 3
         f"factor {replication}) in {(time.monotonic() - start) * 1000:.0f} ms")
 
     acked, errors = [], []
+    # Idempotent: each key's records keep their order through retries (a first request to a new
+    # topic may be refused while its leaders start, and a plain producer retries it after the next).
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "compression.type": "lz4",
-                         "linger.ms": 5, **QUIET})
+                         "enable.idempotence": True, "linger.ms": 5, **QUIET})
 
     def delivered(err, msg):
         (errors if err is not None else acked).append(err or (msg.partition(), msg.offset(), msg.key(), msg.value()))
@@ -79,7 +81,7 @@ def run_clients(bootstrap: str, say, *, topic: str = "demo", partitions: int = 3
     if producer.flush(30) != 0 or errors:
         raise KraftError(f"produce failed: {errors[:1] or 'records still queued after 30 s'}")
     secs = time.monotonic() - start
-    say(f"  confluent-kafka Producer (acks=all, lz4): {len(acked)} records acknowledged in {secs * 1000:.0f} ms")
+    say(f"  confluent-kafka Producer (acks=all, lz4, idempotent): {len(acked)} records acknowledged in {secs * 1000:.0f} ms")
 
     got = _consume_through_group(bootstrap, topic, len(acked), admin, say)
     missing = set(acked) - set(got)

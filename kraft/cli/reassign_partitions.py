@@ -9,8 +9,8 @@ AlterReplicaLogDirs, ``replica_log_dirs.py``) and its output lines.
 the moves (refused while other moves run, unless --additional); --verify says per partition
 whether the move is done, still running, or the replica set is something else; --cancel
 cancels the file's moves that are still running (their partitions go back to the replicas they
-had). Not here: --generate, throttles
-(``--throttle``, ``--replica-alter-log-dirs-throttle``).
+had). ``--throttle N`` limits the moves' replication to N bytes/s until a ``--verify`` finds
+them done (``reassign_throttle.py``). Not here: --generate, ``--replica-alter-log-dirs-throttle``.
 Parsing and wording are pure functions; the requests go through ``PartitionAdmin``.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from kraft.cli import replica_log_dirs
+from kraft.cli import reassign_throttle, replica_log_dirs
 from kraft.client.partition_admin import PartitionAdmin
 from kraft.errors import ErrorCode, KraftError
 
@@ -116,7 +116,8 @@ def _ongoing(response) -> set:
     return {(t.name, p.partition_index) for t in response.topics for p in t.partitions}
 
 
-async def execute(admin: PartitionAdmin, targets: dict, additional: bool = False) -> list[str]:
+async def execute(admin: PartitionAdmin, targets: dict, additional: bool = False,
+                  throttle: int | None = None) -> list[str]:
     if not additional and _ongoing(await admin.ongoing()):
         raise ReassignmentError("Cannot execute because there is an existing partition assignment. Use --additional "
                                 "to override this and create a new partition assignment in addition to the existing "
@@ -128,6 +129,8 @@ async def execute(admin: PartitionAdmin, targets: dict, additional: bool = False
     lines = ["Current partition replica assignment", "",
              reassignment_json({tp: current[tp] for tp in targets}), "",
              "Save this to use as the --reassignment-json-file option during rollback"]
+    if throttle is not None and throttle >= 0:  # before the moves start, as Kafka sets it
+        lines += await reassign_throttle.set_throttle(admin, current, targets, throttle)
     errors = _errors(await admin.alter(targets))
     started = [tp for tp in targets if tp not in errors]
     if started:
@@ -140,10 +143,14 @@ async def execute(admin: PartitionAdmin, targets: dict, additional: bool = False
     return lines
 
 
-async def verify(admin: PartitionAdmin, targets: dict) -> list[str]:
+async def verify(admin: PartitionAdmin, targets: dict, preserve_throttles: bool = False) -> list[str]:
     ongoing = _ongoing(await admin.ongoing(list(targets)))
     current = await admin.assignment(sorted({t for t, _ in targets}))
-    return verify_lines(targets, current, ongoing)
+    lines = verify_lines(targets, current, ongoing)
+    done = not ongoing & set(targets) and all(current.get(tp) == r for tp, r in targets.items())
+    if done and not preserve_throttles:  # Kafka's verify clears the throttles once all is done
+        lines += await reassign_throttle.clear_throttle(admin, {t for t, _ in targets}, await admin.broker_ids())
+    return lines
 
 
 async def cancel(admin: PartitionAdmin, targets: dict) -> list[str]:
@@ -170,11 +177,14 @@ def _run(args) -> int:
         admin = PartitionAdmin(args.bootstrap_server, timeout_s=args.timeout)
         try:
             if args.execute:
-                lines = await execute(admin, targets, args.additional)
+                lines = await execute(admin, targets, args.additional, args.throttle)
                 if dir_moves:  # after the replicas are placed: new ones are retried until they exist
                     lines += await replica_log_dirs.start_moves(admin, dir_moves, args.timeout)
                 return lines
-            lines = await (verify if args.verify else cancel)(admin, targets)
+            if args.verify:
+                lines = await verify(admin, targets, args.preserve_throttles)
+            else:
+                lines = await cancel(admin, targets)
             if dir_moves:
                 step = replica_log_dirs.verify if args.verify else replica_log_dirs.cancel
                 lines += await step(admin, dir_moves, args.timeout)
@@ -198,5 +208,10 @@ def register(sub) -> None:
     g.add_argument("--cancel", action="store_true", help="cancel the file's moves still in progress")
     p.add_argument("--additional", action="store_true",
                    help="with --execute: start these moves although others are in progress")
+    p.add_argument("--throttle", type=int, default=-1, metavar="BYTES/S",
+                   help="with --execute: limit the moves' replication to this many bytes/s between brokers until "
+                        "--verify finds them done (in-sync replicas are never held back)")
+    p.add_argument("--preserve-throttles", action="store_true",
+                   help="with --verify: keep the throttles although the moves are done")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds each request may take")
     p.set_defaults(func=_run)

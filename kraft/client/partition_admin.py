@@ -66,6 +66,11 @@ class PartitionAdmin:
                 out[(t.name, p.partition_index)] = list(p.replica_nodes)
         return out
 
+    async def broker_ids(self) -> list[int]:
+        """The ids of the brokers the cluster's Metadata names."""
+        resp = await self._call(MetadataRequest(topics=[], allow_auto_topic_creation=False), METADATA_VERSION)
+        return sorted(b.node_id for b in resp.brokers)
+
     async def alter(self, moves: dict[tuple[str, int], list[int] | None]):
         """AlterPartitionReassignments for ``moves`` ((topic, partition) -> target replicas, or
         None to cancel); the response."""

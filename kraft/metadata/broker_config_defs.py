@@ -57,7 +57,7 @@ _TLS = ("dynamic update refused: kraft reads the ssl.* settings (PEM, PKCS12 sto
         "server.properties at start, except a listener's keystore, which listener.name.<listener>.ssl.keystore.* "
         "replaces per broker at run time; GSSAPI and OAUTHBEARER are not implemented")
 _TIERED = "kraft has no tiered storage"
-_THROTTLE = "kraft has no replication throttling"
+_THROTTLE = "kraft does not throttle moves between log directories"
 
 _DYNAMIC = [
     # the broker defaults of topic configs: only each topic config's first synonym is dynamic
@@ -100,8 +100,17 @@ _DYNAMIC = [
     _read_only("transaction.partition.verification.enable", T.BOOLEAN, "true",
                "Whether a partition leader asks the transaction coordinator that a transactional produce belongs "
                "to an ongoing transaction before appending its first batch there (KIP-890 part 1)."),
-    *_refused(["leader.replication.throttled.rate", "follower.replication.throttled.rate",
-               "replica.alter.log.dirs.io.max.bytes.per.second"], T.LONG, str(LONG_MAX), _THROTTLE,
+    ConfigDef("leader.replication.throttled.rate", T.LONG, str(LONG_MAX), at_least(0),
+              "A long representing the upper bound (bytes/sec) on replication traffic for leaders enumerated in "
+              "the property leader.replication.throttled.replicas (for each topic).", S.APPLIED,
+              "bounds what this broker serves of throttled partitions to followers that are not in sync",
+              mode=M.CLUSTER_WIDE, valid="[0,...]"),
+    ConfigDef("follower.replication.throttled.rate", T.LONG, str(LONG_MAX), at_least(0),
+              "A long representing the upper bound (bytes/sec) on replication traffic for followers enumerated "
+              "in the property follower.replication.throttled.replicas (for each topic).", S.APPLIED,
+              "bounds what this broker fetches of throttled partitions while its replica is not in sync",
+              mode=M.CLUSTER_WIDE, valid="[0,...]"),
+    *_refused(["replica.alter.log.dirs.io.max.bytes.per.second"], T.LONG, str(LONG_MAX), _THROTTLE,
               validator=at_least(0)),
     *_refused(["remote.log.index.file.cache.total.size.bytes", "remote.log.manager.copy.max.bytes.per.second",
                "remote.log.manager.fetch.max.bytes.per.second"], T.LONG, None, _TIERED),
@@ -144,6 +153,10 @@ _READ_ONLY = [
     _read_only("default.replication.factor", T.INT, "1", "Default replication factor of new topics."),
     _read_only("delete.topic.enable", T.BOOLEAN, "true", "Enables deleting topics."),
     _read_only("inter.broker.listener.name", T.STRING, None, "The listener brokers use between themselves."),
+    _read_only("replication.quota.window.num", T.INT, "11",
+               "The number of samples to retain in memory for replication quotas."),
+    _read_only("replication.quota.window.size.seconds", T.INT, "1",
+               "The time span of each sample for replication quotas."),
     _read_only("connections.max.reauth.ms", T.LONG, "0", "The SASL session lifetime after which a client must "
                "re-authenticate (KIP-368); 0: sessions do not expire. Per listener as "
                "listener.name.<listener>.connections.max.reauth.ms."),

@@ -224,7 +224,6 @@ COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"
 _COMPACTION = "applied by the log cleaner to topics with cleanup.policy compact (docs/compaction.md)"
 _TIERED = ("tiered storage only: stored with no effect, as in Kafka while remote.storage.enable is false "
            "(kraft has no remote log manager)")
-_THROTTLE = "kraft has no replication throttling (replicas always fetch at full speed)"
 NO_TIERED_STORAGE = ("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with "
                      "remote log storage.")
 
@@ -263,13 +262,17 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
               "The time interval after which an fsync of the log is forced.", S.APPLIED,
               "appends are flushed within min(kraft.log.flush.linger.ms, flush.ms)", valid="[0,...]"),
     ConfigDef("follower.replication.throttled.replicas", T.LIST, "", throttled_replicas,
-              "Replicas for which log replication should be throttled on the follower side.", S.REFUSED, _THROTTLE,
+              "Replicas for which log replication should be throttled on the follower side.", S.APPLIED,
+              "the broker named fetches these partitions within its follower.replication.throttled.rate while "
+              "its replica is not caught up",
               valid="[partitionId]:[brokerId],... or *"),
     ConfigDef("index.interval.bytes", T.INT, "4096", at_least(0),
               "How frequently Kafka adds an index entry to its offset index.", S.APPLIED,
               "bytes between two offset-index entries, for segments created after the change", valid="[0,...]"),
     ConfigDef("leader.replication.throttled.replicas", T.LIST, "", throttled_replicas,
-              "Replicas for which log replication should be throttled on the leader side.", S.REFUSED, _THROTTLE,
+              "Replicas for which log replication should be throttled on the leader side.", S.APPLIED,
+              "the leader named serves these partitions to out-of-sync followers within its "
+              "leader.replication.throttled.rate",
               valid="[partitionId]:[brokerId],... or *"),
     ConfigDef("local.retention.bytes", T.LONG, "-2", at_least(-2),
               "The maximum size local log segments can grow to before they are deleted (tiered storage).",

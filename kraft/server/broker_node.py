@@ -55,6 +55,7 @@ from kraft.server.sasl import listener_sasl
 from kraft.server.tls import listener_context
 from kraft.server.connection_limits import connection_limits
 from kraft.server.keystore_reload import KeystoreReload
+from kraft.broker.replication_quotas import FOLLOWER, LEADER, ReplicationQuota
 from kraft.server.network import KafkaServer
 from kraft.server.replication_driver import ReplicationDriver
 from kraft.server.allocator import keep_freed_pages
@@ -141,6 +142,9 @@ class BrokerNode:
                               timestamp_type=v["log.message.timestamp.type"])
         self.state = state = BrokerState(cfg.node_id, self.logs, cluster_id=self.cluster_id, limits=limits,
                                          static_configs=static_broker_configs(cfg))
+        windows = dict(samples=v["replication.quota.window.num"], window_ms=1000 * v["replication.quota.window.size.seconds"])
+        state.leader_quota = ReplicationQuota(LEADER, cfg.node_id, **windows)
+        state.follower_quota = ReplicationQuota(FOLLOWER, cfg.node_id, **windows)
         # From here on each log takes its topic's effective configs (rolls, flush, retention).
         follow_topic_configs(self.logs, state, log_cfg)
         self.handlers = BrokerHandlers(self.state, fetch_producer_id_block=self.fetch_producer_id_block,
@@ -280,6 +284,8 @@ class BrokerNode:
             server.caps.set_quotas(image.client_quotas.entities)
         if self.keystores is not None:
             self.keystores.on_image(image)
+        self.state.leader_quota.update(image)
+        self.state.follower_quota.update(image)
 
     def port(self, listener: str | None = None) -> int:
         if listener is None:

@@ -147,7 +147,7 @@ class ReplicationDriver:
         self.fetch_options = dict(backoff_ms=v["replica.fetch.backoff.ms"], max_wait_ms=v["replica.fetch.wait.max.ms"],
                                   min_bytes=v["replica.fetch.min.bytes"],
                                   max_bytes=v["replica.fetch.response.max.bytes"],
-                                  partition_max_bytes=v["replica.fetch.max.bytes"])
+                                  partition_max_bytes=v["replica.fetch.max.bytes"], quota=state.follower_quota)
         self.fetchers = ReplicaFetchers(self.broker_id, LocalReplicas(self.logs),
                                         num_fetchers=v["num.replica.fetchers"], **self.fetch_options)
         self.lag_max_ms = cfg.int("replica.lag.time.max.ms")

@@ -172,6 +172,15 @@ def test_broker_configs_cluster_default_and_per_broker():
     assert after.configs.config(BROKER, "2") == {"message.max.bytes": "2000000", "max.connections.per.ip": "50"}
 
 
+def test_replication_throttles_are_accepted_for_topics_brokers_and_the_cluster_default():
+    image = cluster_image()
+    _, errors = run_iac(image, [(BROKER, "", [("leader.replication.throttled.rate", OP_SET, "1048576")]),
+                                (BROKER, "2", [("follower.replication.throttled.rate", OP_SET, "2097152")])])
+    assert errors == [(0, None), (0, None)]
+    _, errors = run_iac(image, [(BROKER, "", [("leader.replication.throttled.rate", OP_SET, "-1")])])
+    assert errors[0][0] == ErrorCode.INVALID_REQUEST
+
+
 def test_a_listeners_keystore_may_change_per_broker():
     image = cluster_image()
     result, errors = run_iac(image, [(BROKER, "2", [("listener.name.ssl.ssl.keystore.location", OP_SET, "/k2.p12"),
@@ -233,8 +242,6 @@ def test_broker_config_refusals(resource, key, value, code, message):
      "configured with remote log storage."),
     ("file.delete.delay.ms", "1000", "Configuration file.delete.delay.ms is not supported by kraft: kraft deletes a "
      "segment's files as soon as retention removes the segment"),
-    ("leader.replication.throttled.replicas", "*", "Configuration leader.replication.throttled.replicas is not "
-     "supported by kraft: kraft has no replication throttling (replicas always fetch at full speed)"),
 ])
 def test_topic_values_kraft_cannot_honour_are_invalid_config(key, value, message):
     _, errors = run_iac(cluster_image(), [(TOPIC, "foo", [(key, OP_SET, value)])])

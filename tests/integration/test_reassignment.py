@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -37,6 +38,8 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 pytestmark = pytest.mark.integration
 
 OVERRIDES = {**SETTINGS, "replica.fetch.backoff.ms": "100", "replica.fetch.wait.max.ms": "200",
+             # the throttle test: a replication rate measured over 2 s rather than 11 s
+             "replication.quota.window.num": "2",
              "replica.lag.time.max.ms": "10000",
              # The preferred-election test shows the command moving leadership back, not the timer.
              "auto.leader.rebalance.enable": "false"}
@@ -188,6 +191,43 @@ def test_an_rf1_partition_moves_to_another_broker_with_its_data_under_acks_all_w
     assert wait_for(lambda: not glob.glob(os.path.join(cluster.partition_dir(1), "moved-0*")), 30), \
         os.listdir(cluster.partition_dir(1))
     assert local_records(cluster, 3, "moved") is None
+
+
+def test_a_throttled_reassignment_is_held_to_its_rate_and_verify_removes_the_throttle(cluster, tmp_path, capsys):
+    from confluent_kafka.admin import ConfigResource
+    admin = admin_of(cluster)
+    create(admin, NewTopic("throttled", 1, replica_assignment=[[1]]))
+    acked = produce(cluster.broker_bootstrap, "throttled", [b"x" * 1000] * 4000)  # 4 MB on broker 1
+    f = reassignment_file(tmp_path, "throttled", [1, 2])
+    code, out = kraft(capsys, "reassign-partitions", "--bootstrap-server", cluster.broker_bootstrap,
+                      "--reassignment-json-file", f, "--execute", "--throttle", "100000")
+    assert code == 0 and "The inter-broker throttle limit was set to 100000 B/s" in out, out
+    started = time.monotonic()
+
+    def configs(rtype, name):
+        resource = ConfigResource(rtype, name)
+        return {k: e.value for k, e in admin.describe_configs([resource])[resource].result(10).items()}
+    assert configs("topic", "throttled")["leader.replication.throttled.replicas"] == "0:1"
+    assert configs("topic", "throttled")["follower.replication.throttled.replicas"] == "0:2"
+    assert configs("broker", "2")["follower.replication.throttled.rate"] == "100000"
+    # Fetches of up to replica.fetch.max.bytes (1 MB) while the 2 s rate is under 100 kB/s:
+    # 4 MB take several seconds; unthrottled they take well under one.
+    time.sleep(1.5)
+    code, out = kraft(capsys, "reassign-partitions", "--bootstrap-server", cluster.broker_bootstrap,
+                      "--reassignment-json-file", f, "--verify")
+    assert "Reassignment of partition throttled-0 is still in progress." in out, out
+    assert "Clearing" not in out  # the throttle stays while the move runs
+
+    def completed():
+        code, out = kraft(capsys, "reassign-partitions", "--bootstrap-server", cluster.broker_bootstrap,
+                          "--reassignment-json-file", f, "--verify")
+        return out if "Reassignment of partition throttled-0 is completed." in out else None
+    out = wait_for(completed, 90, 0.5)
+    assert out and time.monotonic() - started >= 3.0, out
+    assert "Clearing broker-level throttles on brokers 1,2,3" in out and "Clearing topic-level throttles" in out
+    assert wait_for(lambda: configs("broker", "2")["follower.replication.throttled.rate"] == str(2**63 - 1)
+                    and not configs("topic", "throttled")["leader.replication.throttled.replicas"], 10)
+    assert wait_for(lambda: holds_all(cluster, 2, "throttled", [(o, v) for _, o, _, v in acked]), 30)
 
 
 def test_an_rf1_partition_grows_to_rf3_and_every_replica_holds_every_acknowledged_record(cluster, tmp_path,

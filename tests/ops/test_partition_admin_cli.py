@@ -120,3 +120,14 @@ def test_the_commands_take_kafkas_options():
     with pytest.raises(SystemExit):
         p.parse_args(["leader-election", "--bootstrap-server", "h:1", "--election-type", "dirty", "--topic", "t",
                       "--partition", "0"])
+
+
+def test_a_throttle_names_the_current_replicas_as_leaders_and_the_new_ones_as_followers():
+    from kraft.cli.reassign_throttle import FOLLOWER_REPLICAS, LEADER_REPLICAS, throttles
+    current = {("a", 0): [1, 2], ("a", 1): [2, 3], ("b", 0): [1]}
+    targets = {("a", 0): [2, 4], ("a", 1): [2, 3], ("b", 0): [1, 5]}  # a-1 does not move
+    topics, brokers = throttles(current, targets)
+    assert topics == {"a": {LEADER_REPLICAS: "0:1,0:2", FOLLOWER_REPLICAS: "0:4"},
+                      "b": {LEADER_REPLICAS: "0:1", FOLLOWER_REPLICAS: "0:5"}}
+    assert brokers == [1, 2, 4, 5]
+    assert throttles(current, {("a", 1): [2, 3]}) == ({}, [])
