@@ -317,6 +317,8 @@ class TxnDriver:
         if box:
             return box[0]
         fut = asyncio.get_running_loop().create_future()
+        # The request's connection closed (its answer cancelled): a held add must not run later.
+        fut.add_done_callback(lambda f: shard.forget(respond) if f.cancelled() else None)
         return fut
 
     def _answer(self, result, make):
@@ -426,8 +428,14 @@ class TxnDriver:
             return make()
 
         async def later():
-            for entry, w in waits:
-                fill(entry, ((await w) if isinstance(w, asyncio.Future) else w)[0])
+            try:
+                for entry, w in waits:
+                    fill(entry, ((await w) if isinstance(w, asyncio.Future) else w)[0])
+            except asyncio.CancelledError:
+                for _, w in waits:
+                    if isinstance(w, asyncio.Future):
+                        w.cancel()
+                raise
             return make()
         return later()
 
