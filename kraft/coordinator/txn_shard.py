@@ -6,7 +6,8 @@ write, what to do once durable, what to do if the write fails) and ``MarkerJob``
 ABORT markers to write on the transaction's partitions); answers go through the ``respond``
 callable the caller passes, called exactly once, perhaps later. An add arriving while the
 previous transaction completes (PrepareCommit/PrepareAbort: markers, then the Complete record) is
-held until the Complete record is durable and then run, instead of being answered
+held until the Complete record is durable and then run (the first one's Ongoing record in the
+Complete record's batch), instead of being answered
 CONCURRENT_TRANSACTIONS at once (Kafka's answer, which librdkafka retries every 20 ms and the
 Java client every ``retry.backoff.ms``): the client sees a slower success. A held add is
 answered CONCURRENT_TRANSACTIONS after ``completion_wait_ms`` (by ``tick``),
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kraft.coordinator.shard_state import Append, coordinator_error
 from kraft.coordinator.txn_metadata import (MAX_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TxnConfig, TxnMetadata,
@@ -188,10 +189,7 @@ class TxnShard:
             if now_ms >= deadline_ms:
                 return respond(E.CONCURRENT_TRANSACTIONS)
 
-            def retry(now: int):
-                self.add_partitions(transactional_id, producer_id, producer_epoch, partitions, now, respond,
-                                    deadline_ms)
-            meta.held.append((deadline_ms, retry, respond))
+            meta.held.append((deadline_ms, (producer_id, producer_epoch, tuple(partitions)), respond))
             return None
         have = set(cur.partitions)
         new = tuple(dict.fromkeys(p for p in partitions if p not in have))
@@ -268,22 +266,40 @@ class TxnShard:
             self._complete(meta, now_ms)
 
     def _complete(self, meta: TxnMetadata, now_ms: int) -> None:
-        nxt = meta.transit(now_ms, state=COMPLETE_COMMIT if meta.state.state == PREPARE_COMMIT else COMPLETE_ABORT,
-                           partitions=())
+        done = meta.transit(now_ms, state=COMPLETE_COMMIT if meta.state.state == PREPARE_COMMIT else COMPLETE_ABORT,
+                            partitions=())
+        if meta.held:
+            # The next transaction's first add waited for this one: its Ongoing record goes in the
+            # same batch as the Complete record (one replicated write instead of two in a row;
+            # replayed in order, so a reload sees both or neither).
+            deadline_ms, (producer_id, producer_epoch, partitions), respond = first = meta.held.pop(0)
+            if producer_id == done.producer_id and producer_epoch == done.producer_epoch:
+                nxt = replace(done, state=ONGOING, partitions=tuple(dict.fromkeys(partitions)), start_ms=now_ms)
+
+                def durable():
+                    respond(E.NONE)
+                    self._run_held(meta, now_ms)
+
+                def failed(code):
+                    if self.txns.get(meta.transactional_id) is not meta:
+                        return respond(E.NOT_COORDINATOR)  # unloaded meanwhile
+                    meta.held.insert(0, first)  # the Complete record is written again by ``tick``
+                return self._write(meta, nxt, durable, failed, also=done)
+            meta.held.insert(0, first)
         # A failed write is tried again by ``tick`` (the markers are written; only the record is missing).
-        self._write(meta, nxt, lambda: self._run_held(meta, nxt.last_update_ms), lambda code: None)
+        self._write(meta, done, lambda: self._run_held(meta, now_ms), lambda code: None)
 
     def _run_held(self, meta: TxnMetadata, now_ms: int) -> None:
-        """The transaction completed: run the adds that waited for it, in arrival order (the
-        first begins the next transaction; one arriving while its record is in flight gets
-        CONCURRENT_TRANSACTIONS, as any request then)."""
+        """The transaction completed: run the adds that waited for it, in arrival order (one
+        arriving while a record is in flight gets CONCURRENT_TRANSACTIONS, as any request then)."""
         held, meta.held = meta.held, []
         if self.txns.get(meta.transactional_id) is not meta:
             for _, _, respond in held:
                 respond(E.NOT_COORDINATOR)
             return
-        for _, retry, _ in held:
-            retry(now_ms)
+        for deadline_ms, (producer_id, producer_epoch, partitions), respond in held:
+            self.add_partitions(meta.transactional_id, producer_id, producer_epoch, partitions, now_ms, respond,
+                                deadline_ms)
 
     # --- timers --------------------------------------------------------------------------------
     def tick(self, now_ms: int, *, abort_expired: bool = True, expire_ids: bool = False) -> None:
@@ -333,7 +349,8 @@ class TxnShard:
         return out
 
     # --- writing -------------------------------------------------------------------------------
-    def _write(self, meta: TxnMetadata, nxt: TxnState, on_durable, on_failed) -> None:
+    def _write(self, meta: TxnMetadata, nxt: TxnState, on_durable, on_failed, also: TxnState | None = None) -> None:
+        """Append ``nxt``'s record (after ``also``'s, in one batch, if given)."""
         meta.pending = nxt
 
         def durable():
@@ -347,7 +364,10 @@ class TxnShard:
                 meta.pending = None
             log.warning("transactions: writing %s of %s failed: %s", nxt.state, meta.transactional_id, E(code).name)
             on_failed(coordinator_error(code))
-        self._appends.append(Append([nxt.record(meta.transactional_id)], durable, failed))
+        records = [nxt.record(meta.transactional_id)]
+        if also is not None:
+            records.insert(0, also.record(meta.transactional_id))
+        self._appends.append(Append(records, durable, failed))
 
 
 def valid_state_names(names) -> tuple[set, list]:

@@ -395,12 +395,11 @@ def test_add_while_completing_is_answered_once_the_complete_record_is_durable(co
         for topic, p in j.partitions:
             h.shard.marker_written(T, 1000, 0, topic, p, 30)
     (complete,) = h.shard.take_appends()
-    assert h.answers == []  # not before the Complete record is durable
+    assert h.answers == []  # not before the Complete record is durable ...
+    assert len(complete.records) == 2  # ... which shares its batch with the next Ongoing record
     h.log.extend((r.key, r.value) for r in complete.records)
     complete.on_durable()
-    assert h.answers == []  # the next transaction's Ongoing record is in flight
-    h.durable()
-    assert h.answers == [E.NONE]  # answered exactly once
+    assert h.answers == [E.NONE] and not h.shard.take_appends()  # answered exactly once
     s = h.state()
     assert s.state == "Ongoing" and s.partitions == (("b", 0),) and s.start_ms == 30
     assert h.states_written()[-2:] == [4 if committed else 5, 1]
@@ -414,14 +413,14 @@ def test_held_add_of_a_fenced_or_unknown_producer_is_answered_at_once():
     assert h.answers == [E.PRODUCER_FENCED, E.INVALID_PRODUCER_ID_MAPPING]
 
 
-def test_held_adds_run_in_arrival_order_and_the_second_is_concurrent():
+def test_held_adds_run_in_arrival_order_the_first_beginning_the_next_transaction():
     h = Harness()
     completing(h)
     h.shard.add_partitions(T, 1000, 0, [("b", 0)], 25, h.respond)
     h.shard.add_partitions(T, 1000, 0, [("__consumer_offsets", 3)], 26, h.respond)
     h.write_markers()
-    assert h.answers == [E.CONCURRENT_TRANSACTIONS, E.NONE]  # the second at once, the first once durable
-    assert h.state().partitions == (("b", 0),)
+    assert h.answers == [E.NONE, E.NONE]  # the first in the Complete batch, the second added after it
+    assert h.state().partitions == (("b", 0), ("__consumer_offsets", 3))
 
 
 def test_held_add_times_out_as_concurrent_transactions_when_markers_stall():
@@ -474,3 +473,45 @@ def test_forgotten_held_add_changes_nothing():
     h.shard.forget(respond)
     h.write_markers()
     assert gone == [] and h.state().state == "CompleteCommit"
+
+
+def test_held_add_in_the_complete_batch_that_fails_is_retried_with_it():
+    h = Harness()
+    completing(h)
+    h.shard.add_partitions(T, 1000, 0, [("b", 0)], 25, h.respond)
+    for j in h.shard.take_markers():
+        for topic, p in j.partitions:
+            h.shard.marker_written(T, 1000, 0, topic, p, 30)
+    h.fail_appends(int(E.NOT_LEADER_OR_FOLLOWER))
+    assert h.answers == [] and h.state().state == "PrepareCommit"
+    h.shard.tick(40, abort_expired=False)
+    (again,) = h.shard.take_appends()
+    assert len(again.records) == 2
+    again.on_durable()
+    assert h.answers == [E.NONE] and h.state().state == "Ongoing" and h.state().start_ms == 40
+
+
+def test_held_add_in_an_in_flight_complete_batch_is_answered_once_on_unload():
+    h = Harness()
+    completing(h)
+    h.shard.add_partitions(T, 1000, 0, [("b", 0)], 25, h.respond)
+    for j in h.shard.take_markers():
+        for topic, p in j.partitions:
+            h.shard.marker_written(T, 1000, 0, topic, p, 30)
+    (batch,) = h.shard.take_appends()
+    h.shard.unload()
+    batch.on_failed(int(E.NOT_LEADER_OR_FOLLOWER))  # the driver fails an unloaded shard's writes
+    assert h.answers == [E.NOT_COORDINATOR]
+
+
+def test_complete_and_next_ongoing_batch_replays_to_the_ongoing_transaction():
+    h = Harness()
+    completing(h)
+    h.shard.add_partitions(T, 1000, 0, [("b", 0)], 25, h.respond)
+    h.write_markers()
+    again = TxnShard(7, coordinator_epoch=4)
+    for k, v in h.log:
+        again.replay(k, v)
+    again.loaded()
+    assert again.txns[T].state.state == "Ongoing" and again.txns[T].state.partitions == (("b", 0),)
+    assert not again.take_markers() and h.states_written()[-2:] == [4, 1]
