@@ -72,10 +72,11 @@ class TxnState:
 class TxnMetadata:
     """Invariant: ``state.state`` is never Dead (a dead id is removed); ``pending`` is the
     target of the one write in flight for this id, or None (a Complete record and the next
-    transaction's Ongoing record share one batch: ``pending`` is then the Ongoing state). ``markers_left`` is non-empty
-    only in PrepareCommit/PrepareAbort: the partitions whose marker is not yet written.
-    ``held`` is non-empty only in PrepareCommit/PrepareAbort: the adds waiting for the
-    Complete record, as ``(deadline_ms, retry(now_ms), respond)``."""
+    transaction's Ongoing record share one batch: ``pending`` is then the Ongoing state).
+    ``markers_left`` is non-empty only in PrepareCommit/PrepareAbort: the partitions whose
+    marker is not yet written. ``held`` is non-empty only in PrepareCommit/PrepareAbort: the
+    adds waiting for the Complete record, as
+    ``(deadline_ms, (producer_id, producer_epoch, partitions), respond)``."""
     transactional_id: str
     state: TxnState
     pending: TxnState | None = None

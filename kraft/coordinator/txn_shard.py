@@ -5,13 +5,13 @@ Contract (as ``GroupShard``'s): a handler changes memory and queues ``Append``s 
 write, what to do once durable, what to do if the write fails) and ``MarkerJob``s (the COMMIT or
 ABORT markers to write on the transaction's partitions); answers go through the ``respond``
 callable the caller passes, called exactly once, perhaps later. An add arriving while the
-previous transaction completes (PrepareCommit/PrepareAbort: markers, then the Complete record) is
-held until the Complete record is durable and then run (the first one's Ongoing record in the
-Complete record's batch), instead of being answered
-CONCURRENT_TRANSACTIONS at once (Kafka's answer, which librdkafka retries every 20 ms and the
-Java client every ``retry.backoff.ms``): the client sees a slower success. A held add is
-answered CONCURRENT_TRANSACTIONS after ``completion_wait_ms`` (by ``tick``),
-NOT_COORDINATOR on ``unload``, and dropped by ``forget`` when its requester is gone. The driver drains
+previous transaction completes (PrepareCommit/PrepareAbort: markers, then the Complete record)
+is held and run once the Complete record is durable (the first one's Ongoing record goes in the
+Complete record's batch) instead of being answered CONCURRENT_TRANSACTIONS at once (Kafka's
+answer, which librdkafka retries every 20 ms and the Java client every ``retry.backoff.ms``):
+the client sees a slower success. A held add is answered CONCURRENT_TRANSACTIONS after
+``completion_wait_ms`` (by ``tick``), NOT_COORDINATOR on ``unload``, and dropped by ``forget``
+when its requester is gone (its connection reset). The driver drains
 ``take_appends()`` / ``take_markers()`` after every call and ``tick(now_ms)``, and reports each
 marker written with ``marker_written``. When the last one is, the shard writes the Complete
 record. The coordinator epoch is the partition's leader epoch: partition leaders refuse markers
@@ -188,7 +188,6 @@ class TxnShard:
                 deadline_ms = now_ms + self.config.completion_wait_ms
             if now_ms >= deadline_ms:
                 return respond(E.CONCURRENT_TRANSACTIONS)
-
             meta.held.append((deadline_ms, (producer_id, producer_epoch, tuple(partitions)), respond))
             return None
         have = set(cur.partitions)
