@@ -152,7 +152,8 @@ class BrokerNode:
         self.handlers.transactions = TxnDriver(
             self.state, self.handlers.produce, v, listener=self.replication.listener,
             new_producer_id=producer_ids_from(self.handlers.init_producer_id), create_topic=self.create_topic,
-            client_options=self.replication.client_options)
+            client_options=self.replication.client_options,
+            local_markers=self.handlers.write_txn_markers.handle)
         self.handlers.groups.transactions = self.handlers.transactions
         # A COMMIT/ABORT marker durable on __consumer_offsets settles transactional offsets.
         self.handlers.write_txn_markers.txn_marker_written = self.handlers.groups.txn_marker_written

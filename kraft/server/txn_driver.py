@@ -5,7 +5,8 @@ For every ``__transaction_state`` partition this broker leads, a ``TxnShard`` lo
 replaying the partition (read off the loop, applied on it) with the partition's leader epoch
 as its coordinator epoch; losing the leadership (or a new leader epoch) unloads it. Its records
 are appended through the broker's own produce path with acks=all and answered once durable.
-Its marker jobs become WriteTxnMarkers requests to each partition's current leader, retried
+Its marker jobs become WriteTxnMarkers requests to each partition's current leader (this
+broker's own handler called directly for the partitions it leads), retried
 (with the leader looked up again) until every marker is written or the shard is unloaded; a
 partition whose topic is gone counts as written (Kafka's marker channel drops it). One timer
 reconciles leadership, aborts timed-out transactions every
@@ -80,11 +81,14 @@ def _fenced(code: int, api_key: int, version: int) -> int:
 
 class TxnDriver:
     def __init__(self, state, produce, values: dict, *, listener: str, new_producer_id=None, create_topic=None,
-                 executor=None, client_options: dict | None = None):
+                 executor=None, client_options: dict | None = None, local_markers=None):
         """``produce``: the broker's ProduceHandler; ``listener``: the inter-broker listener
         (markers go to leaders there); ``new_producer_id()``: a fresh producer id, or an
         awaitable of one (None: none to be had); ``create_topic(request)``: an awaitable
-        CreateTopics call on the controller."""
+        CreateTopics call on the controller; ``client_options``: the NodeClient settings for
+        other brokers (TLS, SASL); ``local_markers(request, version)``: this broker's
+        WriteTxnMarkers handler (a response or a future of one), for the partitions it leads
+        (None: those markers go over the listener too)."""
         self.state = state
         self.produce = produce
         self.values = values
@@ -92,6 +96,7 @@ class TxnDriver:
         self.listener = listener
         self.new_producer_id = new_producer_id
         self.create_topic = create_topic
+        self.local_markers = local_markers
         self.executor = executor or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kraft-txns")
         self.shards: dict[int, _Loaded] = {}
         self.clients = ClientPool(self._address, lambda host, port: NodeClient(
@@ -255,8 +260,9 @@ class TxnDriver:
     async def _send(self, leader: int, job, parts) -> tuple[list, bool]:
         """(the partitions of ``parts`` whose marker ``leader`` wrote, whether it said this
         coordinator is fenced)."""
-        client = self._client(leader)
-        if client is None:
+        local = leader == self.state.broker_id and self.local_markers is not None
+        client = None if local else self._client(leader)
+        if client is None and not local:
             return [], False
         M = WriteTxnMarkersRequest.Marker
         topics: dict = {}
@@ -267,7 +273,14 @@ class TxnDriver:
             coordinator_epoch=job.coordinator_epoch,
             topics=[M.Topic(name=t, partition_indexes=ps) for t, ps in topics.items()])])
         try:
-            resp = await client.request(req, 1)
+            if local:
+                # This broker leads them: its own WriteTxnMarkers handler, not a connection to
+                # itself (a request encoded, sent, read and decoded on this same loop).
+                resp = self.local_markers(req, 1)
+                if asyncio.isfuture(resp):
+                    resp = await resp
+            else:
+                resp = await client.request(req, 1)
         except (KraftError, OSError, asyncio.TimeoutError) as exc:
             log.debug("transactions: markers to broker %d failed: %s", leader, exc)
             return [], False
