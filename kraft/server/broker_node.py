@@ -160,7 +160,8 @@ class BrokerNode:
         self.handlers.transactions.start()
         if str(v["transaction.partition.verification.enable"]).strip().lower() == "true":
             self.handlers.produce.verifier = TxnVerifier(state, self.replication.listener,
-                                                         client_options=self.replication.client_options)
+                                                         client_options=self.replication.client_options,
+                                                         local=self.handlers.transactions.verify)
         self.group_lag = GroupLag(state, self.handlers.groups, self.replication.listener,
                                   v["kraft.group.lag.interval.ms"], max_series=v["kraft.group.lag.max.series"],
                                   client_options=self.replication.client_options)

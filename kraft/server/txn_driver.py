@@ -409,6 +409,19 @@ class TxnDriver:
             tid, request.v3_and_below_producer_id, request.v3_and_below_producer_epoch, parts, now, r),
             lambda c: (c,)), make)
 
+    def verify(self, transactional_id: str, producer_id: int, producer_epoch: int, partitions) -> dict:
+        """KIP-890's check asked by this broker's own partitions (``TxnVerifier``'s ``local``):
+        {partition: error code} of those not in the producer's ongoing transaction, as the
+        verify_only form of AddPartitionsToTxn answers."""
+        per = self._verify_all(transactional_id, producer_id, producer_epoch, partitions)
+        return {tp: int(c) for tp, c in per.items() if c}
+
+    def _verify_all(self, transactional_id: str, producer_id: int, producer_epoch: int, partitions) -> dict:
+        code, shard = self._shard(transactional_id)
+        if shard is None:
+            return {tp: code for tp in partitions}
+        return shard.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
+
     def _add_batched(self, request, now: int):
         """v4+: many transactions, each verified (``verify_only``) or added; one answer when
         every add is durable."""
@@ -417,9 +430,7 @@ class TxnDriver:
         for txn in request.transactions:
             parts = [(t.name, p) for t in txn.topics for p in t.partitions]
             if txn.verify_only:
-                code, shard = self._shard(txn.transactional_id)
-                per = shard.verify_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch, parts) \
-                    if shard is not None else {tp: code for tp in parts}
+                per = self._verify_all(txn.transactional_id, txn.producer_id, txn.producer_epoch, parts)
                 results.append((txn.transactional_id, parts, per))
                 continue
             entry = (txn.transactional_id, parts, {})

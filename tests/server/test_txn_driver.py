@@ -83,6 +83,11 @@ async def _scenario(tmp_path):
         resp = await client.request(add, 3)
         assert {r.partition_error_code for t in resp.results_by_topic_v3_and_below for r in t.results_by_partition} \
             == {0}
+        # KIP-890's check asked by this broker's own partitions: answered without a request.
+        txns = node.handlers.transactions
+        assert txns.verify("tx", pid, epoch, [("t", 0), ("t", 1)]) == {}
+        assert txns.verify("tx", pid, epoch + 1, [("t", 0)]) == {("t", 0): E.PRODUCER_FENCED}
+        assert txns.verify("nope", pid, epoch, [("t", 0)]) == {("t", 0): E.INVALID_PRODUCER_ID_MAPPING}
         end = await client.request(EndTxnRequest(transactional_id="tx", producer_id=pid, producer_epoch=epoch,
                                                  committed=True), 3)
         assert end.error_code == 0
