@@ -6,7 +6,8 @@ once by the native pass (``inspect_batches``: framing, CRC, counts, limits, ever
 uncompressed batches) and appended as the bytes that arrived, offsets and leader epoch patched
 natively by the log. Compressed batches are inflated and checked on a worker thread within a
 byte budget (``validate_compressed``), so the loop keeps serving; requests still append in the
-order they arrived (a FIFO of checked requests). ``LogAppendTime`` topics get the batch's max
+order they arrived (a FIFO of checked requests; a coordinator's write passes the queue when
+no queued request writes to its partition). ``LogAppendTime`` topics get the batch's max
 timestamp and timestamp-type bit set and its CRC recomputed (one batch header each, never a
 record). The topic's effective configs (``BrokerState.topic_config``) apply per request:
 ``max.message.bytes`` (MESSAGE_TOO_LARGE), a key on every record of a ``compact`` topic and
@@ -140,7 +141,10 @@ class ProduceHandler:
             for part in parts:
                 part.code = int(ErrorCode.INVALID_REQUIRED_ACKS)
         compressed = [p for p in parts if (p.compressed or p.codec is not None) and p.code == NONE]
-        if not compressed and not self._waiting:
+        if not compressed and (not self._waiting or (internal and not self._queued(parts))):
+            # A coordinator's own write waits only for earlier writes to its partitions, not for
+            # clients' compressed requests to other partitions being checked (an EndTxn answer
+            # waits for the PrepareCommit record to be durable and nothing else).
             return self._append_and_answer(parts, request, version)
         limits = self.state.limits
         if compressed:
@@ -248,6 +252,11 @@ class ProduceHandler:
         if config.codec is not None and batch_codecs(data) != {config.codec}:
             part.codec, part.level = config.codec, config.level
         return part
+
+    def _queued(self, parts) -> bool:
+        """Whether a request waiting to be appended writes to a partition of ``parts``."""
+        want = {(p.topic, p.index) for p in parts}
+        return any((q.topic, q.index) in want for entry in self._waiting for q in entry[2])
 
     def _drain_waiting(self) -> None:
         q = self._waiting

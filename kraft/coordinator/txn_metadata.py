@@ -44,6 +44,9 @@ class TxnConfig:
     abort_check_interval_ms: int = 10_000         # transaction.abort.timed.out.transaction.cleanup.interval.ms
     expiration_check_interval_ms: int = 3_600_000  # transaction.remove.expired.transaction.cleanup.interval.ms
     offsets_partitions: int = 50                  # offsets.topic.num.partitions (AddOffsetsToTxn)
+    #: kraft's own: how long an AddPartitionsToTxn / AddOffsetsToTxn arriving while the previous
+    #: transaction completes is held for its completion before CONCURRENT_TRANSACTIONS
+    completion_wait_ms: int = 500
 
 
 @dataclass(frozen=True)
@@ -68,12 +71,17 @@ class TxnState:
 @dataclass
 class TxnMetadata:
     """Invariant: ``state.state`` is never Dead (a dead id is removed); ``pending`` is the
-    target of the one record in flight for this id, or None. ``markers_left`` is non-empty
-    only in PrepareCommit/PrepareAbort: the partitions whose marker is not yet written."""
+    target of the one write in flight for this id, or None (a Complete record and the next
+    transaction's Ongoing record share one batch: ``pending`` is then the Ongoing state).
+    ``markers_left`` is non-empty only in PrepareCommit/PrepareAbort: the partitions whose
+    marker is not yet written. ``held`` is non-empty only in PrepareCommit/PrepareAbort: the
+    adds waiting for the Complete record, as
+    ``(deadline_ms, (producer_id, producer_epoch, partitions), respond)``."""
     transactional_id: str
     state: TxnState
     pending: TxnState | None = None
     markers_left: set = field(default_factory=set)
+    held: list = field(default_factory=list)
 
     def transit(self, now_ms: int, **changes) -> TxnState:
         """The next state, checked against Kafka's legal transitions."""

@@ -4,7 +4,14 @@ them (Kafka's ``TransactionCoordinator`` + ``TransactionStateManager`` for one p
 Contract (as ``GroupShard``'s): a handler changes memory and queues ``Append``s (the record to
 write, what to do once durable, what to do if the write fails) and ``MarkerJob``s (the COMMIT or
 ABORT markers to write on the transaction's partitions); answers go through the ``respond``
-callable the caller passes, called exactly once, perhaps later. The driver drains
+callable the caller passes, called exactly once, perhaps later. An add arriving while the
+previous transaction completes (PrepareCommit/PrepareAbort: markers, then the Complete record)
+is held and run once the Complete record is durable (the first one's Ongoing record goes in the
+Complete record's batch) instead of being answered CONCURRENT_TRANSACTIONS at once (Kafka's
+answer, which librdkafka retries every 20 ms and the Java client every ``retry.backoff.ms``):
+the client sees a slower success. A held add is answered CONCURRENT_TRANSACTIONS after
+``completion_wait_ms`` (by ``tick``), NOT_COORDINATOR on ``unload``, and dropped by ``forget``
+when its requester is gone (its connection reset). The driver drains
 ``take_appends()`` / ``take_markers()`` after every call and ``tick(now_ms)``, and reports each
 marker written with ``marker_written``. When the last one is, the shard writes the Complete
 record. The coordinator epoch is the partition's leader epoch: partition leaders refuse markers
@@ -16,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kraft.coordinator.shard_state import Append, coordinator_error
 from kraft.coordinator.txn_metadata import (MAX_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TxnConfig, TxnMetadata,
@@ -82,8 +89,21 @@ class TxnShard:
                 self._send_markers(meta)
 
     def unload(self) -> None:
+        held = []
+        for meta in self.txns.values():
+            held.extend(r for _, _, r in meta.held)
+            meta.held = []
         self.txns.clear()
         self._markers.clear()
+        for respond in held:
+            respond(E.NOT_COORDINATOR)
+
+    def forget(self, respond) -> None:
+        """The requester of a held add is gone (its connection closed): drop the add, so it
+        changes nothing when the transaction completes."""
+        for meta in self.txns.values():
+            if meta.held:
+                meta.held = [h for h in meta.held if h[2] is not respond]
 
     # --- InitProducerId ------------------------------------------------------------------------
     def needs_producer_id(self, transactional_id: str) -> bool:
@@ -139,8 +159,10 @@ class TxnShard:
         self._write(meta, nxt, lambda: respond(E.NONE, nxt.producer_id, nxt.producer_epoch), fail)
 
     # --- AddPartitionsToTxn / AddOffsetsToTxn -------------------------------------------------
-    def _check(self, transactional_id: str, producer_id: int, producer_epoch: int):
-        """(error, metadata) for a request of a producer naming its id and epoch."""
+    def _check(self, transactional_id: str, producer_id: int, producer_epoch: int, completing_ok: bool = False):
+        """(error, metadata) for a request of a producer naming its id and epoch;
+        ``completing_ok``: a transaction completing (its Complete record perhaps in flight) is
+        no CONCURRENT_TRANSACTIONS."""
         if not transactional_id:
             return E.INVALID_REQUEST, None
         meta = self.txns.get(transactional_id)
@@ -148,19 +170,26 @@ class TxnShard:
             return E.INVALID_PRODUCER_ID_MAPPING, None
         if meta.state.producer_epoch != producer_epoch:
             return E.PRODUCER_FENCED, None
-        if meta.pending is not None:
+        if meta.pending is not None and not (completing_ok and meta.state.state in (PREPARE_COMMIT, PREPARE_ABORT)):
             return E.CONCURRENT_TRANSACTIONS, None
         return E.NONE, meta
 
     def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int, partitions,
-                       now_ms: int, respond) -> None:
-        """``respond(code)``: one code for every partition, as Kafka's coordinator answers."""
-        code, meta = self._check(transactional_id, producer_id, producer_epoch)
+                       now_ms: int, respond, deadline_ms: int | None = None) -> None:
+        """``respond(code)``: one code for every partition, as Kafka's coordinator answers;
+        later if the previous transaction is completing (held until ``deadline_ms``, by
+        default ``completion_wait_ms`` from now)."""
+        code, meta = self._check(transactional_id, producer_id, producer_epoch, completing_ok=True)
         if meta is None:
             return respond(code)
         cur = meta.state
         if cur.state in (PREPARE_COMMIT, PREPARE_ABORT):
-            return respond(E.CONCURRENT_TRANSACTIONS)
+            if deadline_ms is None:
+                deadline_ms = now_ms + self.config.completion_wait_ms
+            if now_ms >= deadline_ms:
+                return respond(E.CONCURRENT_TRANSACTIONS)
+            meta.held.append((deadline_ms, (producer_id, producer_epoch, tuple(partitions)), respond))
+            return None
         have = set(cur.partitions)
         new = tuple(dict.fromkeys(p for p in partitions if p not in have))
         if cur.state == ONGOING and not new:
@@ -236,14 +265,50 @@ class TxnShard:
             self._complete(meta, now_ms)
 
     def _complete(self, meta: TxnMetadata, now_ms: int) -> None:
-        nxt = meta.transit(now_ms, state=COMPLETE_COMMIT if meta.state.state == PREPARE_COMMIT else COMPLETE_ABORT,
-                           partitions=())
+        done = meta.transit(now_ms, state=COMPLETE_COMMIT if meta.state.state == PREPARE_COMMIT else COMPLETE_ABORT,
+                            partitions=())
+        if meta.held:
+            # The next transaction's first add waited for this one: its Ongoing record goes in the
+            # same batch as the Complete record (one replicated write instead of two in a row;
+            # replayed in order, so a reload sees both or neither).
+            deadline_ms, (producer_id, producer_epoch, partitions), respond = first = meta.held.pop(0)
+            if producer_id == done.producer_id and producer_epoch == done.producer_epoch:
+                nxt = replace(done, state=ONGOING, partitions=tuple(dict.fromkeys(partitions)), start_ms=now_ms)
+
+                def durable():
+                    respond(E.NONE)
+                    self._run_held(meta, now_ms)
+
+                def failed(code):
+                    if self.txns.get(meta.transactional_id) is not meta:
+                        return respond(E.NOT_COORDINATOR)  # unloaded meanwhile
+                    meta.held.insert(0, first)  # the Complete record is written again by ``tick``
+                return self._write(meta, nxt, durable, failed, also=done)
+            meta.held.insert(0, first)
         # A failed write is tried again by ``tick`` (the markers are written; only the record is missing).
-        self._write(meta, nxt, lambda: None, lambda code: None)
+        self._write(meta, done, lambda: self._run_held(meta, now_ms), lambda code: None)
+
+    def _run_held(self, meta: TxnMetadata, now_ms: int) -> None:
+        """The transaction completed: run the adds that waited for it, in arrival order (one
+        arriving while a record is in flight gets CONCURRENT_TRANSACTIONS, as any request then)."""
+        held, meta.held = meta.held, []
+        if self.txns.get(meta.transactional_id) is not meta:
+            for _, _, respond in held:
+                respond(E.NOT_COORDINATOR)
+            return
+        for deadline_ms, (producer_id, producer_epoch, partitions), respond in held:
+            self.add_partitions(meta.transactional_id, producer_id, producer_epoch, partitions, now_ms, respond,
+                                deadline_ms)
 
     # --- timers --------------------------------------------------------------------------------
     def tick(self, now_ms: int, *, abort_expired: bool = True, expire_ids: bool = False) -> None:
         for meta in list(self.txns.values()):
+            if meta.held:
+                expired = [h for h in meta.held if h[0] <= now_ms]
+                if expired:
+                    meta.held = [h for h in meta.held if h[0] > now_ms]
+                    for _, _, respond in expired:
+                        respond(E.CONCURRENT_TRANSACTIONS)
             if meta.pending is not None:
                 continue
             cur = meta.state
@@ -283,7 +348,8 @@ class TxnShard:
         return out
 
     # --- writing -------------------------------------------------------------------------------
-    def _write(self, meta: TxnMetadata, nxt: TxnState, on_durable, on_failed) -> None:
+    def _write(self, meta: TxnMetadata, nxt: TxnState, on_durable, on_failed, also: TxnState | None = None) -> None:
+        """Append ``nxt``'s record (after ``also``'s, in one batch, if given)."""
         meta.pending = nxt
 
         def durable():
@@ -297,7 +363,10 @@ class TxnShard:
                 meta.pending = None
             log.warning("transactions: writing %s of %s failed: %s", nxt.state, meta.transactional_id, E(code).name)
             on_failed(coordinator_error(code))
-        self._appends.append(Append([nxt.record(meta.transactional_id)], durable, failed))
+        records = [nxt.record(meta.transactional_id)]
+        if also is not None:
+            records.insert(0, also.record(meta.transactional_id))
+        self._appends.append(Append(records, durable, failed))
 
 
 def valid_state_names(names) -> tuple[set, list]:

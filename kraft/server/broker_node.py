@@ -156,14 +156,16 @@ class BrokerNode:
         self.handlers.transactions = TxnDriver(
             self.state, self.handlers.produce, v, listener=self.replication.listener,
             new_producer_id=producer_ids_from(self.handlers.init_producer_id), create_topic=self.create_topic,
-            client_options=self.replication.client_options)
+            client_options=self.replication.client_options,
+            local_markers=self.handlers.write_txn_markers.handle)
         self.handlers.groups.transactions = self.handlers.transactions
         # A COMMIT/ABORT marker durable on __consumer_offsets settles transactional offsets.
         self.handlers.write_txn_markers.txn_marker_written = self.handlers.groups.txn_marker_written
         self.handlers.transactions.start()
         if str(v["transaction.partition.verification.enable"]).strip().lower() == "true":
             self.handlers.produce.verifier = TxnVerifier(state, self.replication.listener,
-                                                         client_options=self.replication.client_options)
+                                                         client_options=self.replication.client_options,
+                                                         local=self.handlers.transactions.verify)
         self.group_lag = GroupLag(state, self.handlers.groups, self.replication.listener,
                                   v["kraft.group.lag.interval.ms"], max_series=v["kraft.group.lag.max.series"],
                                   client_options=self.replication.client_options)

@@ -5,7 +5,8 @@ For every ``__transaction_state`` partition this broker leads, a ``TxnShard`` lo
 replaying the partition (read off the loop, applied on it) with the partition's leader epoch
 as its coordinator epoch; losing the leadership (or a new leader epoch) unloads it. Its records
 are appended through the broker's own produce path with acks=all and answered once durable.
-Its marker jobs become WriteTxnMarkers requests to each partition's current leader, retried
+Its marker jobs become WriteTxnMarkers requests to each partition's current leader (this
+broker's own handler called directly for the partitions it leads), retried
 (with the leader looked up again) until every marker is written or the shard is unloaded; a
 partition whose topic is gone counts as written (Kafka's marker channel drops it). One timer
 reconciles leadership, aborts timed-out transactions every
@@ -80,11 +81,14 @@ def _fenced(code: int, api_key: int, version: int) -> int:
 
 class TxnDriver:
     def __init__(self, state, produce, values: dict, *, listener: str, new_producer_id=None, create_topic=None,
-                 executor=None, client_options: dict | None = None):
+                 executor=None, client_options: dict | None = None, local_markers=None):
         """``produce``: the broker's ProduceHandler; ``listener``: the inter-broker listener
         (markers go to leaders there); ``new_producer_id()``: a fresh producer id, or an
         awaitable of one (None: none to be had); ``create_topic(request)``: an awaitable
-        CreateTopics call on the controller."""
+        CreateTopics call on the controller; ``client_options``: the NodeClient settings for
+        other brokers (TLS, SASL); ``local_markers(request, version)``: this broker's
+        WriteTxnMarkers handler (a response or a future of one), for the partitions it leads
+        (None: those markers go over the listener too)."""
         self.state = state
         self.produce = produce
         self.values = values
@@ -92,6 +96,7 @@ class TxnDriver:
         self.listener = listener
         self.new_producer_id = new_producer_id
         self.create_topic = create_topic
+        self.local_markers = local_markers
         self.executor = executor or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kraft-txns")
         self.shards: dict[int, _Loaded] = {}
         self.clients = ClientPool(self._address, lambda host, port: NodeClient(
@@ -255,8 +260,9 @@ class TxnDriver:
     async def _send(self, leader: int, job, parts) -> tuple[list, bool]:
         """(the partitions of ``parts`` whose marker ``leader`` wrote, whether it said this
         coordinator is fenced)."""
-        client = self._client(leader)
-        if client is None:
+        local = leader == self.state.broker_id and self.local_markers is not None
+        client = None if local else self._client(leader)
+        if client is None and not local:
             return [], False
         M = WriteTxnMarkersRequest.Marker
         topics: dict = {}
@@ -267,7 +273,14 @@ class TxnDriver:
             coordinator_epoch=job.coordinator_epoch,
             topics=[M.Topic(name=t, partition_indexes=ps) for t, ps in topics.items()])])
         try:
-            resp = await client.request(req, 1)
+            if local:
+                # This broker leads them: its own WriteTxnMarkers handler, not a connection to
+                # itself (a request encoded, sent, read and decoded on this same loop).
+                resp = self.local_markers(req, 1)
+                if asyncio.isfuture(resp):
+                    resp = await resp
+            else:
+                resp = await client.request(req, 1)
         except (KraftError, OSError, asyncio.TimeoutError) as exc:
             log.debug("transactions: markers to broker %d failed: %s", leader, exc)
             return [], False
@@ -317,6 +330,8 @@ class TxnDriver:
         if box:
             return box[0]
         fut = asyncio.get_running_loop().create_future()
+        # The request's connection closed (its answer cancelled): a held add must not run later.
+        fut.add_done_callback(lambda f: shard.forget(respond) if f.cancelled() else None)
         return fut
 
     def _answer(self, result, make):
@@ -394,6 +409,19 @@ class TxnDriver:
             tid, request.v3_and_below_producer_id, request.v3_and_below_producer_epoch, parts, now, r),
             lambda c: (c,)), make)
 
+    def verify(self, transactional_id: str, producer_id: int, producer_epoch: int, partitions) -> dict:
+        """KIP-890's check asked by this broker's own partitions (``TxnVerifier``'s ``local``):
+        {partition: error code} of those not in the producer's ongoing transaction, as the
+        verify_only form of AddPartitionsToTxn answers."""
+        per = self._verify_all(transactional_id, producer_id, producer_epoch, partitions)
+        return {tp: int(c) for tp, c in per.items() if c}
+
+    def _verify_all(self, transactional_id: str, producer_id: int, producer_epoch: int, partitions) -> dict:
+        code, shard = self._shard(transactional_id)
+        if shard is None:
+            return {tp: code for tp in partitions}
+        return shard.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
+
     def _add_batched(self, request, now: int):
         """v4+: many transactions, each verified (``verify_only``) or added; one answer when
         every add is durable."""
@@ -402,9 +430,7 @@ class TxnDriver:
         for txn in request.transactions:
             parts = [(t.name, p) for t in txn.topics for p in t.partitions]
             if txn.verify_only:
-                code, shard = self._shard(txn.transactional_id)
-                per = shard.verify_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch, parts) \
-                    if shard is not None else {tp: code for tp in parts}
+                per = self._verify_all(txn.transactional_id, txn.producer_id, txn.producer_epoch, parts)
                 results.append((txn.transactional_id, parts, per))
                 continue
             entry = (txn.transactional_id, parts, {})
@@ -426,8 +452,14 @@ class TxnDriver:
             return make()
 
         async def later():
-            for entry, w in waits:
-                fill(entry, ((await w) if isinstance(w, asyncio.Future) else w)[0])
+            try:
+                for entry, w in waits:
+                    fill(entry, ((await w) if isinstance(w, asyncio.Future) else w)[0])
+            except asyncio.CancelledError:
+                for _, w in waits:
+                    if isinstance(w, asyncio.Future):
+                        w.cancel()
+                raise
             return make()
         return later()
 

@@ -1,7 +1,8 @@
 """The requests of KIP-890's check (``kraft.broker.txn_verification``): a broker's
 verifications sent to the transaction coordinators as AddPartitionsToTxn v4 with
 ``verify_only`` (Kafka's AddPartitionsToTxnManager: one request per coordinator at a time, the
-transactions of a loop turn batched in it)."""
+transactions of a loop turn batched in it). The transactions this broker coordinates are
+asked of its own coordinator directly, not over a connection to itself."""
 
 from __future__ import annotations
 
@@ -33,8 +34,13 @@ class TxnVerifier:
     broker's (image and endpoints), ``listener`` the one brokers reach each other on."""
 
     def __init__(self, state, listener: str, *, client_id: str = "kraft-txn-verify",
-                 client_options: dict | None = None):
+                 client_options: dict | None = None, local=None):
+        """``client_options``: the NodeClient settings for other brokers (TLS, SASL);
+        ``local(transactional_id, producer_id, epoch, partitions)``: this broker's own
+        coordinator's answer ({partition: error code} of those not verified), asked directly
+        for the ids it coordinates (None: over the listener too)."""
         self.state = state
+        self.local = local
         self.listener = listener
         self.client_id = f"{client_id}-{state.broker_id}"
         self.clients = ClientPool(self._address, lambda host, port: NodeClient(
@@ -116,6 +122,9 @@ class TxnVerifier:
         def all_of(code):
             return {tid: {tp: code for tp in p.partitions} for tid, p in batch.items()}
 
+        if node == self.state.broker_id and self.local is not None:
+            # This broker coordinates them: no request to itself over a socket.
+            return {tid: self.local(tid, p.producer_id, p.epoch, sorted(p.partitions)) for tid, p in batch.items()}
         client = self._client(node)
         if client is None:
             return all_of(int(E.COORDINATOR_NOT_AVAILABLE))

@@ -208,3 +208,20 @@ def test_a_dropped_verification_is_answered_with_a_retriable_error_not_a_loop_er
         ru = await fetch(conn, topic_id, 0)
         assert (ru.high_watermark, ru.last_stable_offset) == (0, 0)  # nothing appended
     _run(tmp_path, body)
+
+
+def test_the_verifier_asks_its_own_coordinator_directly_and_nothing_over_the_network():
+    async def main():
+        asked = []
+
+        def local(tid, pid, epoch, partitions):
+            asked.append((tid, pid, epoch, partitions))
+            return {tp: int(E.INVALID_TXN_STATE) for tp in partitions if tp[0] == "y"}
+        v = TxnVerifier(_State([1]), "PLAINTEXT", local=local)  # led by broker 1, this one
+        v._client = lambda node: pytest.fail("a request to itself")
+        a = v.verify("good", 1, 0, [("x", 0), ("y", 0)])
+        b = v.verify("good", 1, 0, [("x", 1)])  # same turn: one question
+        assert await a == await b == {("y", 0): E.INVALID_TXN_STATE}
+        assert asked == [("good", 1, 0, [("x", 0), ("x", 1), ("y", 0)])]
+        await v.close()
+    asyncio.run(main())

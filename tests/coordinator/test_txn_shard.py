@@ -27,10 +27,11 @@ class Harness:
         return self.answers[-1]
 
     def durable(self):
-        """Make every queued append durable, in order."""
-        for a in self.shard.take_appends():
-            self.log.extend((r.key, r.value) for r in a.records)
-            a.on_durable()
+        """Make every queued append durable, in order, and those they queue."""
+        while appends := self.shard.take_appends():
+            for a in appends:
+                self.log.extend((r.key, r.value) for r in a.records)
+                a.on_durable()
 
     def fail_appends(self, code):
         for a in self.shard.take_appends():
@@ -141,7 +142,11 @@ def test_add_refusals():
     assert h.last() == E.CONCURRENT_TRANSACTIONS
     h.durable()
     h.answers.clear()
-    assert h.add([("b", 0)]) == E.CONCURRENT_TRANSACTIONS  # PrepareCommit: markers pending
+    h.shard.add_partitions(T, 1000, 0, [("b", 0)], 22, h.respond)  # PrepareCommit: held for the completion ...
+    assert h.answers == []
+    h.shard.tick(22 + 500, abort_expired=False)  # ... until completion_wait_ms
+    assert h.answers == [E.CONCURRENT_TRANSACTIONS]
+    assert h.add([("b", 0)], epoch=1) == E.PRODUCER_FENCED  # a held add is for this producer only
 
 
 @pytest.mark.parametrize("first,second,code", [(True, True, E.CONCURRENT_TRANSACTIONS),
@@ -368,3 +373,145 @@ def test_requests_while_a_record_is_in_flight_are_concurrent_transactions():
     assert h.last()[0] == E.CONCURRENT_TRANSACTIONS
     h.durable()
     assert h.state().state == "Ongoing"
+
+
+# --- an add arriving while the previous transaction completes is held, not refused -------------
+def completing(h, committed=True):
+    """A transaction of ("a", 0) whose EndTxn is answered; its markers are not written."""
+    h.init()
+    h.add([("a", 0)])
+    assert h.end(committed) == E.NONE
+    h.answers.clear()
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_add_while_completing_is_answered_once_the_complete_record_is_durable(committed):
+    h = Harness()
+    completing(h, committed)
+    h.shard.add_partitions(T, 1000, 0, [("b", 0)], 25, h.respond)
+    assert h.answers == [] and not h.shard.take_appends()  # held: no record, no answer
+    jobs = h.shard.take_markers()
+    for j in jobs:
+        for topic, p in j.partitions:
+            h.shard.marker_written(T, 1000, 0, topic, p, 30)
+    (complete,) = h.shard.take_appends()
+    assert h.answers == []  # not before the Complete record is durable ...
+    assert len(complete.records) == 2  # ... which shares its batch with the next Ongoing record
+    h.log.extend((r.key, r.value) for r in complete.records)
+    complete.on_durable()
+    assert h.answers == [E.NONE] and not h.shard.take_appends()  # answered exactly once
+    s = h.state()
+    assert s.state == "Ongoing" and s.partitions == (("b", 0),) and s.start_ms == 30
+    assert h.states_written()[-2:] == [4 if committed else 5, 1]
+
+
+def test_held_add_of_a_fenced_or_unknown_producer_is_answered_at_once():
+    h = Harness()
+    completing(h)
+    h.shard.add_partitions(T, 1000, 1, [("b", 0)], 25, h.respond)
+    h.shard.add_partitions(T, 999, 0, [("b", 0)], 25, h.respond)
+    assert h.answers == [E.PRODUCER_FENCED, E.INVALID_PRODUCER_ID_MAPPING]
+
+
+def test_held_adds_run_in_arrival_order_the_first_beginning_the_next_transaction():
+    h = Harness()
+    completing(h)
+    h.shard.add_partitions(T, 1000, 0, [("b", 0)], 25, h.respond)
+    h.shard.add_partitions(T, 1000, 0, [("__consumer_offsets", 3)], 26, h.respond)
+    h.write_markers()
+    assert h.answers == [E.NONE, E.NONE]  # the first in the Complete batch, the second added after it
+    assert h.state().partitions == (("b", 0), ("__consumer_offsets", 3))
+
+
+def test_held_add_times_out_as_concurrent_transactions_when_markers_stall():
+    h = Harness(completion_wait_ms=100)
+    completing(h)
+    h.shard.add_partitions(T, 1000, 0, [("b", 0)], 25, h.respond)
+    h.shard.tick(124, abort_expired=False)
+    assert h.answers == []
+    h.shard.tick(125, abort_expired=False)
+    assert h.answers == [E.CONCURRENT_TRANSACTIONS]
+    h.write_markers()  # completing later changes nothing for the answered add
+    assert h.answers == [E.CONCURRENT_TRANSACTIONS] and h.state().state == "CompleteCommit"
+
+
+def test_held_add_when_complete_write_fails_waits_for_the_retry():
+    h = Harness()
+    completing(h)
+    h.shard.add_partitions(T, 1000, 0, [("b", 0)], 25, h.respond)
+    for j in h.shard.take_markers():
+        for topic, p in j.partitions:
+            h.shard.marker_written(T, 1000, 0, topic, p, 30)
+    h.fail_appends(int(E.NOT_LEADER_OR_FOLLOWER))
+    assert h.answers == []
+    h.shard.tick(40, abort_expired=False)  # writes the Complete record again
+    h.durable()
+    assert h.answers == [E.NONE] and h.state().state == "Ongoing"
+
+
+def test_unload_answers_held_adds_not_coordinator_once():
+    h = Harness()
+    completing(h)
+    h.shard.add_partitions(T, 1000, 0, [("b", 0)], 25, h.respond)
+    markers = h.shard.take_markers()
+    h.shard.unload()
+    assert h.answers == [E.NOT_COORDINATOR]
+    for j in markers:  # late marker answers and appends after the unload answer nothing more
+        for topic, p in j.partitions:
+            h.shard.marker_written(T, 1000, 0, topic, p, 30)
+    h.durable()
+    h.shard.tick(10_000)
+    assert h.answers == [E.NOT_COORDINATOR]
+
+
+def test_forgotten_held_add_changes_nothing():
+    h = Harness()
+    completing(h)
+    gone = []
+    respond = gone.append
+    h.shard.add_partitions(T, 1000, 0, [("b", 0)], 25, respond)
+    h.shard.forget(respond)
+    h.write_markers()
+    assert gone == [] and h.state().state == "CompleteCommit"
+
+
+def test_held_add_in_the_complete_batch_that_fails_is_retried_with_it():
+    h = Harness()
+    completing(h)
+    h.shard.add_partitions(T, 1000, 0, [("b", 0)], 25, h.respond)
+    for j in h.shard.take_markers():
+        for topic, p in j.partitions:
+            h.shard.marker_written(T, 1000, 0, topic, p, 30)
+    h.fail_appends(int(E.NOT_LEADER_OR_FOLLOWER))
+    assert h.answers == [] and h.state().state == "PrepareCommit"
+    h.shard.tick(40, abort_expired=False)
+    (again,) = h.shard.take_appends()
+    assert len(again.records) == 2
+    again.on_durable()
+    assert h.answers == [E.NONE] and h.state().state == "Ongoing" and h.state().start_ms == 40
+
+
+def test_held_add_in_an_in_flight_complete_batch_is_answered_once_on_unload():
+    h = Harness()
+    completing(h)
+    h.shard.add_partitions(T, 1000, 0, [("b", 0)], 25, h.respond)
+    for j in h.shard.take_markers():
+        for topic, p in j.partitions:
+            h.shard.marker_written(T, 1000, 0, topic, p, 30)
+    (batch,) = h.shard.take_appends()
+    h.shard.unload()
+    batch.on_failed(int(E.NOT_LEADER_OR_FOLLOWER))  # the driver fails an unloaded shard's writes
+    assert h.answers == [E.NOT_COORDINATOR]
+
+
+def test_complete_and_next_ongoing_batch_replays_to_the_ongoing_transaction():
+    h = Harness()
+    completing(h)
+    h.shard.add_partitions(T, 1000, 0, [("b", 0)], 25, h.respond)
+    h.write_markers()
+    again = TxnShard(7, coordinator_epoch=4)
+    for k, v in h.log:
+        again.replay(k, v)
+    again.loaded()
+    assert again.txns[T].state.state == "Ongoing" and again.txns[T].state.partitions == (("b", 0),)
+    assert not again.take_markers() and h.states_written()[-2:] == [4, 1]

@@ -213,6 +213,37 @@ def test_send_offsets_to_transaction(cluster):
     looker.close()
 
 
+def test_back_to_back_transactions_begin_while_the_previous_one_completes(cluster):
+    """Each transaction's first AddPartitionsToTxn / AddOffsetsToTxn arrives while the previous
+    one's markers are written and is held by the coordinator until it completes: a held add
+    lost would time the producer out, one answered without its partitions would leave their
+    markers missing (read_committed stuck below them), one added twice would show as a
+    duplicate."""
+    topic = "txn-back-to-back"
+    admin = AdminClient({"bootstrap.servers": cluster.broker_bootstrap, **QUIET})
+    for f in admin.create_topics([NewTopic(topic, PARTITIONS, 3)]).values():
+        f.result()
+    c = Consumer({"bootstrap.servers": cluster.broker_bootstrap, "group.id": "txn-back-to-back", **QUIET})
+    p = producer(cluster, "tx-back-to-back", **{"linger.ms": 0})
+    p.init_transactions(60)
+    committed = []
+    for i in range(30):
+        p.begin_transaction()
+        if i % 3 == 0:  # the transaction's first coordinator request is AddOffsetsToTxn
+            p.send_offsets_to_transaction([TopicPartition(SOURCE, 0, i)], c.consumer_group_metadata(), 30)
+        for q in range(PARTITIONS):
+            p.produce(topic, value=b"b2b-%d-%d" % (i, q), partition=q)
+        if i % 5 == 4:
+            p.flush(30)
+            p.abort_transaction(30)
+        else:
+            p.commit_transaction(30)
+            committed.extend(b"b2b-%d-%d" % (i, q) for q in range(PARTITIONS))
+    got = read_all(cluster, "read_committed", topic=topic, expect=len(committed))
+    assert sorted(got) == sorted(committed)
+    c.close()
+
+
 def test_second_producer_fences_the_first(cluster):
     first = producer(cluster, "tx-zombie")
     first.init_transactions(60)
