@@ -20,22 +20,19 @@ Rules, as Kafka runs them (KIP-497, KIP-841):
     past what the real ISR holds). A proposal takes effect only when the image shows the new
     partition epoch (``on_registration``), never from the AlterPartition response alone.
 
-HW math over many partitions at once: ``isr_min_leo`` (numpy, vectorised over partitions).
-TODO(native): a Cython kernel in ``_native/_log.pyx`` beside the epoch lookups would avoid the
-masked temporary; the numpy form already runs in C and is the reference for it.
+HW math over many partitions at once: ``isr_min_leo`` and ``advance_hw`` from
+``kraft.broker.hw_kernel`` (the Cython kernel ``_native/_hw.pyx``, or its pure twin).
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-import numpy as np
-
+from kraft.broker.hw_kernel import advance_hw, isr_min_leo  # noqa: F401  (re-exported: the HW math)
 from kraft.errors import ErrorCode
 
 #: Kafka's ``replica.lag.time.max.ms`` default.
 DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30000
-_NO_LEO = np.iinfo(np.int64).max
 NONE = int(ErrorCode.NONE)
 
 #: AlterPartition errors after which our view is stale: wait for the image to change. The
@@ -49,12 +46,6 @@ _WAIT_FOR_IMAGE = frozenset(int(c) for c in (
 #: AlterPartition errors that say the change was not applied: back to the committed ISR.
 _NOT_APPLIED = frozenset(int(c) for c in (
     ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA, ErrorCode.INVALID_REQUEST))
-
-
-def isr_min_leo(leos: np.ndarray, in_isr: np.ndarray) -> np.ndarray:
-    """Per row (partition): the least LEO among the columns (replicas) marked in ``in_isr``;
-    ``int64 max`` for a row with none. ``leos`` int64 [P, R], ``in_isr`` bool [P, R]."""
-    return np.where(in_isr, leos, _NO_LEO).min(axis=1, initial=_NO_LEO)
 
 
 class IsrProposal(NamedTuple):

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from kraft.broker.leader_partition import (DEFAULT_REPLICA_LAG_TIME_MAX_MS, NONE, IsrProposal, PartitionLeaderState,
-                                           isr_min_leo)
+                                           advance_hw)
 from kraft.errors import ErrorCode
 from kraft.protocol import AlterPartitionRequest, AlterPartitionResponse
 
@@ -167,13 +167,15 @@ class LeaderReplication:
             for j, r in enumerate(st.replicas):
                 leos[i, j] = logs.get(*k).log.end_offset if r == self.broker_id else st.followers[r].log_end_offset
                 mask[i, j] = r in isr
-        hws = isr_min_leo(leos, mask)
+        hws = np.fromiter((self.states[k].high_watermark for k in keys), np.int64, len(keys))
+        # The kernel applies "never backwards" itself and hands back only the rows that moved.
+        rows, new = advance_hw(leos, mask, hws)
         moved = 0
-        for k, hw in zip(keys, hws.tolist()):
+        for i, hw in zip(rows.tolist(), new.tolist()):
+            k = keys[i]
             st = self.states[k]
-            if hw != np.iinfo(np.int64).max and hw > st.high_watermark:
-                st.high_watermark = hw
-                moved += self._sync_hw(logs.get(*k), st)
+            st.high_watermark = hw
+            moved += self._sync_hw(logs.get(*k), st)
         return moved
 
     # --- AlterPartition ------------------------------------------------------------------------

@@ -1,0 +1,6 @@
+"""Type stubs for ``kraft._native._hw`` (twin: ``kraft/broker/_pure_hw.py``)."""
+
+import numpy as np
+
+def isr_min_leo(leos: np.ndarray, in_isr: np.ndarray) -> np.ndarray: ...
+def advance_hw(leos: np.ndarray, in_isr: np.ndarray, hws: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
