@@ -2,6 +2,11 @@
 
 Kept apart (as etcd's ``quorum/majority.go``) so the arithmetic is small and tested on its
 own. Pure functions over plain values; knows nothing about roles or the log.
+
+``majority_offset`` stays Python (issue 36 asked whether to compile it): it sorts 1-5 ints,
+about 1 us, and runs only when a voter's end offset moved, while a caught-up leader Fetch cost
+~150 us in ``bench/bench_raft_core.py`` at load ~8 (and did not call it at all); a native call
+would still need the Python list built first, so it cannot save a measurable share.
 """
 
 from __future__ import annotations
