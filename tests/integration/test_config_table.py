@@ -210,6 +210,10 @@ def test_append_and_subtract_on_a_list_config(admin):
     assert alter(admin, TOPIC, "lists", "cleanup.policy", "delete", AlterConfigOpType.SUBTRACT) == 0
     assert wait_for(lambda: shows(admin, "lists", "cleanup.policy", "compact"), 10, 0.05)
     assert alter(admin, TOPIC, "lists", "retention.ms", "1", AlterConfigOpType.APPEND) == KafkaError.INVALID_CONFIG
+    # The throttled-replica lists take APPEND too; "*" joins no other entry (Kafka's validator).
+    assert alter(admin, TOPIC, "lists", "leader.replication.throttled.replicas", "0:1", AlterConfigOpType.APPEND) == 0
+    assert alter(admin, TOPIC, "lists", "leader.replication.throttled.replicas", "1:2", AlterConfigOpType.APPEND) == 0
+    assert wait_for(lambda: shows(admin, "lists", "leader.replication.throttled.replicas", "0:1,1:2"), 10, 0.05)
     assert alter(admin, TOPIC, "lists", "leader.replication.throttled.replicas", "*",
                  AlterConfigOpType.APPEND) == KafkaError.INVALID_CONFIG
 
