@@ -98,7 +98,11 @@ def test_producer_byte_rate_holds_a_flooding_client_and_not_others(tmp_path):
         other.join()
         held, free = rate(flooded, 12.0), rate(calm, 3.0)
         print(f"flood {held / QUOTA:.2f} MiB/s over 12 s, calm {free / QUOTA:.1f} MiB/s over 3 s")
-        assert 0.6 * QUOTA < held < 1.6 * QUOTA, held / QUOTA
+        # Kafka's Rate lets a first burst of ~10 windows' worth through, and librdkafka has up to
+        # five requests in flight when the first throttle lands: over 12 s the flood averaged
+        # 1.18-1.85x the quota in CI runs. Unthrottled it runs several times faster (the calm
+        # client below); the precise hold after a warm-up is bench/bench_quotas.py's figure.
+        assert 0.6 * QUOTA < held < 2.2 * QUOTA, held / QUOTA
         assert free > 3 * QUOTA, free / QUOTA
     finally:
         cluster.close()
