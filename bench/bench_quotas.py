@@ -4,10 +4,10 @@ its quota is it held?
 Sets ``producer_byte_rate`` for client id ``flood`` with ``kraft configs --alter --entity-type
 clients``, then a confluent-kafka producer with that client id sends 10 kB messages as fast as
 its queue allows for ``--warmup + --seconds``. Reports the acknowledged rate over the measured
-``--seconds`` (after the warm-up: Kafka's rate counts at least ``quota.window.num - 1``
-windows, so a first burst passes and the steady state starts after about one full window),
-over the same span from the first send, per-second extremes, and the anchor: the same
-producer with another client id, unthrottled, in the same run.
+``--seconds`` (after the warm-up: the quota's token bucket starts with 11 s of quota, so a
+first burst passes and the steady state starts after it), over the same span from the first
+send, per-second extremes, and the anchor: the same producer with another client id,
+unthrottled, in the same run.
 
     python bench/bench_quotas.py [--quota 1048576] [--seconds 30] [--warmup 12]
 
@@ -95,6 +95,7 @@ def main() -> int:
         "steady_bytes_per_s": steady, "steady_vs_quota": steady / args.quota,
         "first_window_bytes_per_s": from_start, "first_window_vs_quota": from_start / args.quota,
         "per_second_min": min(per_second), "per_second_max": max(per_second),
+        "per_second_from_start": [between(acked, s, s + 1) for s in range(int(total))],
         "unthrottled_anchor_bytes_per_s": anchor,
         "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cpus",
         "loadavg": os.getloadavg(),

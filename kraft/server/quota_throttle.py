@@ -168,13 +168,19 @@ class QuotaThrottledHandlers:
         counted as throttled time)."""
         if ms <= 0:
             return result
-
         def throttled(response):
             if ctx.mute_for is not None:
                 ctx.mute_for(ms)
             return with_throttle(response, ms, version)
         if isinstance(result, (Response, EncodedParts, EncodedBody)) or result is None:
             return throttled(result)
+        # An answer still to come (acks=all, forwarding): dispatch nothing more from this
+        # connection from now, not only once it is ready. kraft reads ahead (several requests
+        # of a connection in flight) where Kafka reads one at a time, and the frames queued
+        # meanwhile would otherwise all pass before the mute. The mute is taken again from the
+        # answer's time, as Kafka counts it.
+        if ctx.mute_for is not None:
+            ctx.mute_for(ms)
         if asyncio.iscoroutine(result):
             result = asyncio.ensure_future(result)
         out = Reply(throttled)

@@ -48,3 +48,12 @@ def test_the_site_builds_with_warnings_as_errors(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     assert (tmp_path / "site" / "compatibility" / "index.html").exists()
+
+
+def test_every_benchmark_is_on_the_benchmarks_page():
+    with open(os.path.join(ROOT, "docs", "benchmarks.md"), encoding="utf-8") as f:
+        page = f.read()
+    bench = os.path.join(ROOT, "bench")
+    missing = [n for n in sorted(os.listdir(bench))
+               if n.startswith("bench_") and n.endswith(".py") and f"bench/{n}" not in page]
+    assert not missing, missing

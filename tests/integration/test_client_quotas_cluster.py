@@ -94,15 +94,18 @@ def test_producer_byte_rate_holds_a_flooding_client_and_not_others(tmp_path):
         calm: list = []
         other = threading.Thread(target=lambda: calm.extend(flood(bootstrap, "calm", 3.0)))
         other.start()
-        flooded = flood(bootstrap, "flood", 12.0)
+        flooded = flood(bootstrap, "flood", 14.0)
         other.join()
-        held, free = rate(flooded, 12.0), rate(calm, 3.0)
-        print(f"flood {held / QUOTA:.2f} MiB/s over 12 s, calm {free / QUOTA:.1f} MiB/s over 3 s")
-        # Kafka's Rate lets a first burst of ~10 windows' worth through, and librdkafka has up to
-        # five requests in flight when the first throttle lands: over 12 s the flood averaged
-        # 1.18-1.85x the quota in CI runs. Unthrottled it runs several times faster (the calm
-        # client below); the precise hold after a warm-up is bench/bench_quotas.py's figure.
-        assert 0.6 * QUOTA < held < 2.2 * QUOTA, held / QUOTA
+        free = rate(calm, 3.0)
+        # The first burst (11 s of quota: Kafka's token bucket starts full) passes at once; from
+        # then on one ~1 MiB request a second. Over [2 s, 14 s) that is 12 +- 1 requests; the
+        # Rate kraft used before let ~10 MiB through again whenever a held client's samples
+        # expired together (twice a 30 s run), a span of 12 s could carry 2x the quota.
+        burst = sum(n for t, n in flooded if t < 2.0)
+        held = sum(n for t, n in flooded if 2.0 <= t < 14.0) / 12.0
+        print(f"flood {held / QUOTA:.2f} MiB/s over [2 s, 14 s) after {burst / QUOTA:.1f} MiB, calm {free / QUOTA:.1f} MiB/s")
+        assert burst < 16 * QUOTA, burst / QUOTA
+        assert 0.75 * QUOTA < held < 1.25 * QUOTA, held / QUOTA
         assert free > 3 * QUOTA, free / QUOTA
     finally:
         cluster.close()
