@@ -1,9 +1,9 @@
-"""``kraft configs``: Kafka's ``kafka-configs.sh`` (ConfigCommand) for topics and brokers
-(``--entity-default``, the cluster-wide broker default, is refused for now): --describe [--all] and --alter with
---add-config / --delete-config (IncrementalAlterConfigs), with Kafka's output lines ("Dynamic
-configs for topic t are:", "  k=v sensitive=false synonyms={...}", "Completed updating config
-for topic t."). broker-loggers are refused: kraft has no DescribeConfigs for logger levels.
-``--entity-type users`` SCRAM credentials are in ``configs_users``; client quotas
+"""``kraft configs``: Kafka's ``kafka-configs.sh`` (ConfigCommand) for topics and brokers:
+--describe [--all] and --alter with --add-config / --delete-config (IncrementalAlterConfigs),
+with Kafka's output lines ("Dynamic configs for topic t are:", "  k=v sensitive=false
+synonyms={...}", "Completed updating config for topic t."). broker-loggers and the
+cluster-wide broker default (``--entity-default``) go through kraft's own client
+(``configs_direct``). ``--entity-type users`` SCRAM credentials are in ``configs_users``; client quotas
 (``--entity-type clients``, and quota keys of ``users``) in ``configs_quotas``."""
 
 from __future__ import annotations
@@ -39,17 +39,10 @@ def parse_add_config(text: str) -> dict[str, str]:
 
 def _entity(args):
     from confluent_kafka.admin import ConfigResource
-    if args.entity_type == "broker-loggers":
-        raise ToolError("broker-loggers: kraft does not serve logger levels through DescribeConfigs")
     if args.entity_type == "topics":
         if not args.entity_name:
             raise ToolError("--entity-type topics needs --entity-name")
         return ConfigResource("topic", args.entity_name), f"topic {args.entity_name}"
-    if args.entity_default:
-        # Kafka names the cluster-wide default broker resource "", which confluent-kafka's
-        # ConfigResource refuses; until this goes through kraft's own client, say so.
-        raise ToolError("--entity-default is not supported yet: set the value per broker "
-                        "(--entity-name ID) or in server.properties")
     if not args.entity_name:
         raise ToolError("--entity-type brokers needs --entity-name ID or --entity-default")
     return ConfigResource("broker", args.entity_name), f"broker {args.entity_name}"
@@ -65,7 +58,7 @@ def _source_name(source) -> str:
 
 def entry_line(entry) -> str:
     syn = ", ".join(f"{_source_name(s.source)}:{s.name}={s.value}" for s in entry.synonyms.values())
-    value = "null" if entry.is_sensitive else entry.value
+    value = "null" if entry.is_sensitive or entry.value is None else entry.value
     return f"  {entry.name}={value} sensitive={str(entry.is_sensitive).lower()} synonyms={{{syn}}}"
 
 
@@ -77,11 +70,7 @@ def _describe(args, adm) -> int:
     entries = wait(adm.describe_configs([resource])[resource])
     dynamic = {ConfigSource.DYNAMIC_TOPIC_CONFIG.value, ConfigSource.DYNAMIC_BROKER_CONFIG.value,
                ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value}
-    if label is None:
-        print("Default configs for brokers in the cluster are:" if not args.all else
-              "All configs for brokers in the cluster are:")
-    else:
-        print(f"{'All' if args.all else 'Dynamic'} configs for {label} are:")
+    print(f"{'All' if args.all else 'Dynamic'} configs for {label} are:")
     for name in sorted(entries):
         e = entries[name]
         if args.all or e.source in dynamic:
@@ -103,8 +92,7 @@ def _alter(args, adm) -> int:
     for k in deletes:
         resource.add_incremental_config(ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE))
     wait(adm.incremental_alter_configs([resource])[resource])
-    print("Completed updating default config for brokers in the cluster." if label is None
-          else f"Completed updating config for {label}.")
+    print(f"Completed updating config for {label}.")
     return 0
 
 
@@ -138,6 +126,15 @@ def _run(args) -> int:
         raise ToolError("Command must include exactly one action: --describe, --alter")
     if args.entity_type in ("users", "clients"):
         return _users_or_clients(args)
+    if args.entity_type == "broker-loggers" or (args.entity_type == "brokers" and args.entity_default):
+        from kraft.cli import configs_direct
+        if args.describe:
+            return configs_direct.describe(args)
+        adds = parse_add_config(args.add_config or "")
+        deletes = [k.strip() for k in (args.delete_config or "").split(",") if k.strip()]
+        if not adds and not deletes:
+            raise ToolError("--alter needs --add-config or --delete-config")
+        return configs_direct.alter(args, adds, deletes)
     return (_describe if args.describe else _alter)(args, admin(args))
 
 
@@ -148,7 +145,7 @@ def register(sub) -> None:
                    help="what the configs belong to")
     p.add_argument("--entity-name", help="the topic name, broker id, user name or client id")
     p.add_argument("--entity-default", action="store_true",
-                   help="the default user or client id (quotas); for brokers not supported yet (one error line)")
+                   help="the default entity: the cluster-wide broker default, or the default user or client id (quotas)")
     p.add_argument("--describe", action="store_true", help="list configs")
     p.add_argument("--alter", action="store_true", help="change configs")
     p.add_argument("--all", action="store_true", help="with --describe: every config, not only dynamic ones")

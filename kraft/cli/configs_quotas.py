@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 
 from kraft.cli.kafka_tool_args import ToolError
-from kraft.errors import ErrorCode, KraftError
+from kraft.errors import ErrorCode
 
 QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")
 ENTITY = {"clients": "client-id", "users": "user"}
@@ -38,20 +38,13 @@ def java_double(v: float) -> str:
     return f"{float(mantissa)!r}E{int(exp)}"
 
 
-async def _call(bootstrap: str, request, version: int = 1, timeout_s: float = 30.0):
-    from kraft.client.node_client import NodeClient
-    from kraft.client.quorum import parse_address
-    last = None
-    for address in bootstrap.split(","):
-        host, port = parse_address(address.strip())
-        client = NodeClient(host, port, client_id="kraft-configs", request_timeout_ms=int(timeout_s * 1000))
-        try:
-            return await client.request(request, version)
-        except KraftError as exc:
-            last = exc
-        finally:
-            await client.close()
-    raise ToolError(f"no broker at {bootstrap} answered: {last}")
+def _call(args, request, version: int = 1):
+    """``request`` answered by a broker of ``--bootstrap-server`` over kraft's own client, with
+    ``--command-config``'s security settings."""
+    from kraft.cli.configs_direct import bootstrap_addresses, call
+    from kraft.cli.kafka_tool_args import client_config
+    conf = client_config(args)
+    return asyncio.run(call(conf, bootstrap_addresses(conf), request, version))
 
 
 def _name(args):
@@ -83,7 +76,7 @@ def alter_quotas(args, adds: dict, deletes: list) -> int:
         raise ToolError("--alter needs --add-config or --delete-config")
     req = A(entries=[A.Entry(entity=[EntityData(entity_type=ENTITY[args.entity_type], entity_name=name)], ops=ops)],
             validate_only=False)
-    resp = asyncio.run(_call(args.bootstrap_server, req))
+    resp = _call(args, req)
     for e in resp.entries:
         if e.error_code:
             raise ToolError(f"{ErrorCode(e.error_code).name}: {e.error_message or ''}".rstrip(": "))
@@ -114,7 +107,7 @@ def describe_quotas(args) -> int:
         component = C(entity_type=t, match_type=MATCH_EXACT, match=args.entity_name)
     else:
         component = C(entity_type=t, match_type=MATCH_SPECIFIED, match=None)
-    resp = asyncio.run(_call(args.bootstrap_server, DescribeClientQuotasRequest(components=[component], strict=True)))
+    resp = _call(args, DescribeClientQuotasRequest(components=[component], strict=True))
     if resp.error_code:
         raise ToolError(f"{ErrorCode(resp.error_code).name}: {resp.error_message or ''}")
     for line in describe_lines(resp):

@@ -37,6 +37,7 @@ from kraft.controller.result import ControllerContext
 from kraft.errors import ErrorCode, KraftError
 from kraft.metadata.authorization import authorized_operations, authorizer_configured
 from kraft.metadata.topic_names import topic_name_error
+from kraft.server import broker_loggers
 from kraft.protocol import ApiVersionsRequest, CreateTopicsRequest, MetadataRequest
 from kraft.protocol.messages.acls import RESOURCE_CLUSTER
 from kraft.protocol.messages.describe_cluster import ENDPOINT_BROKERS, DescribeClusterResponse
@@ -58,6 +59,7 @@ DEFAULT_TIMEOUT_MS = 30_000
 #: starting) wait up to this long, within their own timeout, for one before they are forwarded.
 PLACEMENT_WAIT_S = 15.0
 UNKNOWN_TOPIC = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+LOGGERS = 8  # the BROKER_LOGGER config resource: answered by this node itself, never forwarded
 
 
 class AutoCreate:
@@ -95,6 +97,8 @@ class BrokerAdminHandlers:
     def handle(self, ctx, request):
         key = request.API_KEY
         version = ctx.header.api_version
+        if key in (32, 44) and any(r.resource_type == LOGGERS for r in request.resources):
+            return self._with_loggers(key, request, version)
         if key in ACL_WRITES and not authorizer_configured(self.static_configs):
             return self._read(key, request, version)  # SECURITY_DISABLED from this node, as Kafka's brokers
         if key in FORWARDED_APIS:
@@ -134,6 +138,26 @@ class BrokerAdminHandlers:
 
     def _any_unfenced(self) -> bool:
         return any(not b.fenced for b in self.state.image.cluster.brokers.values())
+
+    # --- logger levels (BROKER_LOGGER) ---------------------------------------------------
+    def _with_loggers(self, key: int, request, version: int):
+        """DescribeConfigs / IncrementalAlterConfigs naming BROKER_LOGGER resources: those are
+        answered here (``broker_loggers``), the others as usual; results in request order."""
+        node = self.state.broker_id
+        mine = [r.resource_type == LOGGERS for r in request.resources]
+        others = [r for r, m in zip(request.resources, mine) if not m]
+        if key == 32:
+            local = [broker_loggers.describe(r, node) for r, m in zip(request.resources, mine) if m]
+            rest = self._read(key, _with_resources(request, others), version) if others else None
+            return _merged(request, mine, local, rest, "results")
+        local = [broker_loggers.alter(r, node, request.validate_only) for r, m in zip(request.resources, mine) if m]
+        if not others:
+            return _merged(request, mine, local, None, "responses")
+
+        async def forwarded():
+            rest = await self._forward(_with_resources(request, others), version)
+            return _merged(request, mine, local, rest, "responses")
+        return forwarded()
 
     # --- reads from the image -------------------------------------------------------------
     def _read(self, key: int, request, version: int):
@@ -194,3 +218,19 @@ class BrokerAdminHandlers:
             log.warning("auto-creating topic %s failed: %s", name, exc)
         finally:
             self._creating.discard(name)
+
+
+def _with_resources(request, resources):
+    copy = type(request)(**{f.name: getattr(request, f.name) for f in request.FIELDS})
+    copy.resources = resources
+    return copy
+
+
+def _merged(request, mine: list, local: list, rest, field: str):
+    """One answer: ``local`` results where ``mine`` is true, ``rest``'s elsewhere, in order."""
+    from kraft.protocol.messages.configs import DescribeConfigsResponse, IncrementalAlterConfigsResponse
+    cls = DescribeConfigsResponse if field == "results" else IncrementalAlterConfigsResponse
+    local_it, rest_it = iter(local), iter(getattr(rest, field) if rest is not None else [])
+    out = cls(throttle_time_ms=0)
+    setattr(out, field, [next(local_it) if m else next(rest_it) for m in mine])
+    return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import time
 
 import pytest
 
@@ -101,8 +102,58 @@ def test_configs_describe_and_alter_in_kafkas_layout(kraft):
     assert (code, out) == (0, "Completed updating config for broker 1.\n"), err
     out = kraft("configs", "--entity-type", "brokers", "--entity-name", "1", "--describe")[1]
     assert "  log.retention.ms=7200000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:" in out, out
-    code, out, err = kraft("configs", "--entity-type", "brokers", "--entity-default", "--describe")
-    assert code == 1 and err.count("\n") == 1 and "--entity-default" in err
+    # the cluster-wide default (resource name ""): set, described, and seen by broker 2 as its synonym
+    code, out, err = kraft("configs", "--entity-type", "brokers", "--entity-default", "--alter",
+                           "--add-config", "log.retention.ms=5400000")
+    assert (code, out) == (0, "Completed updating default config for brokers in the cluster.\n"), err
+    line = "  log.retention.ms=5400000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=5400000"
+    assert wait_for(lambda: line in kraft("configs", "--entity-type", "brokers", "--entity-default", "--describe")[1],
+                    10, 0.2)  # the broker answering may apply the record a moment after the controller
+    out = kraft("configs", "--entity-type", "brokers", "--entity-default", "--describe")[1]
+    assert out.splitlines()[0] == "Default configs for brokers in the cluster are:"
+    assert wait_for(lambda: "DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=5400000" in kraft(
+        "configs", "--entity-type", "brokers", "--entity-name", "2", "--describe", "--all")[1], 10, 0.2)
+    assert kraft("configs", "--entity-type", "brokers", "--entity-default", "--alter",
+                 "--delete-config", "log.retention.ms")[0] == 0
+
+
+def test_broker_loggers_are_listed_and_their_levels_take_effect_on_that_broker(kraft, cluster):
+    code, out, err = kraft("configs", "--entity-type", "broker-loggers", "--entity-name", "2", "--describe")
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == "Dynamic configs for broker-logger 2 are:", err
+    assert "  root=INFO sensitive=false synonyms={}" in lines and "  kraft.broker=INFO sensitive=false synonyms={}" in lines
+    # WARN on kraft.broker hides broker 2's INFO line for a new topic; unsetting it brings it back
+    code, out, err = kraft("configs", "--entity-type", "broker-loggers", "--entity-name", "2", "--alter",
+                           "--add-config", "kraft.broker=WARN")
+    assert (code, out) == (0, "Completed updating config for broker-logger 2.\n"), err
+    assert "  kraft.broker=WARN sensitive=false synonyms={}" in kraft(
+        "configs", "--entity-type", "broker-loggers", "--entity-name", "2", "--describe")[1]
+    assert "  kraft.broker=INFO sensitive=false synonyms={}" in kraft(
+        "configs", "--entity-type", "broker-loggers", "--entity-name", "1", "--describe")[1]  # only broker 2's
+
+    def created_lines(node, topic):
+        with open(cluster.log_path(node), encoding="utf-8", errors="replace") as f:
+            return sum(1 for line in f if "kraft.broker:" in line and f"created=[('{topic}'" in line)
+    assert kraft("topics", "--create", "--topic", "loggers-quiet", "--partitions", "1",
+                 "--replication-factor", "3")[0] == 0
+    assert wait_for(lambda: created_lines(1, "loggers-quiet") == 1, 10, 0.1)
+    time.sleep(0.5)
+    assert created_lines(2, "loggers-quiet") == 0
+    assert kraft("configs", "--entity-type", "broker-loggers", "--entity-name", "2", "--alter",
+                 "--delete-config", "kraft.broker")[0] == 0
+    assert kraft("topics", "--create", "--topic", "loggers-loud", "--partitions", "1",
+                 "--replication-factor", "3")[0] == 0
+    assert wait_for(lambda: created_lines(2, "loggers-loud") == 1, 10, 0.1)
+    # refusals, each one line: Kafka's words from the broker or from ConfigCommand
+    for args, message in [
+        (["--add-config", "no.such.logger=DEBUG"], "Invalid broker logger(s): no.such.logger"),
+        (["--add-config", "root=LOUD"], "Cannot set the log level of root to LOUD as it is not a supported log level"),
+        (["--delete-config", "root"], "Removing the log level of the root logger is not allowed"),
+    ]:
+        code, out, err = kraft("configs", "--entity-type", "broker-loggers", "--entity-name", "2", "--alter", *args)
+        assert code == 1 and err.count("\n") == 1 and message in err, err
+    code, _, err = kraft("configs", "--entity-type", "broker-loggers", "--entity-name", "9", "--describe")
+    assert code == 1 and "broker 9 is not in the cluster" in err
 
 
 def test_console_producer_and_consumer_round_trip_keys_and_headers(kraft, monkeypatch):
