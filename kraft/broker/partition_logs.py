@@ -454,6 +454,7 @@ class PartitionLogs:
         (Kafka trims a compact-only log by compaction alone); returns segments deleted."""
         deleted = 0
         for plog in list(self._logs.values()):
+            plog.log.unlink_retired()  # file.delete.delay.ms of segments removed earlier
             if self.retention_of is None:
                 retention_ms, retention_bytes = self.retention_ms, self.retention_bytes
             else:

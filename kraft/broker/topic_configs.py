@@ -56,6 +56,7 @@ class TopicConfig(NamedTuple):
     index_interval_bytes: int
     flush_messages: int | None
     flush_ms: int
+    file_delete_delay_ms: int = 60_000
     #: compaction (cleanup.policy compact): the cleaner's per-topic settings
     min_cleanable_ratio: float = 0.5
     min_compaction_lag_ms: int = 0
@@ -69,7 +70,7 @@ class TopicConfig(NamedTuple):
         fields = dict(segment_bytes=self.segment_bytes, segment_ms=self.segment_ms,
                       segment_jitter_ms=self.segment_jitter_ms, segment_index_bytes=self.segment_index_bytes,
                       index_interval_bytes=self.index_interval_bytes, flush_interval_messages=self.flush_messages,
-                      append_linger_ms=float(linger),
+                      append_linger_ms=float(linger), file_delete_delay_ms=self.file_delete_delay_ms,
                       # Kafka never requires contiguous offsets in a partition log: a compacted
                       # log has gaps, and keeps them after the topic turns to cleanup.policy=delete
                       # (a follower refusing them would stall for good); offsets must still grow.
@@ -140,7 +141,7 @@ class TopicConfigs:
             segment_bytes=v("segment.bytes"), segment_ms=v("segment.ms"), segment_jitter_ms=v("segment.jitter.ms"),
             segment_index_bytes=v("segment.index.bytes"), index_interval_bytes=v("index.interval.bytes"),
             flush_messages=None if flush_messages >= _LONG_MAX else flush_messages, flush_ms=v("flush.ms"),
-            min_cleanable_ratio=v("min.cleanable.dirty.ratio"), min_compaction_lag_ms=v("min.compaction.lag.ms"),
+            file_delete_delay_ms=v("file.delete.delay.ms"), min_cleanable_ratio=v("min.cleanable.dirty.ratio"), min_compaction_lag_ms=v("min.compaction.lag.ms"),
             max_compaction_lag_ms=v("max.compaction.lag.ms"), delete_retention_ms=v("delete.retention.ms"))
 
 

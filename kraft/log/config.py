@@ -40,6 +40,9 @@ class LogConfig:
     #: ``flush.messages`` (Kafka's ``log.flush.interval.messages``): request a flush once this
     #: many offsets are unflushed, without waiting out the linger (None: no such limit).
     flush_interval_messages: int | None = None
+    #: ``file.delete.delay.ms``: a segment removed by retention or DeleteRecords is renamed
+    #: ``*.deleted`` at once (no reader sees it) and its files unlinked this much later (0: at once).
+    file_delete_delay_ms: int = 0
     #: Run the group-commit flusher thread. Without it, ``request_flush`` flushes inline.
     background_flush: bool = True
     #: Require contiguous offsets and never-decreasing leader epochs, on append and in
@@ -56,6 +59,8 @@ class LogConfig:
             raise ConfigError(f"segment.jitter.ms must be >= 0, got {self.segment_jitter_ms}")
         if self.segment_index_bytes < 4:
             raise ConfigError(f"segment.index.bytes must be >= 4, got {self.segment_index_bytes}")
+        if self.file_delete_delay_ms < 0:
+            raise ConfigError(f"file.delete.delay.ms must be >= 0, got {self.file_delete_delay_ms}")
         if self.index_interval_bytes < 0:
             raise ConfigError(f"index.interval.bytes must be >= 0, got {self.index_interval_bytes}")
         if self.max_batch_bytes is not None and self.max_batch_bytes <= 0:

@@ -22,6 +22,8 @@ INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 #: Suffix of files this layer writes by temp → fsync → rename.
 TEMP_SUFFIX = ".tmp"
+#: a segment file that left the log and waits to be unlinked (compaction swaps, file.delete.delay.ms)
+DELETED_SUFFIX = ".deleted"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex)$")

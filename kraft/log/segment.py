@@ -132,6 +132,20 @@ class LogSegment:
         except FileNotFoundError:
             pass
 
+    def retire(self) -> list[str]:
+        """Close and rename the files ``*.deleted`` (Kafka's ``asyncDeleteSegment``); returns the
+        new paths for a later unlink. The caller fsyncs the directory."""
+        self.close()
+        renamed = []
+        for path in (self.path, self.index.offset_path, self.index.time_path, txn_index.path(self.directory,
+                                                                                             self.base_offset)):
+            try:
+                os.replace(path, path + files.DELETED_SUFFIX)
+                renamed.append(path + files.DELETED_SUFFIX)
+            except FileNotFoundError:
+                pass
+        return renamed
+
     def sync(self) -> None:
         """fdatasync the log and both indexes (at roll and close)."""
         files.fdatasync(self.fd, self.path)

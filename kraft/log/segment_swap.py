@@ -30,8 +30,8 @@ _log = logging.getLogger(__name__)
 
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
-DELETED_SUFFIX = ".deleted"
-_LEFTOVER = re.compile(r"^(\d{20})\.(log|index|timeindex)\.(cleaned|swap|deleted)$")
+DELETED_SUFFIX = files.DELETED_SUFFIX
+_LEFTOVER = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex)\.(cleaned|swap|deleted)$")
 
 
 class SwapAborted(Exception):

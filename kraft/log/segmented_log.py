@@ -25,6 +25,7 @@ watermark before truncating), snapshots (``kraft.log.snapshot``), asyncio.
 from __future__ import annotations
 
 import bisect
+import os
 import random
 import struct
 import threading
@@ -84,6 +85,7 @@ class SegmentedLog(LogFlushing):
         self._trunc_low = self._end  # lowest end set by a truncation during the running flush
         self._closing = False
         self._closed = False
+        self._retired: list[tuple[float, list[str]]] = []  # (unlink at, monotonic; *.deleted paths)
         self._fatal: FatalLogError | None = None
         self._group = GroupCommit(directory, self._lock, (self._flush_once, self._flush_begin, self._flush_end),
                                   lambda: self._fatal is not None,
@@ -466,16 +468,40 @@ class SegmentedLog(LogFlushing):
                     n += 1
                 doomed = self._segments[:n]
                 del self._segments[:n], self._bases[:n]
+                delay = self.config.file_delete_delay_ms
                 for seg in doomed:
-                    seg.delete()
+                    if delay > 0:
+                        self._retired.append((time.monotonic() + delay / 1000, seg.retire()))
+                    else:
+                        seg.delete()
                 if doomed:
                     files.fsync_dir(self.directory)
+                self._unlink_retired(time.monotonic())
             except FatalLogError as exc:
                 self._set_fatal(exc)
                 raise
             if self.epoch_cache.truncate_from_start(self._start):
                 self._mark_dirty()
             return len(doomed)
+
+    def unlink_retired(self) -> int:
+        """Unlink the ``*.deleted`` files of removed segments whose ``file.delete.delay.ms``
+        has passed (called by the retention pass); returns how many segments went."""
+        with self._lock:
+            return self._unlink_retired(time.monotonic())
+
+    def _unlink_retired(self, now: float) -> int:
+        due = [paths for at, paths in self._retired if at <= now]
+        if not due:
+            return 0
+        self._retired = [(at, paths) for at, paths in self._retired if at > now]
+        for paths in due:
+            for path in paths:
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+        return len(due)
 
     def assign_epoch_start(self, epoch: int, start_offset: int | None = None) -> None:
         """Record that ``epoch`` starts at ``start_offset`` (default: the end offset), like

@@ -252,8 +252,9 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
               "How long to retain delete tombstone markers for log compacted topics.", S.APPLIED, _COMPACTION,
               valid="[0,...]"),
     ConfigDef("file.delete.delay.ms", T.LONG, "60000", at_least(0),
-              "The time to wait before deleting a file from the filesystem.", S.REFUSED,
-              "kraft deletes a segment's files as soon as retention removes the segment", valid="[0,...]"),
+              "The time to wait before deleting a file from the filesystem.", S.APPLIED,
+              "a segment removed by retention or DeleteRecords is renamed *.deleted at once and unlinked "
+              "this much later (leftovers go at the next start)", valid="[0,...]"),
     ConfigDef("flush.messages", T.LONG, str(LONG_MAX), at_least(1),
               "The number of messages written to a log partition before an fsync is forced.", S.APPLIED,
               "a flush starts once this many offsets are unflushed (kraft flushes every append within its "

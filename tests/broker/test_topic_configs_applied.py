@@ -246,3 +246,16 @@ def test_partition_logs_accept_offset_gaps_whatever_the_policy(policy):
     delta.replay(ConfigRecord(resource_type=TOPIC, resource_name="t", name="cleanup.policy", value=policy))
     cfg = TopicConfigs(1).get(delta.apply(), "t").log_config(LogConfig())
     assert cfg.strict_order is False
+
+
+def test_file_delete_delay_reaches_the_log_config():
+    """Kafka's default (60 s) unless the topic sets file.delete.delay.ms."""
+    from kraft.broker.topic_configs import TopicConfigs
+
+    delta = MetadataDelta(EMPTY_IMAGE)
+    delta.replay(TopicRecord(name="t", topic_id=uuid.uuid4()))
+    delta.replay(TopicRecord(name="u", topic_id=uuid.uuid4()))
+    delta.replay(ConfigRecord(resource_type=TOPIC, resource_name="u", name="file.delete.delay.ms", value="250"))
+    image = delta.apply()
+    assert TopicConfigs(1).get(image, "t").log_config(LogConfig()).file_delete_delay_ms == 60_000
+    assert TopicConfigs(1).get(image, "u").log_config(LogConfig()).file_delete_delay_ms == 250

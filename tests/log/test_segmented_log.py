@@ -4,6 +4,7 @@ offsets, and that indexes, epoch cache and files stay consistent through all of 
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 import pytest
@@ -353,3 +354,37 @@ def test_write_epoch_checkpoint_writes_a_new_epoch_once_and_the_flush_then_skips
         assert [tuple(e) for e in LeaderEpochCheckpointFile(path).read()] == [(5, 0)]  # epoch 4 held nothing
     finally:
         log.close()
+
+
+def test_file_delete_delay_renames_at_once_and_unlinks_later(open_log, tmp_path):
+    """file.delete.delay.ms: removed segments leave the log (and the reads) at once as
+    ``*.deleted`` files, which go once the delay has passed, or at the next open."""
+    log = open_log(segment_bytes=600, file_delete_delay_ms=300)
+    fill(log, 30)
+    bases = [s.base_offset for s in log.segments]
+    open(os.path.join(log.directory, f"{bases[0]:020d}.txnindex"), "wb").close()  # goes with its segment
+    assert log.delete_below(bases[2]) == 2
+    names = sorted(os.listdir(log.directory))
+    gone = [f"{b:020d}.{kind}" for b in bases[:2] for kind in ("log", "index", "timeindex")]
+    assert not set(gone) & set(names)
+    assert set(n + ".deleted" for n in gone) | {f"{bases[0]:020d}.txnindex.deleted"} <= set(names)
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(bases[0], 100)
+    assert log.unlink_retired() == 0  # not yet
+    time.sleep(0.35)
+    assert log.unlink_retired() == 2
+    assert not [n for n in os.listdir(log.directory) if n.endswith(".deleted")]
+    # files still waiting when the log closes are removed when it opens again
+    assert log.delete_below(bases[3]) == 1
+    log.close()
+    assert any(n.endswith(".deleted") for n in os.listdir(log.directory))
+    again = open_log(directory=log.directory, segment_bytes=600)
+    assert not [n for n in os.listdir(again.directory) if n.endswith(".deleted")]
+    assert again.segments[0].base_offset == bases[3]
+
+
+def test_without_a_delay_removed_segments_are_unlinked_at_once(open_log):
+    log = open_log(segment_bytes=600)
+    fill(log, 20)
+    log.delete_below(log.segments[2].base_offset)
+    assert not [n for n in os.listdir(log.directory) if n.endswith(".deleted")]
