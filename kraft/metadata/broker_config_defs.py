@@ -57,6 +57,7 @@ _TLS = ("dynamic update refused: kraft reads the ssl.* settings (PEM, PKCS12 sto
         "server.properties at start, except a listener's keystore, which listener.name.<listener>.ssl.keystore.* "
         "replaces per broker at run time; GSSAPI and OAUTHBEARER are not implemented")
 _TIERED = "kraft has no tiered storage"
+_GSSAPI = "kept: it tunes GSSAPI or OAUTHBEARER logins, which kraft does not offer (Kafka too ignores it without them)"
 _THROTTLE = "kraft does not throttle moves between log directories"
 
 _DYNAMIC = [
@@ -124,12 +125,23 @@ _DYNAMIC = [
                "ssl.provider", "ssl.cipher.suites", "ssl.enabled.protocols", "ssl.keymanager.algorithm",
                "ssl.trustmanager.algorithm", "ssl.endpoint.identification.algorithm",
                "ssl.secure.random.implementation", "ssl.client.auth", "ssl.engine.factory.class",
-               "principal.builder.class", "sasl.mechanism.inter.broker.protocol", "sasl.enabled.mechanisms",
-               "sasl.kerberos.service.name", "sasl.kerberos.kinit.cmd", "sasl.kerberos.ticket.renew.window.factor",
-               "sasl.kerberos.ticket.renew.jitter", "sasl.kerberos.min.time.before.relogin",
-               "sasl.kerberos.principal.to.local.rules", "sasl.login.refresh.window.factor",
-               "sasl.login.refresh.window.jitter", "sasl.login.refresh.min.period.seconds",
-               "sasl.login.refresh.buffer.seconds"], T.STRING, None, _TLS, M.PER_BROKER),
+               "principal.builder.class", "sasl.mechanism.inter.broker.protocol", "sasl.enabled.mechanisms"],
+              T.STRING, None, _TLS, M.PER_BROKER),
+    # Kafka takes these per broker at run time (librdkafka's admin test alters one) and uses them
+    # only while GSSAPI or OAUTHBEARER is enabled; kraft offers neither (sasl.enabled.mechanisms
+    # refuses them), so they are what they are in a Kafka without those mechanisms: kept, unused.
+    *[ConfigDef(n, t, d, None, doc, S.ACCEPTED, _GSSAPI, mode=M.PER_BROKER) for n, t, d, doc in [
+        ("sasl.kerberos.service.name", T.STRING, None, "The Kerberos principal name that Kafka runs as."),
+        ("sasl.kerberos.kinit.cmd", T.STRING, "/usr/bin/kinit", "Kerberos kinit command path."),
+        ("sasl.kerberos.ticket.renew.window.factor", T.DOUBLE, "0.8", "Ticket renewal point (fraction of its life)."),
+        ("sasl.kerberos.ticket.renew.jitter", T.DOUBLE, "0.05", "Random jitter added to the renewal time."),
+        ("sasl.kerberos.min.time.before.relogin", T.LONG, "60000", "Login thread sleep time between refreshes."),
+        ("sasl.kerberos.principal.to.local.rules", T.LIST, "DEFAULT", "Principal-to-short-name rules."),
+        ("sasl.login.refresh.window.factor", T.DOUBLE, "0.8", "OAUTHBEARER credential refresh point."),
+        ("sasl.login.refresh.window.jitter", T.DOUBLE, "0.05", "Jitter added to the refresh point."),
+        ("sasl.login.refresh.min.period.seconds", T.SHORT, "60", "Minimum time between refreshes."),
+        ("sasl.login.refresh.buffer.seconds", T.SHORT, "300", "Time kept before expiry when refreshing."),
+    ]],
 ]
 
 _READ_ONLY = [

@@ -240,8 +240,6 @@ def test_broker_config_refusals(resource, key, value, code, message):
      "files"),
     ("remote.storage.enable", "true", "Tiered Storage functionality is disabled in the broker. Topic cannot be "
      "configured with remote log storage."),
-    ("file.delete.delay.ms", "1000", "Configuration file.delete.delay.ms is not supported by kraft: kraft deletes a "
-     "segment's files as soon as retention removes the segment"),
 ])
 def test_topic_values_kraft_cannot_honour_are_invalid_config(key, value, message):
     _, errors = run_iac(cluster_image(), [(TOPIC, "foo", [(key, OP_SET, value)])])
@@ -305,3 +303,15 @@ def test_kafka_python_reads_our_incremental_alter_configs_response():
                                           (TOPIC, "nope", [("retention.ms", OP_SET, "1")])])
     theirs = configs.IncrementalAlterConfigsResponse.decode(result.response.encode(1), version=1)
     assert [(r.error_code, r.resource_name) for r in theirs.responses] == [(0, "foo"), (3, "nope")]
+
+
+def test_gssapi_tuning_is_kept_per_broker_as_kafka_keeps_it_without_gssapi():
+    """librdkafka's admin test (0081) alters sasl.kerberos.min.time.before.relogin on a broker
+    and expects success, as Kafka gives; kraft stores it (GSSAPI itself is refused at start)."""
+    result, errors = run_iac(cluster_image(), [(BROKER, "2", [("sasl.kerberos.min.time.before.relogin", OP_SET,
+                                                                "58000")])])
+    assert errors == [(0, None)]
+    assert [(r.resource_name, r.name, r.value) for r in result.records] == [
+        ("2", "sasl.kerberos.min.time.before.relogin", "58000")]
+    _, errors = run_iac(cluster_image(), [(BROKER, "2", [("sasl.kerberos.min.time.before.relogin", OP_SET, "soon")])])
+    assert errors[0][0] == ErrorCode.INVALID_REQUEST
