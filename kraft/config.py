@@ -279,6 +279,11 @@ INT_SETTINGS.update({
     "group.max.size": (INT32_MAX, 1),
     "group.consumer.heartbeat.interval.ms": (5000, 1),
     "group.consumer.session.timeout.ms": (45000, 1),
+    # the bounds of the GROUP config resource's per-group values (kraft.metadata.group_config_defs)
+    "group.consumer.min.session.timeout.ms": (45000, 1),
+    "group.consumer.max.session.timeout.ms": (60000, 1),
+    "group.consumer.min.heartbeat.interval.ms": (5000, 1),
+    "group.consumer.max.heartbeat.interval.ms": (15000, 1),
     "group.consumer.max.size": (INT32_MAX, 1),
     # kraft's own: the heartbeat interval members get while their group rebalances
     "kraft.group.consumer.rebalance.heartbeat.interval.ms": (100, 1),

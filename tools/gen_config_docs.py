@@ -20,6 +20,7 @@ sys.path.insert(0, ROOT)
 
 from kraft.metadata.broker_config_defs import BROKER_CONFIGS, LISTENER_NOTE  # noqa: E402
 from kraft.metadata.config_defs import TOPIC_CONFIGS, Status  # noqa: E402
+from kraft.metadata.group_config_defs import GROUP_CONFIGS  # noqa: E402
 
 OUT = os.path.join(ROOT, "docs", "configs.md")
 
@@ -77,6 +78,12 @@ def render() -> str:
              "`message.downconversion.enable`, `message.timestamp.difference.max.ms`) are unknown, "
              "INVALID_CONFIG `Unknown topic config name`, as in Kafka 4.\n",
              *_table(TOPIC_CONFIGS.values(), broker=False), "",
+             "## Group configs\n",
+             "Kafka 4's `GroupConfig` (resource type GROUP, `kraft configs --entity-type groups`): per group, "
+             "the group need not exist; each value within the broker's `group.consumer.{min,max}.*` bounds, "
+             "the session timeout above the heartbeat interval. Unset, a group takes the broker's "
+             "`group.consumer.session.timeout.ms` / `group.consumer.heartbeat.interval.ms`.\n",
+             *_table(GROUP_CONFIGS.values(), broker=False), "",
              "## Broker configs Kafka changes at run time\n",
              "Kafka's `DynamicBrokerConfig`: per broker (resource name `<id>`) or, unless the mode is "
              "per-broker, cluster-wide (resource name `\"\"`). A topic config's broker default follows the "

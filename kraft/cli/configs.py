@@ -43,6 +43,10 @@ def _entity(args):
         if not args.entity_name:
             raise ToolError("--entity-type topics needs --entity-name")
         return ConfigResource("topic", args.entity_name), f"topic {args.entity_name}"
+    if args.entity_type == "groups":
+        if not args.entity_name:
+            raise ToolError("--entity-type groups needs --entity-name")
+        return ConfigResource("group", args.entity_name), f"group {args.entity_name}"
     if not args.entity_name:
         raise ToolError("--entity-type brokers needs --entity-name ID or --entity-default")
     return ConfigResource("broker", args.entity_name), f"broker {args.entity_name}"
@@ -50,8 +54,11 @@ def _entity(args):
 
 def _source_name(source) -> str:
     from confluent_kafka.admin import ConfigSource
+    value = getattr(source, "value", source)
+    if value == 8:
+        return "DYNAMIC_GROUP_CONFIG"  # Kafka's name (confluent-kafka calls it GROUP_CONFIG)
     try:
-        return ConfigSource(getattr(source, "value", source)).name
+        return ConfigSource(value).name
     except ValueError:
         return str(source)
 
@@ -69,7 +76,7 @@ def _describe(args, adm) -> int:
         raise ToolError(f"The topic '{args.entity_name}' does not exist.")
     entries = wait(adm.describe_configs([resource])[resource])
     dynamic = {ConfigSource.DYNAMIC_TOPIC_CONFIG.value, ConfigSource.DYNAMIC_BROKER_CONFIG.value,
-               ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value}
+               ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value, ConfigSource.GROUP_CONFIG.value}
     print(f"{'All' if args.all else 'Dynamic'} configs for {label} are:")
     for name in sorted(entries):
         e = entries[name]
@@ -141,9 +148,9 @@ def _run(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser("configs", help="describe and alter topic, broker, user and client configs (kafka-configs.sh)")
     add_connection_args(p)
-    p.add_argument("--entity-type", required=True, choices=("topics", "brokers", "broker-loggers", "users", "clients"),
+    p.add_argument("--entity-type", required=True, choices=("topics", "brokers", "broker-loggers", "groups", "users", "clients"),
                    help="what the configs belong to")
-    p.add_argument("--entity-name", help="the topic name, broker id, user name or client id")
+    p.add_argument("--entity-name", help="the topic name, broker id, group id, user name or client id")
     p.add_argument("--entity-default", action="store_true",
                    help="the default entity: the cluster-wide broker default, or the default user or client id (quotas)")
     p.add_argument("--describe", action="store_true", help="list configs")

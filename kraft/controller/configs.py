@@ -5,7 +5,8 @@ Per resource, Kafka's order: request-shape checks (duplicate resources or keys, 
 unknown operations: INVALID_REQUEST), then the new value of each key (APPEND/SUBTRACT only on
 LIST configs, starting from the default when unset), then validation of the resulting configs
 (topic name, every key known and valid: INVALID_CONFIG; broker keys as Kafka's broker checks
-them, INVALID_REQUEST, then what kraft cannot honour, INVALID_CONFIG: ``broker_config_defs``),
+them, INVALID_REQUEST, then what kraft cannot honour, INVALID_CONFIG: ``broker_config_defs``;
+group keys, GROUP resources, as Kafka's GroupConfig: ``group_config_defs``),
 then existence (unknown topic:
 UNKNOWN_TOPIC_OR_PARTITION; unregistered broker: BROKER_ID_NOT_REGISTERED). Resources that pass
 contribute ``ConfigRecord``s, proposed together as one atomic batch; ``validate_only`` proposes
@@ -24,7 +25,8 @@ from kraft.errors import ErrorCode, KraftError
 from kraft.metadata.broker_config_defs import BROKER_CONFIGS, validate_broker_configs
 from kraft.metadata.config_defs import TOPIC_CONFIGS, validate_topic_configs
 from kraft.metadata.config_describe import describe_configs
-from kraft.metadata.configs import BROKER, TOPIC
+from kraft.metadata.configs import BROKER, GROUP, TOPIC
+from kraft.metadata.group_config_defs import GROUP_CONFIGS, validate_group_configs
 from kraft.metadata.records import ConfigRecord
 from kraft.metadata.topic_names import topic_name_error
 from kraft.protocol.messages.configs import (OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT, AlterConfigsResponse,
@@ -34,7 +36,7 @@ _OPS = {OP_SET: "SET", OP_DELETE: "DELETE", OP_APPEND: "APPEND", OP_SUBTRACT: "S
 
 
 def _definition(kind: int, key: str):
-    return (TOPIC_CONFIGS if kind == TOPIC else BROKER_CONFIGS).get(key)
+    return {TOPIC: TOPIC_CONFIGS, GROUP: GROUP_CONFIGS}.get(kind, BROKER_CONFIGS).get(key)
 
 
 def _check_resource_name(kind: int, name: str) -> None:
@@ -47,6 +49,9 @@ def _check_resource_name(kind: int, name: str) -> None:
     elif kind == BROKER:
         if name != "" and not name.lstrip("-").isdigit():
             raise ApiError(ErrorCode.INVALID_REQUEST, f"Invalid broker name {name}")
+    elif kind == GROUP:
+        if name == "":
+            raise ApiError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
     else:
         raise ApiError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {kind} for config changes")
 
@@ -66,14 +71,17 @@ def _validate(ctx: ControllerContext, kind: int, name: str, current: dict, chang
     """Kafka's ``validateAlterConfig``: the resource's configs after ``changes`` (key -> new value
     or None) must be valid, then the resource must exist."""
     _check_resource_name(kind, name)
-    if kind == TOPIC:
+    if kind in (TOPIC, GROUP):
         merged = dict(current)
         for key, value in changes.items():
             if value is None:
                 merged.pop(key, None)
             else:
                 merged[key] = value
-        validate_topic_configs(merged)
+        if kind == TOPIC:
+            validate_topic_configs(merged)
+        else:  # a group need not exist (Kafka keeps configs of groups to come)
+            validate_group_configs(merged, ctx.settings)
     else:
         validate_broker_configs(changes, per_broker=name != "")
     _check_exists(ctx, kind, name)

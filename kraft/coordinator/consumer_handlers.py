@@ -105,7 +105,7 @@ class ConsumerHandlers:
         owned = None if req.topic_partitions is None else \
             {tp.topic_id: set(tp.partitions) for tp in req.topic_partitions}
         self._reconcile(group, member, owned, now_ms, records)
-        member.session_deadline = now_ms + self.config.consumer_session_timeout_ms
+        member.session_deadline = now_ms + self.config.consumer_timeouts(group.group_id)[0]
         full = req.member_epoch == 0 or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
                                          and req.topic_partitions is not None)
         answer = R(error_code=E.NONE, member_id=member.member_id, member_epoch=member.member_epoch,
@@ -124,10 +124,11 @@ class ConsumerHandlers:
         The shorter interval grows with the group (``REBALANCE_MS_PER_MEMBER`` each), so a big
         group rebalancing sends its coordinator at most ~100 heartbeats a second."""
         cfg = self.config
+        interval = cfg.consumer_timeouts(group.group_id)[1]
         if group.rebalancing():
             fast = max(cfg.consumer_rebalance_heartbeat_interval_ms, REBALANCE_MS_PER_MEMBER * len(group.members))
-            return min(fast, cfg.consumer_heartbeat_interval_ms)
-        return cfg.consumer_heartbeat_interval_ms
+            return min(fast, interval)
+        return interval
 
     def _invalid_heartbeat(self, req, version):
         """Kafka's ``throwIfConsumerGroupHeartbeatRequestIsInvalid``: (code, message) or None."""

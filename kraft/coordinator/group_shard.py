@@ -100,7 +100,7 @@ class GroupShard(OffsetHandlers, TxnOffsetHandlers, ConsumerHandlers, MixedGroup
                 # A loaded member must heartbeat within its session to stay.
                 member = group.members[k.member_id]
                 session = member.classic.session_timeout_ms if member.classic is not None \
-                    else self.config.consumer_session_timeout_ms
+                    else self.config.consumer_timeouts(k.group_id)[0]
                 member.session_deadline = max(member.session_deadline, now_ms + session)
 
     def unload(self) -> None:

@@ -28,6 +28,18 @@ class GroupConfig:
     consumer_max_size: int = 2**31 - 1             # group.consumer.max.size
     consumer_assignors: tuple = ("uniform", "range")  # group.consumer.assignors: the first is the default
     consumer_migration_policy: str = "bidirectional"  # group.consumer.migration.policy (online up/downgrade)
+    #: group id -> that group's configs (GROUP config resources: consumer.session.timeout.ms,
+    #: consumer.heartbeat.interval.ms), read when used so that a change applies at the next heartbeat
+    group_overrides: object = None
+
+    def consumer_timeouts(self, group_id: str) -> tuple[int, int]:
+        """(session timeout, heartbeat interval) of a consumer group's members: the group's own
+        configs where set, else the broker's."""
+        found = self.group_overrides(group_id) if self.group_overrides is not None else None
+        if not found:
+            return self.consumer_session_timeout_ms, self.consumer_heartbeat_interval_ms
+        return (int(found.get("consumer.session.timeout.ms", self.consumer_session_timeout_ms)),
+                int(found.get("consumer.heartbeat.interval.ms", self.consumer_heartbeat_interval_ms)))
 
 
 @dataclass

@@ -200,6 +200,14 @@ _READ_ONLY = [
     _read_only("group.consumer.session.timeout.ms", T.INT, "45000", "How long a KIP-848 consumer group member "
                "stays without a heartbeat."),
     _read_only("group.consumer.max.size", T.INT, str(INT_MAX), "The most members a consumer group may have."),
+    _read_only("group.consumer.min.session.timeout.ms", T.INT, "45000", "The smallest consumer.session.timeout.ms "
+               "a group may be given."),
+    _read_only("group.consumer.max.session.timeout.ms", T.INT, "60000", "The largest consumer.session.timeout.ms "
+               "a group may be given."),
+    _read_only("group.consumer.min.heartbeat.interval.ms", T.INT, "5000", "The smallest "
+               "consumer.heartbeat.interval.ms a group may be given."),
+    _read_only("group.consumer.max.heartbeat.interval.ms", T.INT, "15000", "The largest "
+               "consumer.heartbeat.interval.ms a group may be given."),
     _read_only("group.consumer.assignors", T.LIST, "uniform,range", "The server-side assignors of consumer "
                "groups; the first is the default."),
     _read_only("group.consumer.migration.policy", T.STRING, "bidirectional", "Online conversions between "

@@ -16,7 +16,8 @@ from __future__ import annotations
 from kraft.errors import ErrorCode
 from kraft.metadata.broker_config_defs import BROKER_CONFIGS, broker_synonyms
 from kraft.metadata.config_defs import TOPIC_CONFIGS, TOPIC_SYNONYMS, ConfigSource, ConfigType, parse_value
-from kraft.metadata.configs import BROKER, BROKER_LOGGER, TOPIC
+from kraft.metadata.configs import BROKER, BROKER_LOGGER, GROUP, TOPIC
+from kraft.metadata.group_config_defs import BROKER_DEFAULTS, GROUP_CONFIGS, effective
 from kraft.metadata.topic_names import topic_name_error
 from kraft.protocol.messages.configs import DescribeConfigsRequest, DescribeConfigsResponse
 
@@ -127,6 +128,36 @@ def describe_topic(image, topic: str, keys, layers: BrokerConfigLayers, include_
     return result
 
 
+def describe_group(image, group: str, keys, layers: BrokerConfigLayers, include_synonyms: bool,
+                   include_documentation: bool) -> Result:
+    """A GROUP resource (Kafka 4): each group config, the group's own value (DYNAMIC_GROUP_CONFIG)
+    or the broker setting it defaults to (STATIC_BROKER_CONFIG when set there, else
+    DEFAULT_CONFIG). A group need not exist."""
+    result = Result(resource_type=GROUP, resource_name=group)
+    if group == "":
+        result.error_code, result.error_message = int(ErrorCode.INVALID_REQUEST), "Default group resources are not allowed."
+        return result
+    overrides = image.configs.config(GROUP, group)
+    values = effective(overrides, layers.static)
+    for name in sorted(GROUP_CONFIGS):
+        if keys is not None and name not in keys:
+            continue
+        definition = GROUP_CONFIGS[name]
+        broker_name = BROKER_DEFAULTS[name]
+        if name in overrides:
+            source = ConfigSource.GROUP_CONFIG
+        elif broker_name in layers.static:
+            source = ConfigSource.STATIC_BROKER_CONFIG
+        else:
+            source = ConfigSource.DEFAULT_CONFIG
+        synonyms = [Synonym(name=name, value=str(values[name]), source=int(source))]
+        result.configs.append(Config(
+            name=name, value=str(values[name]), read_only=False, config_source=int(source), is_sensitive=False,
+            synonyms=synonyms if include_synonyms else [], config_type=_config_type(definition),
+            documentation=definition.doc if include_documentation else None))
+    return result
+
+
 def _broker_entry(name: str, value, layers: BrokerConfigLayers, per_broker: bool, include_synonyms: bool,
                   include_documentation: bool) -> Config:
     definition = BROKER_CONFIGS.get(name)
@@ -184,6 +215,9 @@ def describe_configs(image, request: DescribeConfigsRequest, *, node_id: int,
                                     request.include_documentation)
         elif kind == BROKER:
             result = describe_broker(name, keys, layers, request.include_synonyms, request.include_documentation)
+        elif kind == GROUP:
+            result = describe_group(image, name, keys, layers, request.include_synonyms,
+                                    request.include_documentation)
         elif kind == BROKER_LOGGER:
             # Log levels live in the node's process, not in the metadata image.
             result = Result(resource_type=kind, resource_name=name, error_code=int(ErrorCode.INVALID_REQUEST),

@@ -27,6 +27,7 @@ from kraft.coordinator.group_records import OFFSETS_TOPIC, partition_for
 from kraft.coordinator.group_shard import GroupConfig, GroupShard
 from kraft.errors import ErrorCode as E
 from kraft.errors import KraftError
+from kraft.metadata.configs import GROUP
 from kraft.protocol import (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
                             ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, CreateTopicsRequest,
                             DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
@@ -102,6 +103,7 @@ class GroupDriver:
         self.produce = produce
         self.values = values
         self.config = group_config(values)
+        self.config.group_overrides = lambda group_id: state.image.configs.config(GROUP, group_id)
         self.create_topic = create_topic
         self.executor = executor or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kraft-groups")
         self.shards: dict[int, _Loaded] = {}

@@ -117,6 +117,23 @@ def test_configs_describe_and_alter_in_kafkas_layout(kraft):
                  "--delete-config", "log.retention.ms")[0] == 0
 
 
+def test_group_configs_in_kafkas_layout(kraft):
+    code, out, err = kraft("configs", "--entity-type", "groups", "--entity-name", "tools-g", "--alter",
+                           "--add-config", "consumer.session.timeout.ms=50000,consumer.heartbeat.interval.ms=6000")
+    assert (code, out) == (0, "Completed updating config for group tools-g.\n"), err
+    want = ["Dynamic configs for group tools-g are:",
+            "  consumer.heartbeat.interval.ms=6000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:"
+            "consumer.heartbeat.interval.ms=6000}",
+            "  consumer.session.timeout.ms=50000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:"
+            "consumer.session.timeout.ms=50000}"]
+    assert wait_for(lambda: kraft("configs", "--entity-type", "groups", "--entity-name", "tools-g",
+                                  "--describe")[1].splitlines() == want, 10, 0.2)
+    code, _, err = kraft("configs", "--entity-type", "groups", "--entity-name", "tools-g", "--alter",
+                         "--add-config", "consumer.session.timeout.ms=1000")
+    assert code == 1 and err.count("\n") == 1
+    assert "consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms" in err
+
+
 def test_broker_loggers_are_listed_and_their_levels_take_effect_on_that_broker(kraft, cluster):
     code, out, err = kraft("configs", "--entity-type", "broker-loggers", "--entity-name", "2", "--describe")
     lines = out.splitlines()

@@ -13,6 +13,7 @@ from consumer_harness import REBALANCE, SESSION, Client, Shard, names, snapshot,
 from kraft.coordinator.assignors import range_assignor, uniform
 from kraft.coordinator.consumer_group import ASSIGNING, EMPTY, RECONCILING, STABLE_STATE
 from kraft.coordinator.consumer_records import STABLE, UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS
+from kraft.coordinator.group_shard import GroupConfig
 from kraft.errors import ErrorCode as E
 from kraft.protocol import JoinGroupRequest, OffsetCommitRequest
 
@@ -333,3 +334,20 @@ def test_the_rebalance_heartbeat_interval_grows_with_the_group():
     for i in range(30, 600):
         got = h.heartbeat(f"m{i}", 0).heartbeat_interval_ms
     assert got == 5000
+
+
+def test_a_groups_own_configs_set_its_members_session_and_heartbeat_interval():
+    """GROUP config resources (Kafka 4): consumer.session.timeout.ms / consumer.heartbeat.interval.ms
+    of one group apply to its members at their next heartbeat; other groups keep the broker's."""
+    overrides = {}
+    h = Shard(group_overrides=lambda group_id: overrides.get(group_id, {}))
+    assert h.heartbeat("a", 0, now=0).heartbeat_interval_ms == 5000
+    overrides["g"] = {"consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "7000"}
+    assert h.heartbeat("a", 1, now=1000).heartbeat_interval_ms == 7000
+    h.shard.tick(1000 + SESSION)  # past the broker's 45 s, within the group's 50 s
+    h.flush()
+    assert set(h.group().members) == {"a"}
+    h.shard.tick(1000 + 50_000)
+    h.flush()
+    assert set(h.group().members) == set()
+    assert GroupConfig().consumer_timeouts("g") == (45_000, 5000)
