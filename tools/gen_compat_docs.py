@@ -18,7 +18,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from kraft.broker.handlers import BROKER_APIS, BROKER_MAX_VERSIONS  # noqa: E402
+from kraft.broker.handlers import BROKER_APIS, BROKER_MAX_VERSIONS, TELEMETRY_APIS  # noqa: E402
 from kraft.cli.broker_tools import api_name  # noqa: E402
 from kraft.controller.handlers import HANDLERS as CONTROLLER_HANDLERS  # noqa: E402
 from kraft.protocol.api_keys import ApiKey  # noqa: E402
@@ -67,7 +67,7 @@ def _ranges(table) -> dict[int, str]:
 
 def render() -> str:
     schema = _ranges(api_versions_table(None))
-    broker = _ranges(api_versions_table(None, only=BROKER_APIS | FORWARDED_APIS | IMAGE_READ_APIS,
+    broker = _ranges(api_versions_table(None, only=BROKER_APIS | FORWARDED_APIS | IMAGE_READ_APIS | TELEMETRY_APIS,
                                         max_versions=BROKER_MAX_VERSIONS))
     controller = _ranges(api_versions_table(None, only=SERVED_APIS | set(CONTROLLER_HANDLERS), max_versions={1: 17}))
     rows = ["| key | API | schema | broker listener | controller listener |", "|---:|---|---|---|---|"]
@@ -75,6 +75,8 @@ def render() -> str:
         b = broker.get(key, "—")
         if key in FORWARDED_APIS and b != "—":
             b += " *forwarded*"
+        if key in TELEMETRY_APIS:
+            b += " (unless kraft.client.telemetry.push.interval.ms=0)"
         rows.append(f"| {key} | {api_name(key)} | {schema.get(key, 'not implemented')} | {b} | "
                     f"{controller.get(key, '—')} |")
     return HEADER + "## APIs\n\n" + "\n".join(rows) + "\n" + CLIENTS
