@@ -1,0 +1,120 @@
+"""librdkafka's own test suite (its repository's ``tests/``) against a local kraft cluster: a
+conformance run, as librdkafka's CI runs it against Kafka. Not part of CI (tens of minutes).
+
+    python tools/librdkafka_suite.py --librdkafka DIR [--tests 0115,0081] [--parallel 2] [--full] [--sasl]
+
+``DIR`` is a librdkafka checkout with ``./configure && make libs && (cd tests && make
+test-runner)`` done (RapidJSON installed for the statistics tests). The cluster is 3 combined
+nodes with the settings of librdkafka's "default" test scenario (``tests/scenarios/default.json``:
+topic auto-creation, 4 partitions, replication factor 3) and StandardAuthorizer allowing
+everyone without ACLs (0115 adds a DENY ACL). Tests that run ``kafka-*.sh`` find kraft's twins
+through a ``KAFKA_PATH`` of wrapper scripts. ``--sasl`` adds a SASL_PLAINTEXT listener (PLAIN and
+SCRAM-SHA-256/512 for alice, ``connections.max.reauth.ms`` 10 s) and points the tests at it, for
+0135 and 0142. Quick mode (``-Q``) unless ``--full``; broker tests only (``-L``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from kraft.cli.local_cluster import LocalCluster, free_ports  # noqa: E402
+
+SCENARIO = {"num.partitions": "4", "default.replication.factor": "3", "auto.create.topics.enable": "true",
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "allow.everyone.if.no.acl.found": "true"}
+TOOLS = ("acls", "topics", "configs", "consumer-groups", "transactions", "get-offsets", "delete-records",
+         "log-dirs", "features", "broker-api-versions", "console-producer", "console-consumer")
+
+
+def kafka_path(folder: str) -> str:
+    """A KAFKA_PATH whose bin/kafka-<tool>.sh run ``kraft <tool>`` (from a clean cwd)."""
+    bin_dir = os.path.join(folder, "bin")
+    os.makedirs(bin_dir, exist_ok=True)
+    for tool in TOOLS:
+        path = os.path.join(bin_dir, f"kafka-{tool}.sh")
+        with open(path, "w") as f:
+            f.write(f'#!/bin/sh\ncd / && exec "{sys.executable}" -m kraft {tool} "$@"\n')
+        os.chmod(path, 0o755)
+    return folder
+
+
+def sasl_listeners(cluster: LocalCluster) -> str:
+    """Add a SASL_PLAINTEXT listener to every node's config and format with alice's SCRAM
+    credentials; the bootstrap list of those listeners."""
+    ports = dict(zip(cluster.broker_ids, free_ports(len(cluster.broker_ids))))
+    for i in cluster.ids:
+        path = cluster.config_path(i)
+        lines = []
+        for line in open(path).read().splitlines():
+            lines.append(line + f",SASL_PLAINTEXT://127.0.0.1:{ports[i]}" if line.startswith("listeners=") else line)
+        lines += ["listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+                  "listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256,PLAIN",
+                  "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain."
+                  'PlainLoginModule required user_alice="alice-secret";']
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        subprocess.run([sys.executable, "-m", "kraft", "storage", "format", "-t", cluster.cluster_id, "-c", path, "-g",
+                        "--add-scram", "SCRAM-SHA-512=[name=alice,password=alice-secret]",
+                        "--add-scram", "SCRAM-SHA-256=[name=alice,password=alice-secret]"],
+                       check=True, env=cluster.environment(), cwd="/", capture_output=True)
+    return ",".join(f"127.0.0.1:{p}" for p in ports.values())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--librdkafka", required=True, help="a built librdkafka checkout")
+    ap.add_argument("--tests", help="TESTS filter (comma-separated numbers); default: every broker test")
+    ap.add_argument("--parallel", type=int, default=2)
+    ap.add_argument("--full", action="store_true", help="not quick mode")
+    ap.add_argument("--sasl", action="store_true", help="clients over SASL_PLAINTEXT (SCRAM-SHA-512, alice)")
+    ap.add_argument("--timeout", type=int, default=3600)
+    args = ap.parse_args()
+    root = os.path.abspath(args.librdkafka)
+    runner = os.path.join(root, "tests", "test-runner")
+    if not os.path.exists(runner):
+        raise SystemExit(f"{runner} not found: build it (./configure && make libs && cd tests && make test-runner)")
+    with tempfile.TemporaryDirectory() as folder:
+        overrides = dict(SCENARIO, **({"connections.max.reauth.ms": "10000"} if args.sasl else {}))
+        cluster = LocalCluster(os.path.join(folder, "c"), 3, combined=True, overrides=overrides)
+        if args.sasl:
+            cluster.write_configs()
+            bootstrap = sasl_listeners(cluster)
+        else:
+            cluster.create()
+            bootstrap = cluster.broker_bootstrap
+        cluster.start()
+        try:
+            conf = os.path.join(folder, "test.conf")
+            with open(conf, "w") as f:
+                f.write(f"bootstrap.servers={bootstrap}\ntest.timeout.multiplier=2\n")
+                if args.sasl:
+                    f.write("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
+                            "sasl.username=alice\nsasl.password=alice-secret\n")
+            env = dict(os.environ, RDKAFKA_TEST_CONF=conf, KAFKA_PATH=kafka_path(os.path.join(folder, "kafka")),
+                       TEST_KAFKA_VERSION="4.0.0", BROKERS=bootstrap,
+                       LD_LIBRARY_PATH=f"{root}/src:{root}/src-cpp")
+            if args.tests:
+                env["TESTS"] = args.tests
+            cmd = [runner, "-L", f"-p{args.parallel}"] + ([] if args.full else ["-Q"])
+            done = subprocess.run(cmd, cwd=os.path.join(root, "tests"), env=env, timeout=args.timeout,
+                                  capture_output=True, text=True, errors="replace")
+        finally:
+            cluster.close()
+    out = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
+    rows = [line for line in out.splitlines() if line.startswith("|") and ("PASSED" in line or "FAILED" in line)]
+    for line in rows:
+        print(line)
+    failed = [r for r in rows if "FAILED" in r and "<MAIN>" not in r]
+    print(f"{sum('PASSED' in r for r in rows)} passed, {len(failed)} failed (test-runner exit {done.returncode})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
