@@ -42,6 +42,7 @@ from kraft.broker.producer_state import producer_batches
 from kraft.broker.txn_verification import produce_error, transactional_head
 from kraft.errors import ErrorCode, FatalLogError, KraftError
 from kraft.protocol import ProduceRequest, ProduceResponse
+from kraft.protocol.framing import CLOSE_CONNECTION
 from kraft.records import crc32c
 from kraft.records.recompression import batch_codecs, recompress
 from kraft.records.validation import RecordRules, inspect_batches, validate_compressed
@@ -320,8 +321,8 @@ class ProduceHandler:
             self.state.advance_high_watermark(plog, part.reg)
             if self.on_append is not None:
                 self.on_append(plog)
-        if request.acks == 0:
-            return None
+        if request.acks == 0:  # no answer; a failure closes the connection (Kafka's closeConnection)
+            return CLOSE_CONNECTION if any(p.code != NONE for p in parts) else None
         if request.acks == -1:
             waits = [p for p in parts if p.code == NONE]
             if waits:

@@ -354,3 +354,9 @@ __all__ = [
     "DEFAULT_MAX_FRAME_BYTES", "FrameDecoder", "decode_request", "decode_response", "encode_request",
     "encode_response", "peek_correlation_id", "response_version",
 ]
+
+
+#: A request handler's result meaning "answer nothing and close the connection once the answers
+#: already owed are written": Kafka's ``closeConnection`` for an acks=0 Produce that failed, the
+#: only way such a client learns of the error (it reconnects and refreshes its metadata).
+CLOSE_CONNECTION = object()

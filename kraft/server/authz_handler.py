@@ -25,6 +25,7 @@ from kraft.metadata.acls import EMPTY_ACLS
 from kraft.metadata.authorization import NOT_REQUESTED, SUPPORTED_OPERATIONS
 from kraft.metadata.authorizer import StandardAuthorizer
 from kraft.protocol import Response
+from kraft.protocol.framing import CLOSE_CONNECTION
 from kraft.protocol.messages.acls import (OPERATION_ALTER, OPERATION_ALTER_CONFIGS, OPERATION_CLUSTER_ACTION,
                                           OPERATION_CREATE, OPERATION_DELETE, OPERATION_DESCRIBE,
                                           OPERATION_DESCRIBE_CONFIGS, OPERATION_IDEMPOTENT_WRITE, OPERATION_READ,
@@ -147,10 +148,12 @@ class AuthorizingHandler:
         if not bad:
             return self._with_operations(ctx, request, self.inner.handle(ctx, request))
         self.denied += 1
+        if getattr(request, "acks", None) == 0:  # no answer to carry the error: Kafka closes the connection
+            if ok:
+                self.inner.handle(ctx, with_entries(request, field, ok))
+            return CLOSE_CONNECTION
         part = refused(with_entries(request, field, bad), version, code)
         if not ok:
-            if getattr(request, "acks", None) == 0:
-                return None  # acks=0 expects no answer (Kafka closes the connection instead)
             if hasattr(part, "error_code"):
                 part.error_code = 0  # the entries carry the error, as Kafka answers
             return part
@@ -176,7 +179,7 @@ class AuthorizingHandler:
         if request.transactional_id and not self.allowed(ctx, OPERATION_WRITE, RESOURCE_TRANSACTIONAL_ID,
                                                          request.transactional_id):
             self.denied += 1
-            return None if request.acks == 0 else refused(request, version, TXN_DENIED)
+            return CLOSE_CONNECTION if request.acks == 0 else refused(request, version, TXN_DENIED)
         return self._split_topics(ctx, request, version, "topic_data", OPERATION_WRITE)
 
     def _api_1(self, ctx, request, version):  # Fetch: a follower needs CLUSTER_ACTION

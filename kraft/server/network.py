@@ -51,6 +51,7 @@ from kraft.server.turn import turn_queue
 from kraft.protocol import (DEFAULT_MAX_FRAME_BYTES, EncodedBody, EncodedParts, FrameDecoder, RequestHeader, Response,
                             decode_request, encode_response, encode_response_parts, response_class,
                             response_version)
+from kraft.protocol.framing import CLOSE_CONNECTION
 
 log = logging.getLogger("kraft.network")
 
@@ -301,6 +302,15 @@ class _Connection(asyncio.Protocol):
         if result is None:
             self._answer_left()
             return True
+        if result is CLOSE_CONNECTION:
+            self._answer_left()
+            log.info("closing the connection from %s on %s: its acks=0 %s failed (as Kafka does)", self.peer,
+                     srv.listener_name, type(request).__name__)
+            self._eof = True  # read nothing more; close once the answers owed are written
+            self.held.clear()
+            self.transport.pause_reading()
+            self._close_if_done()
+            return False
         if asyncio.iscoroutine(result):
             result = asyncio.ensure_future(result)
         self.pending.append((header, result))

@@ -184,6 +184,12 @@ def test_produce_acks_zero_gets_no_answer_but_appends(broker):
     assert broker.logs.get("foo", 0).log.end_offset == 1
 
 
+def test_a_failed_acks_zero_produce_closes_the_connection(broker):
+    """Kafka's closeConnection: the client's only way to hear of NOT_LEADER and the like."""
+    from kraft.protocol.framing import CLOSE_CONNECTION
+    assert broker.call(produce(build_batch([b"a"]), partition=1, acks=0), 9) is CLOSE_CONNECTION
+
+
 def test_produce_to_a_partition_led_elsewhere_names_the_leader(broker):
     resp = broker.call(produce(build_batch([b"a"]), partition=1), 10)
     p = resp.responses[0].partition_responses[0]

@@ -96,7 +96,7 @@ class ToyHandler:
     * ``defer``: return a future, kept in ``deferred[cid]``, that the test resolves;
     * ``raise``: raise RuntimeError; ``kraft-error``: raise a KraftError with code 6;
     * ``defer-raise``: return a future that fails with RuntimeError when resolved;
-    * ``none``: return None (no answer).
+    * ``none``: return None (no answer); ``close``: CLOSE_CONNECTION (no answer, then close).
     Every call is recorded in ``calls`` (correlation ids)."""
 
     def __init__(self):
@@ -122,6 +122,9 @@ class ToyHandler:
             raise err
         if mode == "none":
             return None
+        if mode == "close":
+            from kraft.protocol.framing import CLOSE_CONNECTION
+            return CLOSE_CONNECTION
         if mode in ("defer", "defer-raise"):
             fut = asyncio.get_running_loop().create_future()
             self.deferred[cid] = fut

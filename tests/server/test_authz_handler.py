@@ -140,13 +140,16 @@ def test_every_api_is_either_checked_or_open_by_kafkas_rules(key):
     assert key in CLUSTER_APIS or key in GROUP_APIS or key in TOPIC_APIS or has_method or key in listed_only, key
 
 
-def test_a_refused_acks_0_produce_gets_no_answer():
+def test_a_refused_acks_0_produce_closes_the_connection():
+    """No answer can carry the error, so Kafka closes the connection (the client reconnects and
+    refreshes its metadata); nothing reaches the node."""
+    from kraft.protocol.framing import CLOSE_CONNECTION
     h, inner = handler()
     req = produce("t")
     req.acks = 0
-    assert h.handle(ctx(0, 9), req) is None and not inner.seen
+    assert h.handle(ctx(0, 9), req) is CLOSE_CONNECTION and not inner.seen
     req.transactional_id = "tx"
-    assert h.handle(ctx(0, 9), req) is None and not inner.seen
+    assert h.handle(ctx(0, 9), req) is CLOSE_CONNECTION and not inner.seen
 
 
 def test_create_topics_answers_configs_only_with_describe_configs():
