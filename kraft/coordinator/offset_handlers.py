@@ -139,8 +139,13 @@ class OffsetHandlers:
             return durable()
         self._appends.append(Append(records, durable, lambda code: respond(coordinator_error(code), {})))
 
-    def delete_groups(self, group_ids, respond) -> None:
-        """DeleteGroups: respond({group_id: code}) once the tombstones are durable."""
+    def delete_groups(self, group_ids, respond, now_ms: int | None = None) -> None:
+        """DeleteGroups: respond({group_id: code}) once the tombstones are durable. With
+        ``now_ms``, the sessions due by then expire first, as Kafka's exact timers would have
+        (the ticks come every TICK_S; an admin deleting a group one session after its static
+        members closed, as librdkafka's 0081 does, must not find them still there)."""
+        if now_ms is not None:
+            self.tick(now_ms)
         codes, records, doomed = {}, [], []
         for gid in group_ids:
             group = self.groups.get(gid)

@@ -537,7 +537,7 @@ class GroupDriver:
                 by_shard.setdefault(shard.partition, (shard, []))[1].append(gid)
         waits = []
         for p, (shard, gids) in by_shard.items():
-            result = self._call(gids[0], lambda s, r, gids=gids: s.delete_groups(gids, r), None)
+            result = self._call(gids[0], lambda s, r, gids=gids: s.delete_groups(gids, r, _now_ms()), None)
             waits.append(result)
 
         def make():

@@ -297,6 +297,23 @@ def test_delete_groups_and_offsets_rules():
     assert got == [(E.NONE, {("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC})]  # the member subscribes to "t"
 
 
+def test_delete_groups_expires_the_sessions_due_by_its_time_first():
+    """Between two ticks a member whose session has passed is gone for DeleteGroups, as with
+    Kafka's exact timers (librdkafka's 0081 deletes its groups one session after closing their
+    static members); without a time, only ticks expire sessions."""
+    h = Harness()
+    stable_group_of_one(h, now=0)
+    h.flush()
+    box = []
+    h.shard.delete_groups(["g"], box.append)  # no time given: the member is still there
+    assert box == [{"g": E.NON_EMPTY_GROUP}]
+    h.shard.delete_groups(["g"], box.append, SESSION - 1)
+    assert box[-1] == {"g": E.NON_EMPTY_GROUP}
+    h.shard.delete_groups(["g"], box.append, SESSION)
+    h.flush()
+    assert box[-1] == {"g": E.NONE} and "g" not in h.shard.groups
+
+
 def test_offsets_of_an_empty_group_expire_after_the_retention():
     h = Harness(offsets_retention_ms=1000)
     commit(h, "old", 1, now=0)
