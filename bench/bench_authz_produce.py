@@ -7,11 +7,12 @@ Two one-node combined clusters run side by side: A without an authorizer (the an
 ``StandardAuthorizer`` and ``--acls`` ACLs for other principals (a tenth of them prefixed) plus
 the one that lets the producer in (ALLOW WRITE on the topic prefix ``bench-``, so every check
 goes through the ACL index and finds a prefixed match). The producer (confluent-kafka, acks=1,
-100-byte values) sends ``--records`` records spread over 10 topics x 10 partitions by explicit
-partition, so each Produce request carries batches of up to 100 partitions of 10 topics (10
-checks per request). Rounds alternate A, B, A, B...; for each, the broker process's CPU time
-(its threads' /proc schedstat run time) while the round ran, per record. Prints the median CPU
-per record of each and B/A. Not a test: writes JSON to bench/results/.
+100-byte values) sends ``--records`` records over 100 partitions (of ``--topics`` topics, 1 by
+default: "a Produce to 100 partitions") by explicit partition, so each Produce request carries
+batches of up to 100 partitions (one check per topic per request). Both brokers are left to
+settle first (under 5% of a CPU for 2 s: B has just written 10,000 ACL records). Rounds
+alternate A, B, A, B...; for each, the broker process's CPU time (its threads' /proc schedstat
+run time) while the round ran, per record. Prints the median CPU per record of each and B/A. Not a test: writes JSON to bench/results/.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from kraft.cli.local_cluster import LocalCluster, wait_for  # noqa: E402
 _SILENT = logging.getLogger("kraft-bench-authz-produce")
 _SILENT.addHandler(logging.NullHandler())
 _SILENT.propagate = False
-TOPICS = [f"bench-{i}" for i in range(10)]
+TOPICS: list = []
 VALUE = b"v" * 100
 
 
@@ -66,7 +67,7 @@ def prepare(cluster: LocalCluster, acls: int) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.broker_bootstrap, "logger": _SILENT})
 
     def created():
-        futures = admin.create_topics([NewTopic(t, 10, 1) for t in TOPICS])
+        futures = admin.create_topics([NewTopic(t, 100 // len(TOPICS), 1) for t in TOPICS])
         for f in futures.values():
             try:
                 f.result(10)
@@ -89,6 +90,17 @@ def prepare(cluster: LocalCluster, acls: int) -> None:
             f.result(60)
 
 
+def settle(cluster: LocalCluster, limit_s: float = 120.0) -> float:
+    """Wait until the broker uses under 5% of a CPU over 2 s; the seconds waited."""
+    pid, start = cluster.procs[1].pid, time.monotonic()
+    while time.monotonic() - start < limit_s:
+        before = cpu_s(pid)
+        time.sleep(2.0)
+        if cpu_s(pid) - before < 0.1:
+            break
+    return time.monotonic() - start
+
+
 def produce(cluster: LocalCluster, records: int) -> tuple[float, float]:
     """(broker CPU seconds, wall seconds) for ``records`` acknowledged records."""
     from confluent_kafka import Producer
@@ -102,10 +114,11 @@ def produce(cluster: LocalCluster, records: int) -> tuple[float, float]:
             acked[0] += 1
     pid = cluster.procs[1].pid
     cpu0, t0 = cpu_s(pid), time.perf_counter()
+    n, per = len(TOPICS), 100 // len(TOPICS)
     for i in range(records):
         while True:
             try:
-                p.produce(TOPICS[i % 10], VALUE, partition=(i // 10) % 10, on_delivery=done)
+                p.produce(TOPICS[i % n], VALUE, partition=(i // n) % per, on_delivery=done)
                 break
             except BufferError:
                 p.poll(0.005)
@@ -123,7 +136,9 @@ def main() -> int:
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--acls", type=int, default=10_000)
+    ap.add_argument("--topics", type=int, default=1, help="the 100 partitions spread over this many topics")
     args = ap.parse_args()
+    TOPICS[:] = [f"bench-{i}" for i in range(args.topics)]
     per = {"plain": [], "authorized": []}
     with tempfile.TemporaryDirectory() as folder:
         clusters = {"plain": start(os.path.join(folder, "a"), False),
@@ -133,6 +148,7 @@ def main() -> int:
             prepare(clusters["authorized"], args.acls)
             for name, c in clusters.items():
                 produce(c, args.records // 10)  # warm-up: connections, page cache, first checks
+            settled = {name: settle(c) for name, c in clusters.items()}
             for _ in range(args.rounds):
                 for name, c in clusters.items():
                     cpu, wall = produce(c, args.records)
@@ -142,13 +158,14 @@ def main() -> int:
                 c.close()
     med = {k: statistics.median(v) for k, v in per.items()}
     result = {
-        "records": args.records, "rounds": args.rounds, "acls": args.acls + 1,
+        "records": args.records, "rounds": args.rounds, "acls": args.acls + 1, "topics": args.topics,
+        "settled_s": settled,
         "broker_cpu_us_per_record": per, "median_us_per_record": med,
         "authorized_over_plain": med["authorized"] / med["plain"],
         "interpreter": sys.version.split()[0], "machine": f"{platform.machine()} {os.cpu_count()} cpus",
         "loadavg": os.getloadavg(), "command": "python bench/bench_authz_produce.py " + " ".join(sys.argv[1:]),
     }
-    print(f"broker CPU per record, produce to 10 topics x 10 partitions: no authorizer {med['plain']:.2f} us, "
+    print(f"broker CPU per record, produce to {args.topics} topic(s), 100 partitions: no authorizer {med['plain']:.2f} us, "
           f"StandardAuthorizer with {args.acls + 1:,} ACLs {med['authorized']:.2f} us "
           f"(ratio {result['authorized_over_plain']:.3f}; rounds {per}); load {os.getloadavg()[0]:.1f}")
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",

@@ -40,6 +40,8 @@ _IMPLIED_BY = {OPERATION_DESCRIBE: frozenset({OPERATION_READ, OPERATION_WRITE, O
 _NONE: frozenset = frozenset()
 #: resources whose matching ACLs an index remembers between changes
 CACHE_SIZE = 1 << 16
+#: answers of authorize kept at most (the memo starts again empty when full)
+DECISIONS_SIZE = 1 << 17
 
 
 class Decision(NamedTuple):
@@ -123,6 +125,10 @@ class AclIndex:
         self.names: dict[int, dict] = {}
         #: authorize_any's answers, dropped likewise
         self.cache: dict = {}
+        #: authorize's answers by (principal, host, operation, resource type, name), dropped
+        #: likewise and when DECISIONS_SIZE is reached: a Produce to ten topics asks ten questions
+        #: per request, the same ones request after request
+        self.decisions: dict = {}
 
     def candidates(self, resource_type: int, name: str) -> tuple:
         """The ACLs whose pattern matches the resource, DENY first, remembered in ``names``."""
@@ -161,6 +167,7 @@ class AclIndex:
         self.image = image
         self.cache = {}
         self.names = {}
+        self.decisions = {}
 
     def _type(self, resource_type: int) -> _TypeIndex:
         index = self.by_type.get(resource_type)
@@ -186,6 +193,17 @@ class StandardAuthorizer:
         self.index.update(acls_image)
 
     def authorize(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool:
+        decisions = self.index.decisions
+        key = (principal, host, operation, resource_type, name)
+        found = decisions.get(key)
+        if found is None:
+            found = self._decide(principal, host, operation, resource_type, name)
+            if len(decisions) >= DECISIONS_SIZE:
+                decisions.clear()
+            decisions[key] = found
+        return found
+
+    def _decide(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool:
         if principal in self.super_users:
             return True
         index = self.index
