@@ -111,6 +111,8 @@ def main() -> int:
     rows = [line for line in out.splitlines() if line.startswith("|") and ("PASSED" in line or "FAILED" in line)]
     for line in rows:
         print(line)
+    if not rows:  # test-runner ended before its summary: show how
+        print("\n".join(out.splitlines()[-15:]))
     failed = [r for r in rows if "FAILED" in r and "<MAIN>" not in r]
     print(f"{sum('PASSED' in r for r in rows)} passed, {len(failed)} failed (test-runner exit {done.returncode})")
     return 1 if failed else 0
