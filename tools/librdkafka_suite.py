@@ -24,7 +24,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from kraft.cli.local_cluster import LocalCluster, free_ports  # noqa: E402
+from kraft.cli.local_cluster import LocalCluster, free_ports, wait_for  # noqa: E402
 
 SCENARIO = {"num.partitions": "4", "default.replication.factor": "3", "auto.create.topics.enable": "true",
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -67,6 +67,24 @@ def sasl_listeners(cluster: LocalCluster) -> str:
     return ",".join(f"127.0.0.1:{p}" for p in ports.values())
 
 
+def all_registered(client: dict, brokers: int) -> bool:
+    """Every broker is in the Metadata every broker answers with."""
+    import logging
+
+    from confluent_kafka.admin import AdminClient
+    quiet = logging.getLogger("kraft-librdkafka-suite")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    for address in client["bootstrap.servers"].split(","):
+        try:
+            found = AdminClient({**client, "bootstrap.servers": address, "logger": quiet}).list_topics(timeout=5)
+        except Exception:  # noqa: BLE001 (not answering yet)
+            return False
+        if len(found.brokers) < brokers:
+            return False
+    return True
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--librdkafka", required=True, help="a built librdkafka checkout")
@@ -75,6 +93,7 @@ def main() -> int:
     ap.add_argument("--full", action="store_true", help="not quick mode")
     ap.add_argument("--sasl", action="store_true", help="clients over SASL_PLAINTEXT (SCRAM-SHA-512, alice)")
     ap.add_argument("--timeout", type=int, default=3600)
+    ap.add_argument("--log", help="write test-runner's whole output here")
     args = ap.parse_args()
     root = os.path.abspath(args.librdkafka)
     runner = os.path.join(root, "tests", "test-runner")
@@ -91,6 +110,14 @@ def main() -> int:
             bootstrap = cluster.broker_bootstrap
         cluster.start()
         try:
+            client = {"bootstrap.servers": bootstrap}
+            if args.sasl:
+                client.update({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+                               "sasl.username": "alice", "sasl.password": "alice-secret"})
+            # Every broker registered before the first test: librdkafka's tests read the broker
+            # list once (0081 builds its replica sets from it) and expect a cluster at rest.
+            if not wait_for(lambda: all_registered(client, len(cluster.broker_ids)), 60, 0.5):
+                raise SystemExit(f"the cluster did not come up: {cluster.unexpected_exits()}")
             conf = os.path.join(folder, "test.conf")
             with open(conf, "w") as f:
                 f.write(f"bootstrap.servers={bootstrap}\ntest.timeout.multiplier=2\n")
@@ -108,6 +135,9 @@ def main() -> int:
         finally:
             cluster.close()
     out = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
+    if args.log:
+        with open(args.log, "w") as f:
+            f.write(out)
     rows = [line for line in out.splitlines() if line.startswith("|") and ("PASSED" in line or "FAILED" in line)]
     for line in rows:
         print(line)
