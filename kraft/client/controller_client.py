@@ -29,10 +29,16 @@ VERSIONS = {19: 7, 20: 6, 37: 3, 62: 4, 63: 1, 64: 0, 55: 2}
 #: How much longer than a request's own timeout the socket waits for its answer (a request the
 #: controller started is answered at its commit, which may come a little after the timeout).
 ANSWER_MARGIN_MS = 15_000
+#: How often a request waiting on the hinted leader checks that it still is the leader.
+LEADER_CHECK_S = 0.1
 
 
 class NoControllerError(KraftError):
     code = ErrorCode.NOT_CONTROLLER
+
+
+class _LeaderMoved(Exception):
+    """The node a request waits on is no longer the quorum's leader."""
 
 
 def _codes(obj) -> list[int]:
@@ -52,11 +58,17 @@ def _codes(obj) -> list[int]:
 
 class ControllerClient:
     def __init__(self, addresses, *, client_id: str = "kraft-controller-client", request_timeout_ms: int = 30000,
-                 client_options: dict | None = None):
+                 client_options: dict | None = None, leader_hint=None):
+        """``leader_hint() -> (host, port) | None``: the quorum leader as this node's Raft knows
+        it. Requests go there first, and one waiting on a node that is no longer the leader is
+        sent again to the new one (a paused controller would otherwise hold it for its whole
+        timeout; Kafka's brokers also drop the old controller's connection when it changes)."""
         self.addresses = list(addresses)
-        self._clients = {a: NodeClient(a[0], a[1], client_id=client_id, request_timeout_ms=request_timeout_ms,
-                                       max_in_flight=64, **(client_options or {})) for a in self.addresses}
+        self._options = dict(client_id=client_id, request_timeout_ms=request_timeout_ms, max_in_flight=64,
+                             **(client_options or {}))
+        self._clients = {a: NodeClient(a[0], a[1], **self._options) for a in self.addresses}
         self._active = 0
+        self.leader_hint = leader_hint
 
     async def close(self) -> None:
         await asyncio.gather(*(c.close() for c in self._clients.values()), return_exceptions=True)
@@ -75,19 +87,59 @@ class ControllerClient:
         socket_ms = own + ANSWER_MARGIN_MS if isinstance(own, int) and own > 0 else attempt_timeout_ms
         last = None
         while time.monotonic() < end:
-            addr = self.addresses[self._active % len(self.addresses)]
+            hinted = self._hinted()
+            addr = hinted or self.addresses[self._active % len(self.addresses)]
             try:
-                resp = await self._clients[addr].request(request, version, socket_ms)
+                if hinted is None:
+                    resp = await self._client(addr).request(request, version, socket_ms)
+                else:
+                    resp = await self._while_leader(addr, self._client(addr).request(request, version, socket_ms))
             except NetworkError as e:
                 last = e
+            except _LeaderMoved:
+                last = "the leader moved"
+                continue
             else:
                 if NOT_CONTROLLER not in _codes(resp):
                     return resp
                 last = "NOT_CONTROLLER"
+            if hinted is not None:  # the hint's node said "not me" or failed: it is about to change
+                await asyncio.sleep(0.05)
+                continue
             self._active += 1
             if self._active % len(self.addresses) == 0:
                 await asyncio.sleep(0.05)
         raise NoControllerError(f"no active controller answered within {deadline_s} s (last: {last})")
+
+    def _hinted(self):
+        if self.leader_hint is None:
+            return None
+        try:
+            address = self.leader_hint()
+        except Exception:  # a hint is only a hint
+            return None
+        return tuple(address) if address else None
+
+    def _client(self, address) -> NodeClient:
+        client = self._clients.get(address)
+        if client is None:
+            client = self._clients[address] = NodeClient(address[0], address[1], **self._options)
+        return client
+
+    async def _while_leader(self, address, attempt):
+        """``attempt``'s answer, unless the hinted leader moves away from ``address`` first."""
+        task = asyncio.ensure_future(attempt)
+        try:
+            while True:
+                done, _ = await asyncio.wait((task,), timeout=LEADER_CHECK_S)
+                if done:
+                    return task.result()
+                moved = self._hinted()
+                if moved is not None and moved != address:
+                    raise _LeaderMoved()
+        finally:
+            if not task.done():
+                task.cancel()
 
     async def high_watermark(self) -> int:
         D = DescribeQuorumRequest

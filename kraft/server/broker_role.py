@@ -127,7 +127,8 @@ class BrokerRole:
         addresses = controller_addresses(cfg)
         timeout_ms = cfg.int("controller.quorum.request.timeout.ms")
         client = ControllerClient(addresses, client_id=f"kraft-broker-{cfg.node_id}", request_timeout_ms=timeout_ms,
-                                  client_options=self.controller_options)
+                                  client_options=self.controller_options,
+                                  leader_hint=self.forwarding_client.leader_hint)
         self.driver = BrokerLifecycleDriver(lc, client, lambda: self.follower.last_applied_offset,
                                             retry_backoff_ms=min(1000, cfg.int("broker.heartbeat.interval.ms")),
                                             request_deadline_s=max(1.0, cfg.int("broker.session.timeout.ms") / 2000),

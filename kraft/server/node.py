@@ -266,6 +266,10 @@ class KraftNode:
                                  client_options=node_client_options(cfg, cfg.controller_listener_names[0],
                                                                     CONTROLLER))
         flush_cb["fn"] = self.driver.on_flushed_threadsafe
+        if self.broker is not None:  # forwarded requests go to the leader this node's Raft knows
+            driver = self.driver
+            self.broker.forwarding_client.leader_hint = \
+                lambda: driver.address_of(core.leader_id) if core.leader_id >= 0 else None
         # Snapshots of the committed image: a controller's, else (broker-only) the follower's.
         image_source = self.controller if self.controller is not None else getattr(self.broker, "follower", None)
         if image_source is not None and hasattr(image_source, "open_transaction"):
