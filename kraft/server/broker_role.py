@@ -128,7 +128,7 @@ class BrokerRole:
         timeout_ms = cfg.int("controller.quorum.request.timeout.ms")
         client = ControllerClient(addresses, client_id=f"kraft-broker-{cfg.node_id}", request_timeout_ms=timeout_ms,
                                   client_options=self.controller_options,
-                                  leader_hint=self.forwarding_client.leader_hint)
+                                  leader_hint=self._leader_hint)
         self.driver = BrokerLifecycleDriver(lc, client, lambda: self.follower.last_applied_offset,
                                             retry_backoff_ms=min(1000, cfg.int("broker.heartbeat.interval.ms")),
                                             request_deadline_s=max(1.0, cfg.int("broker.session.timeout.ms") / 2000),
@@ -141,6 +141,11 @@ class BrokerRole:
         self.node.on_logs_made = self.assigner.note
         log.info("broker %d: registering with the controller quorum at %s (incarnation %s, rack %s)", cfg.node_id,
                  ",".join(f"{h}:{p}" for h, p in addresses), lc.incarnation_id, rack)
+
+    def _leader_hint(self):
+        """The quorum leader's address as this node's Raft knows it (set by the node)."""
+        hint = self.forwarding_client.leader_hint
+        return hint() if hint is not None else None
 
     def _online_dir_ids(self) -> list:
         """The registration's LogDirs: the directory ids of the online log dirs (a directory
