@@ -16,6 +16,7 @@ Not a test: nothing asserts a time. Prints a table and writes JSON to bench/resu
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import tempfile
@@ -94,7 +95,8 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--async", dest="asynchronous", action="store_true",
-                    help="pipelined asynchronous commits (64 in flight per client) instead of synchronous ones")
+                    help="pipelined asynchronous commits (--window in flight per client) instead of synchronous ones")
+    ap.add_argument("--window", type=int, default=64, help="with --async: commits in flight per client at most")
     ap.add_argument("--victim", choices=("any", "controller", "other"), default="any",
                     help="the coordinator killed: of group 'failover' (any), or of a group chosen so that its "
                          "coordinator is (or is not) the active controller")
@@ -103,6 +105,7 @@ def main() -> None:
     cluster = LocalCluster(d, 3, combined=True, overrides=SETTINGS).create()
     cluster.start()
     result = {"clients": args.clients, "seconds": args.seconds, "asynchronous": args.asynchronous,
+              "window": args.window if args.asynchronous else 1,
               "machine_cpus": os.cpu_count()}
     try:
         admin = AdminClient({"bootstrap.servers": cluster.broker_bootstrap, "log_level": 0})
@@ -113,7 +116,7 @@ def main() -> None:
         assert wait_for(lambda: _try_commit(warm), 60, 0.3), "no coordinator"
         warm.close()
         stop, out = threading.Event(), []
-        loop = async_commit_loop if args.asynchronous else commit_loop
+        loop = functools.partial(async_commit_loop, window=args.window) if args.asynchronous else commit_loop
         threads = [threading.Thread(target=loop, args=(cluster.broker_bootstrap, f"bench-{i}", i, stop, out))
                    for i in range(args.clients)]
         for t in threads:
@@ -125,7 +128,7 @@ def main() -> None:
         lat = sorted(x for one in out for x in one)
         result.update(commits=len(lat), commits_per_s=len(lat) / args.seconds, p50_ms=pct(lat, 0.5),
                       p99_ms=pct(lat, 0.99), max_ms=lat[-1] * 1000)
-        mode = "async" if args.asynchronous else "sync"
+        mode = f"async (window {args.window})" if args.asynchronous else "sync"
         print(f"{args.clients} clients, {mode} commits: {result['commits_per_s']:.0f}/s, "
               f"p50 {result['p50_ms']:.1f} ms, "
               f"p99 {result['p99_ms']:.1f} ms, max {result['max_ms']:.1f} ms")

@@ -6,10 +6,15 @@ kraft.server.tls.reload_keystore) and put into the listener's live TLS context, 
 from then on present it; connections already open keep theirs. The controller cannot read a
 broker's files: a store that does not load or does not match is refused here, with an error
 line, and the listener keeps the store it had (``failures`` counts them). Deleting the dynamic
-settings goes back to server.properties'."""
+settings goes back to server.properties'.
+
+A controller listener's keystore is replaced the same way (Kafka's controllers take the same
+dynamic update): ``ControllerKeystores`` looks at the controller's image once a second; the
+contexts this node dials the other controllers with present the new store too."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from kraft.errors import ConfigError
@@ -53,7 +58,43 @@ class KeystoreReload:
                                               also=entry.clients)
             except ConfigError as exc:
                 self.failures += 1
-                log.error("broker %d: listener %s keeps its keystore: %s", self.cfg.node_id, name, exc)
+                log.error("node %d: listener %s keeps its keystore: %s", self.cfg.node_id, name, exc)
                 continue
-            log.info("broker %d: listener %s reloaded its keystore (%s)", self.cfg.node_id, name,
+            log.info("node %d: listener %s reloaded its keystore (%s)", self.cfg.node_id, name,
                      ", ".join(sorted(wanted)) or "server.properties")
+
+
+#: How often a controller listener looks for a changed keystore in the controller's image.
+CONTROLLER_CHECK_S = 1.0
+
+
+class ControllerKeystores:
+    """The controller listener's ``KeystoreReload``, driven by a timer (the controller applies
+    records without telling anyone; a comparison of a few configs a second costs nothing)."""
+
+    def __init__(self, cfg, listener: str, ctx, dial_contexts, image):
+        self.reload = KeystoreReload(cfg, {listener: ctx}, None)
+        self.reload.listeners[listener].clients = tuple(dial_contexts)
+        self.image = image
+        self._timer = None
+
+    @property
+    def failures(self) -> int:
+        return self.reload.failures
+
+    def start(self) -> None:
+        self._timer = asyncio.get_running_loop().call_later(CONTROLLER_CHECK_S, self._check)
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _check(self) -> None:
+        try:
+            image = self.image()
+            if image is not None:
+                self.reload.on_image(image)
+        except Exception:  # a bug here must not stop the timer
+            log.exception("controller listener keystore check failed")
+        self.start()

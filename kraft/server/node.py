@@ -49,6 +49,7 @@ from kraft.server.metrics import MetricsServer, NodeMetrics, fetch_session_gauge
 from kraft.server.loop_watchdog import LoopWatchdog
 from kraft.server.node_security import CONTROLLER, node_client_options
 from kraft.server.sasl import listener_sasl
+from kraft.server.keystore_reload import ControllerKeystores
 from kraft.server.tls import listener_context
 from kraft.server.connection_limits import connection_limits
 from kraft.server.network import KafkaServer
@@ -158,6 +159,7 @@ class KraftNode:
         self.fatal: BaseException | None = None
         self._locks = None
         self._cleaner: asyncio.TimerHandle | None = None
+        self.controller_keystores: ControllerKeystores | None = None
 
     @property
     def port(self) -> int:
@@ -257,14 +259,17 @@ class KraftNode:
             self.broker = BrokerRole(cfg, meta.cluster_id, image_source=self.controller,
                                      high_watermark=lambda: core.leader_high_watermark)
             listeners.append(self.broker.follower)  # after the controller: it reads its image
+        raft_options = node_client_options(cfg, cfg.controller_listener_names[0], CONTROLLER)
+        self._dial_contexts = [raft_options.get("ssl_context")]  # those that present our keystore
+        if self.broker is not None:
+            self._dial_contexts.append(self.broker.controller_options.get("ssl_context"))
         self.driver = RaftDriver(core, self.log, state_file, ListenerFanOut(*listeners),
                                  peers=peers,
                                  cluster_id=meta.cluster_id, voters=voters, metrics=self.metrics,
                                  request_timeout_ms=cfg.int("controller.quorum.request.timeout.ms"),
                                  retry_backoff_ms=cfg.int("controller.quorum.retry.backoff.ms"),
                                  listener_name=cfg.controller_listener_names[0],
-                                 client_options=node_client_options(cfg, cfg.controller_listener_names[0],
-                                                                    CONTROLLER))
+                                 client_options=raft_options)
         flush_cb["fn"] = self.driver.on_flushed_threadsafe
         if self.broker is not None:  # forwarded requests go to the leader this node's Raft knows
             driver = self.driver
@@ -337,6 +342,11 @@ class KraftNode:
                                   ssl_context=listener_context(cfg, ctl.name), sasl=listener_sasl(cfg, ctl.name),
                                   **connection_limits(cfg))
         await _listen(f"the {ctl.name} listener", "listeners", ctl.host, ctl.port, self.server.start)
+        if self.server.ssl_context is not None:
+            self.controller_keystores = ControllerKeystores(
+                cfg, ctl.name, self.server.ssl_context, [c for c in self._dial_contexts if c is not None],
+                lambda: self.controller.image if self.controller is not None else None)
+            self.controller_keystores.start()
 
     def _clean_periodically(self) -> None:
         """Time-based retention needs no new snapshot to act (Kafka runs its cleaner every minute)."""
@@ -352,6 +362,8 @@ class KraftNode:
         leadership so followers elect at once, then close everything."""
         if self._cleaner is not None:
             self._cleaner.cancel()
+        if self.controller_keystores is not None:
+            self.controller_keystores.stop()
         if getattr(self, "watchdog", None) is not None:
             self.watchdog.close()
         if self.broker is not None:

@@ -11,7 +11,9 @@ replicate. A plaintext client on any port gets no answer; a node killed and rest
 
 from __future__ import annotations
 
+import os
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -27,7 +29,7 @@ from tls_certs import CertAuthority, pkcs12_bytes, write
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -69,6 +71,7 @@ def secured_cluster(tmp_path_factory):
     client = {"bootstrap.servers": cluster.broker_bootstrap, "security.protocol": "SASL_SSL",
               "ssl.ca.location": ca_file, "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice",
               "sasl.password": "alice-secret", "logger": SILENT}
+    cluster.ca, cluster.ca_file, cluster.node_cert = ca, ca_file, node  # for the keystore rotation
     try:
         admin = AdminClient(client)
         assert wait_for(lambda: _create(admin), 60, 0.5), {i: cluster.log_tail(i) for i in cluster.ids}
@@ -165,3 +168,47 @@ def test_a_killed_node_rejoins_logging_in_again_and_catches_up(secured_cluster):
     assert wait_for(lambda: _in_sync(client), 60, 0.5), cluster.log_tail(victim, 30)
     _read_all(client, set(more) | {b"v-0", b"v-299"})
     assert wait_for(lambda: _on_every_replica(cluster, set(more)), 30, 0.5), cluster.log_tail(victim, 30)
+
+
+def _controller_serial(cluster, node: int) -> int | None:
+    """The serial number of the certificate node ``node``'s controller listener presents (the
+    listener wants a client certificate: the node's own)."""
+    from cryptography import x509
+    folder = os.path.dirname(cluster.ca_file)
+    ctx = ssl.create_default_context(cafile=cluster.ca_file)
+    ctx.load_cert_chain(write(folder, "client-cert.pem", cluster.node_cert.cert_pem()),
+                        write(folder, "client-key.pem", cluster.node_cert.key_pem()))
+    try:
+        with socket.create_connection(cluster.address(node), timeout=10) as raw:
+            with ctx.wrap_socket(raw, server_hostname="localhost") as tls:
+                return x509.load_der_x509_certificate(tls.getpeercert(binary_form=True)).serial_number
+    except OSError:
+        return None
+
+
+def test_a_controller_listeners_keystore_is_rotated_at_run_time(secured_cluster):
+    """Kafka's dynamic ``listener.name.controller.ssl.keystore.*`` on a controller: node 1's
+    controller listener presents the new certificate from its next handshake, node 1 dials the
+    other controllers with it too (they want it: ``ssl.client.auth=required``), and the quorum
+    goes on (a topic created and written after the change)."""
+    cluster, client = secured_cluster
+    assert _controller_serial(cluster, 1) == cluster.node_cert.cert.serial_number
+    rotated = cluster.ca.issue("localhost", server=True)  # same subject: Kafka requires it
+    store = write(os.path.dirname(cluster.ca_file), "node-1-rotated.p12",
+                  pkcs12_bytes(rotated, cluster.ca, "rotated-pass"))
+    admin = AdminClient(client)
+    set_ = AlterConfigOpType.SET
+    resource = ConfigResource("BROKER", "1", incremental_configs=[
+        ConfigEntry("listener.name.controller.ssl.keystore.location", store, incremental_operation=set_),
+        ConfigEntry("listener.name.controller.ssl.keystore.password", "rotated-pass", incremental_operation=set_)])
+    for f in admin.incremental_alter_configs([resource]).values():
+        f.result(30)
+    assert wait_for(lambda: _controller_serial(cluster, 1) == rotated.cert.serial_number, 20, 0.3), \
+        cluster.log_tail(1)
+    assert _controller_serial(cluster, 2) == cluster.node_cert.cert.serial_number  # only node 1's changed
+    assert any("listener CONTROLLER reloaded its keystore" in line for line in cluster.log_tail(1, 400))
+    name = "after-rotation"
+    admin.create_topics([NewTopic(name, 1, 3)])[name].result(30)
+    p = Producer({**client, "acks": "all"})
+    p.produce(name, b"after-rotation-0")
+    assert p.flush(30) == 0
