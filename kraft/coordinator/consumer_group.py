@@ -33,7 +33,7 @@ STATIC_LEFT_EPOCH = -2  # a static member that left for a while keeps its assign
 class ConsumerMember:
     __slots__ = ("member_id", "instance_id", "rack_id", "client_id", "client_host", "topics", "regex",
                  "rebalance_timeout_ms", "server_assignor", "member_epoch", "previous_epoch", "state", "assigned",
-                 "pending_revocation", "classic", "session_deadline", "rebalance_deadline")
+                 "pending_revocation", "classic", "session_deadline", "rebalance_deadline", "may_describe")
 
     def __init__(self, member_id: str):
         self.member_id = member_id
@@ -53,6 +53,9 @@ class ConsumerMember:
         # Not in records: timers start again when a coordinator loads the group.
         self.session_deadline = 0
         self.rebalance_deadline = None
+        #: (topic name) -> bool: whether the member's principal may DESCRIBE it (from its last
+        #: heartbeat; None: not known, e.g. loaded from the log)
+        self.may_describe = None
 
     def reconciled_to(self, epoch: int) -> bool:
         return self.state == STABLE and self.member_epoch == epoch

@@ -61,9 +61,19 @@ def compile_regex(text: str):
         raise RegexError(f"{text!r}: {exc}") from None
 
 
+def _ALL(topic: str) -> bool:
+    return True
+
+
+def _NONE(topic: str) -> bool:
+    return False
+
+
 class ConsumerHandlers:
     # --- ConsumerGroupHeartbeat ----------------------------------------------------------------
-    def consumer_heartbeat(self, req, version: int, now_ms: int, client_id: str, client_host: str, respond) -> None:
+    def consumer_heartbeat(self, req, version: int, now_ms: int, client_id: str, client_host: str, respond,
+                           may_describe=None) -> None:
+        """``may_describe(topic) -> bool``: what the sender's principal may DESCRIBE (None: all)."""
         def fail(code, message=None):
             respond(R(error_code=code, error_message=message))
         problem = self._invalid_heartbeat(req, version)
@@ -99,6 +109,7 @@ class ConsumerHandlers:
             return fail(code, message)
         old_assigned = {t: set(ps) for t, ps in member.assigned.items()} if member.member_id in group.members else {}
         member = self._update_member(group, member, req, client_id, client_host, records)
+        member.may_describe = may_describe or _ALL
         self._maybe_bump(group, records)
         if group.group_epoch > group.assignment_epoch:
             self._new_target(group, records)
@@ -274,7 +285,9 @@ class ConsumerHandlers:
                 pattern = compile_regex(member.regex)
             except RegexError:
                 return topics
-            topics.update(n for n in self.topics.names() if not n.startswith("__") and pattern.fullmatch(n))
+            allowed = member.may_describe or (_NONE if self.config.regex_needs_describe else _ALL)
+            topics.update(n for n in self.topics.names()
+                          if not n.startswith("__") and pattern.fullmatch(n) and allowed(n))
         return topics
 
     def _subscription_metadata(self, group) -> dict:

@@ -31,6 +31,10 @@ class GroupConfig:
     #: group id -> that group's configs (GROUP config resources: consumer.session.timeout.ms,
     #: consumer.heartbeat.interval.ms), read when used so that a change applies at the next heartbeat
     group_overrides: object = None
+    #: an authorizer is on: a regex subscription gets only the topics its member may DESCRIBE
+    #: (Kafka 4's filterTopicDescribeAuthorizedTopics), and a member whose rights are not known
+    #: yet (loaded from the log by a new coordinator) gets none until its next heartbeat
+    regex_needs_describe: bool = False
 
     def consumer_timeouts(self, group_id: str) -> tuple[int, int]:
         """(session timeout, heartbeat interval) of a consumer group's members: the group's own

@@ -276,6 +276,7 @@ class AuthorizingHandler:
         if hidden:
             return self._refuse(request, version, TOPIC_DENIED,
                                 f"The following topic names are not authorized: {', '.join(hidden)}")
+        ctx.may_describe_topic = lambda topic: self.allowed(ctx, OPERATION_DESCRIBE, RESOURCE_TOPIC, topic)
         return self.inner.handle(ctx, request)
 
     def _api_15(self, ctx, request, version):  # DescribeGroups

@@ -27,6 +27,7 @@ from kraft.coordinator.group_records import OFFSETS_TOPIC, partition_for
 from kraft.coordinator.group_shard import GroupConfig, GroupShard
 from kraft.errors import ErrorCode as E
 from kraft.errors import KraftError
+from kraft.metadata.authorization import authorizer_configured
 from kraft.metadata.configs import GROUP
 from kraft.protocol import (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
                             ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, CreateTopicsRequest,
@@ -66,7 +67,8 @@ def group_config(values: dict) -> GroupConfig:
                        consumer_max_size=values["group.consumer.max.size"],
                        consumer_migration_policy=values["group.consumer.migration.policy"].strip().lower(),
                        consumer_assignors=tuple(a.strip() for a in values["group.consumer.assignors"].split(",")
-                                                if a.strip()) or ("uniform", "range"))
+                                                if a.strip()) or ("uniform", "range"),
+                       regex_needs_describe=authorizer_configured(values))
 
 
 class ImageTopics:
@@ -321,7 +323,7 @@ class GroupDriver:
         if kind is ConsumerGroupHeartbeatRequest:
             host = "/" + ctx.peer.rsplit(":", 1)[0]
             return self._answer(self._call(request.group_id, lambda s, r: s.consumer_heartbeat(
-                request, version, now, ctx.header.client_id or "", host, r),
+                request, version, now, ctx.header.client_id or "", host, r, ctx.may_describe_topic),
                 lambda c: (ConsumerGroupHeartbeatResponse(error_code=c),)), lambda x: x)
         if kind is ConsumerGroupDescribeRequest:
             G = ConsumerGroupDescribeResponse.Group

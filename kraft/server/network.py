@@ -90,6 +90,9 @@ class RequestContext:
     #: ``mute_for(ms)``: read no more requests from this connection for ``ms`` (KIP-219
     #: quota throttling; answers already owed still leave)
     mute_for: Any = None
+    #: ``(topic) -> bool``, set by the authorizer for a ConsumerGroupHeartbeat: the topics the
+    #: principal may DESCRIBE, for its regex subscription (None: every topic)
+    may_describe_topic: Any = None
 
 
 class RequestHandler(Protocol):

@@ -52,7 +52,8 @@ class Shard:
         self.pending.clear()
 
     def heartbeat(self, member_id, epoch, *, owned=None, topics=None, regex=None, instance=None, assignor=None,
-                  now=0, group="g", version=1, rebalance_timeout=REBALANCE, flush=True, full=False):
+                  now=0, group="g", version=1, rebalance_timeout=REBALANCE, flush=True, full=False,
+                  may_describe=None):
         """The response; ``owned``: {topic name: partitions} the member says it owns (None: not sent)."""
         box = []
         tp = None
@@ -64,7 +65,7 @@ class Shard:
                 rebalance_timeout_ms=rebalance_timeout if epoch == 0 or full else -1,
                 subscribed_topic_names=topics if topics is not None else (["t"] if epoch == 0 and not regex else None),
                 subscribed_topic_regex=regex, server_assignor=assignor, topic_partitions=tp)
-        self.shard.consumer_heartbeat(req, version, now, "client", "/127.0.0.1", box.append)
+        self.shard.consumer_heartbeat(req, version, now, "client", "/127.0.0.1", box.append, may_describe)
         if flush:
             self.flush()
         else:

@@ -234,6 +234,30 @@ def test_regex_subscriptions_follow_new_topics_and_bad_regexes_are_refused():
         assert h.heartbeat("b", 0, topics=[], regex=bad).error_code == E.INVALID_REGULAR_EXPRESSION, bad
 
 
+def test_a_regex_subscription_gets_only_the_topics_its_principal_may_describe():
+    """Kafka 4's filterTopicDescribeAuthorizedTopics: ``orders-us`` matches but is not
+    DESCRIBE-able by the member's principal, so it is never assigned; rights granted later
+    apply at the next heartbeat. A new coordinator does not know a member's rights until it
+    heartbeats: with an authorizer on, its regex matches nothing meanwhile (no leak)."""
+    h = Shard({"orders-eu": 2, "orders-us": 1, "payments": 1}, regex_needs_describe=True)
+    rights = {"orders-eu"}
+    resp = h.heartbeat("a", 0, topics=[], regex="orders-.*", may_describe=lambda t: t in rights)
+    assert names(resp) == {topic_id("orders-eu"): [0, 1]}
+    rights.add("orders-us")  # an ACL added: the next heartbeat sees it
+    resp = h.heartbeat("a", 1, owned={"orders-eu": [0, 1]}, may_describe=lambda t: t in rights)
+    assert resp.member_epoch == 2 and names(resp) == {topic_id("orders-eu"): [0, 1], topic_id("orders-us"): [0]}
+    h.failover()
+    member = h.group().members["a"]
+    assert member.may_describe is None and h.shard._member_topics(member) == set()
+    resp = h.heartbeat("a", 2, owned={"orders-eu": [0, 1], "orders-us": [0]}, may_describe=lambda t: t in rights)
+    assert resp.error_code == 0 and h.shard._member_topics(h.group().members["a"]) == {"orders-eu", "orders-us"}
+    # Without an authorizer, no filter: a member's regex matches every topic, also after a move.
+    h2 = Shard({"orders-eu": 1, "orders-us": 1})
+    h2.heartbeat("a", 0, topics=[], regex="orders-.*")
+    h2.failover()
+    assert h2.shard._member_topics(h2.group().members["a"]) == {"orders-eu", "orders-us"}
+
+
 def test_invalid_heartbeats_get_invalid_request():
     h = Shard()
     assert h.heartbeat("", 0).error_code == E.INVALID_REQUEST

@@ -277,3 +277,34 @@ def test_separate_controller_and_broker_work_with_anonymous_as_super_user(tmp_pa
         assert _produce({"bootstrap.servers": bootstrap, "logger": _SILENT}, "sep") is None
     finally:
         c.close()
+
+
+def test_a_regex_subscription_is_assigned_only_topics_the_member_may_describe(cluster, capsys):
+    """KIP-848 with a regex (confluent-kafka, ``group.protocol=consumer``): both ``rx-open`` and
+    ``rx-secret`` match, alice may DESCRIBE (and READ) only the first; the coordinator assigns
+    her only that one (Kafka 4's filterTopicDescribeAuthorizedTopics), seen by an admin's
+    describe of the group, and she reads its record."""
+    _, admin, bootstrap, port = cluster
+    for topic in ("rx-open", "rx-secret"):
+        assert wait_for(lambda topic=topic: _create(admin, topic), 30, 0.2)
+        assert _produce({"bootstrap.servers": bootstrap, "logger": _SILENT}, topic, topic.encode()) is None
+    assert _acls(bootstrap, "--add", "--allow-principal", "User:alice", "--consumer", "--topic", "rx-open",
+                 "--group", "rxg") == 0
+    c = Consumer({**_alice(port), "group.id": "rxg", "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.subscribe(["^rx-.*"])
+    got = []
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not got:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append((m.topic(), m.value()))
+        assert got == [("rx-open", b"rx-open")], got
+        capsys.readouterr()
+        assert kraft_main(["consumer-groups", "--bootstrap-server", bootstrap, "--describe", "--group", "rxg",
+                           "--members", "--verbose"]) == 0
+        out = capsys.readouterr().out
+        assert "rx-open" in out and "rx-secret" not in out, out
+    finally:
+        c.close()
