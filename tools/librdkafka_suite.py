@@ -10,7 +10,9 @@ topic auto-creation, 4 partitions, replication factor 3) and StandardAuthorizer 
 everyone without ACLs (0115 adds a DENY ACL). Tests that run ``kafka-*.sh`` find kraft's twins
 through a ``KAFKA_PATH`` of wrapper scripts. ``--sasl`` adds a SASL_PLAINTEXT listener (PLAIN and
 SCRAM-SHA-256/512 for alice, ``connections.max.reauth.ms`` 10 s) and points the tests at it, for
-0135 and 0142. Quick mode (``-Q``) unless ``--full``; broker tests only (``-L``).
+0135 and 0142. ``--ssl`` adds an SSL listener with ``ssl.client.auth=required`` and gives the
+tests the client certificates (PEM, DER, PKCS12) and ``SSL_*`` variables trivup would, for 0097.
+Quick mode (``-Q``) unless ``--full``; broker tests only (``-L``).
 """
 
 from __future__ import annotations
@@ -67,6 +69,48 @@ def sasl_listeners(cluster: LocalCluster) -> str:
     return ",".join(f"127.0.0.1:{p}" for p in ports.values())
 
 
+def ssl_listeners(cluster: LocalCluster, folder: str) -> tuple[str, dict, dict]:
+    """Add an SSL listener (client certificates required) to every node's config, with a CA, a
+    broker keystore and a client certificate made here; (bootstrap, test.conf settings, the
+    ``SSL_*`` environment trivup gives librdkafka's tests)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from cryptography.hazmat.primitives import serialization
+    from tls_certs import CertAuthority, pkcs12_bytes, write
+    pem, der = serialization.Encoding.PEM, serialization.Encoding.DER
+    password = "client-secret"
+    ca = CertAuthority()
+    broker, client = ca.issue("localhost", server=True), ca.issue("librdkafka-tests")
+    files = {
+        "ca.pem": ca.cert_pem(), "ca.der": ca.cert.public_bytes(der),
+        "broker.p12": pkcs12_bytes(broker, ca, "broker-secret"),
+        "client.pem": client.cert_pem(), "client.der": client.cert.public_bytes(der),
+        "client.key": client.key_pem(password),
+        "client.key.der": client.key.private_bytes(der, serialization.PrivateFormat.PKCS8,
+                                                   serialization.BestAvailableEncryption(password.encode())),
+        "client.p12": pkcs12_bytes(client, ca, password)}
+    paths = {name: write(folder, name, data) for name, data in files.items()}
+    ports = dict(zip(cluster.broker_ids, free_ports(len(cluster.broker_ids))))
+    for i in cluster.ids:
+        path = cluster.config_path(i)
+        lines = []
+        for line in open(path).read().splitlines():
+            lines.append(line + f",SSL://127.0.0.1:{ports[i]}" if line.startswith("listeners=") else line)
+        lines += ["listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL",
+                  "listener.name.ssl.ssl.client.auth=required", "ssl.keystore.type=PKCS12",
+                  f"ssl.keystore.location={paths['broker.p12']}", "ssl.keystore.password=broker-secret",
+                  "ssl.truststore.type=PEM", f"ssl.truststore.location={paths['ca.pem']}"]
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    conf = {"security.protocol": "ssl", "ssl.ca.location": paths["ca.pem"],
+            "ssl.certificate.location": paths["client.pem"], "ssl.key.location": paths["client.key"],
+            "ssl.key.password": password}
+    env = {"SSL_pkcs": paths["client.p12"], "SSL_pub_der": paths["client.der"], "SSL_pub_pem": paths["client.pem"],
+           "SSL_priv_der": paths["client.key.der"], "SSL_priv_pem": paths["client.key"],
+           "SSL_ca_der": paths["ca.der"], "SSL_all_cas_pem": paths["ca.pem"], "SSL_ca_pem": paths["ca.pem"],
+           "SSL_password": password, "SSL_client_auth": "required"}
+    return ",".join(f"127.0.0.1:{p}" for p in ports.values()), conf, env
+
+
 def all_registered(client: dict, brokers: int) -> bool:
     """Every broker is in the Metadata every broker answers with."""
     import logging
@@ -92,6 +136,7 @@ def main() -> int:
     ap.add_argument("--parallel", type=int, default=2)
     ap.add_argument("--full", action="store_true", help="not quick mode")
     ap.add_argument("--sasl", action="store_true", help="clients over SASL_PLAINTEXT (SCRAM-SHA-512, alice)")
+    ap.add_argument("--ssl", action="store_true", help="clients over SSL with client certificates (for 0097)")
     ap.add_argument("--timeout", type=int, default=3600)
     ap.add_argument("--log", help="write test-runner's whole output here")
     args = ap.parse_args()
@@ -102,9 +147,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         overrides = dict(SCENARIO, **({"connections.max.reauth.ms": "10000"} if args.sasl else {}))
         cluster = LocalCluster(os.path.join(folder, "c"), 3, combined=True, overrides=overrides)
+        ssl_conf, ssl_env = {}, {}
         if args.sasl:
             cluster.write_configs()
             bootstrap = sasl_listeners(cluster)
+        elif args.ssl:
+            cluster.write_configs()
+            bootstrap, ssl_conf, ssl_env = ssl_listeners(cluster, folder)
+            cluster.format()
         else:
             cluster.create()
             bootstrap = cluster.broker_bootstrap
@@ -114,6 +164,7 @@ def main() -> int:
             if args.sasl:
                 client.update({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
                                "sasl.username": "alice", "sasl.password": "alice-secret"})
+            client.update(ssl_conf)
             # Every broker registered before the first test: librdkafka's tests read the broker
             # list once (0081 builds its replica sets from it) and expect a cluster at rest.
             if not wait_for(lambda: all_registered(client, len(cluster.broker_ids)), 60, 0.5):
@@ -124,9 +175,10 @@ def main() -> int:
                 if args.sasl:
                     f.write("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
                             "sasl.username=alice\nsasl.password=alice-secret\n")
+                f.writelines(f"{k}={v}\n" for k, v in ssl_conf.items())
             env = dict(os.environ, RDKAFKA_TEST_CONF=conf, KAFKA_PATH=kafka_path(os.path.join(folder, "kafka")),
                        TEST_KAFKA_VERSION="4.0.0", BROKERS=bootstrap,
-                       LD_LIBRARY_PATH=f"{root}/src:{root}/src-cpp")
+                       LD_LIBRARY_PATH=f"{root}/src:{root}/src-cpp", **ssl_env)
             if args.tests:
                 env["TESTS"] = args.tests
             cmd = [runner, "-L", f"-p{args.parallel}"] + ([] if args.full else ["-Q"])
