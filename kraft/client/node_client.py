@@ -125,6 +125,11 @@ class NodeClient:
         self.ssl_context = ssl_context  # client-side TLS (an SSL listener between nodes); None: plaintext
         self.sasl = sasl  # a kraft.client.sasl_client.SaslLogin run on every new connection first
         self._auth_answer: asyncio.Future | None = None  # the login's answer being waited for
+        # KIP-368: a login with a session lifetime is renewed on the same connection before it
+        # ends; meanwhile new requests wait (the server takes only the login until it is done).
+        self._reauth_gate: asyncio.Future | None = None
+        self._reauth_due = False
+        self.reauthentications = 0
         self.client_id = client_id
         self.request_timeout = request_timeout_ms / 1000
         self.connect_timeout = connect_timeout_ms / 1000
@@ -183,6 +188,10 @@ class NodeClient:
         try:
             if self._writer is None:
                 await self._ensure_connected(deadline)
+            while self._reauth_gate is not None:  # the connection is logging in again
+                await asyncio.shield(self._reauth_gate)
+                if self._writer is None:
+                    await self._ensure_connected(deadline)
             cid = next(self._ids) & 0x7FFFFFFF
             if reuse_key is None:
                 frame = encode_request(message, version, cid, self.client_id)
@@ -250,7 +259,8 @@ class NodeClient:
         depends on runs, leaves the moment that flush completes). Its timeout starts at the
         release. A disconnect meanwhile fails it through ``on_done``, and the release then
         writes nothing. None when ``request_nowait`` would return False."""
-        if self._writer is None or self._closed or len(self._waiting) >= self.max_in_flight:
+        if self._writer is None or self._closed or len(self._waiting) >= self.max_in_flight or \
+                self._reauth_gate is not None:
             return None
         cid = next(self._ids) & 0x7FFFFFFF
         api_key = type(message).API_KEY
@@ -397,9 +407,10 @@ class NodeClient:
             except (OSError, asyncio.TimeoutError) as exc:
                 self._connect_failed(exc)
                 return
+            lifetime = 0
             if self.sasl is not None:
                 try:
-                    await asyncio.wait_for(self._authenticate(writer), self.connect_timeout)
+                    lifetime = await asyncio.wait_for(self._authenticate(writer), self.connect_timeout)
                 except (KraftError, OSError, asyncio.TimeoutError) as exc:
                     writer.close()
                     if isinstance(exc, SaslAuthenticationError):
@@ -415,8 +426,45 @@ class NodeClient:
                 writer.close()
                 return
             self._writer = writer
+            self._schedule_reauthentication(writer, lifetime)
         finally:
             self._connecting = None
+
+    # --- re-authentication (KIP-368) ----------------------------------------------------------
+    def _schedule_reauthentication(self, writer, lifetime_ms: int) -> None:
+        """Log in again at 85-95% of the session's lifetime, as Kafka's clients do."""
+        if lifetime_ms > 0:
+            delay = lifetime_ms / 1000 * self._rng.uniform(0.85, 0.95)
+            asyncio.get_running_loop().call_later(delay, self._reauthentication_due, writer)
+
+    def _reauthentication_due(self, writer) -> None:
+        if writer is not self._writer or self._closed or self._reauth_gate is not None:
+            return  # that connection is gone (a new one logged in afresh)
+        self._reauth_gate = asyncio.get_running_loop().create_future()
+        self._reauth_due = True
+        self._maybe_reauthenticate()
+
+    def _maybe_reauthenticate(self) -> None:
+        """Once nothing is in flight (the server answers only the login until it is done)."""
+        if self._reauth_due and not self._waiting and self._writer is not None:
+            self._reauth_due = False
+            asyncio.get_running_loop().create_task(self._reauthenticate(self._writer))
+
+    async def _reauthenticate(self, writer) -> None:
+        try:
+            lifetime = await asyncio.wait_for(self._authenticate(writer), self.connect_timeout)
+        except (KraftError, OSError, asyncio.TimeoutError) as exc:
+            log.warning("SASL re-authentication to %s failed: %s", self.address, exc)
+            if self._writer is writer:
+                self._disconnect(NetworkError(f"re-authentication to {self.address} failed: {exc}"))
+        else:
+            self.reauthentications += 1
+            if self._writer is writer:
+                self._schedule_reauthentication(writer, lifetime)
+        finally:
+            gate, self._reauth_gate = self._reauth_gate, None
+            if gate is not None and not gate.done():
+                gate.set_result(None)
 
     def _connect_failed(self, exc: BaseException) -> None:
         self._last_connect_error = exc
@@ -427,7 +475,7 @@ class NodeClient:
         self._next_attempt = time.monotonic() + backoff
         log.debug("connect to %s failed (%s); next attempt in %.0f ms", self.address, exc, backoff * 1000)
 
-    async def _authenticate(self, transport) -> None:
+    async def _authenticate(self, transport) -> int:
         """The SASL exchange on a new connection, before it carries anything else: its
         requests are written on ``transport`` directly (``_writer`` is not set yet, so no
         other request can go out first) and answered through the usual read side."""
@@ -443,7 +491,7 @@ class NodeClient:
             finally:
                 self._waiting.pop(cid, None)
                 self._auth_answer = None
-        await self.sasl.run(ask)
+        return await self.sasl.run(ask)
 
     def _tls(self) -> dict:
         if self.ssl_context is None:
@@ -463,6 +511,8 @@ class NodeClient:
     def _deliver(self, frame: bytes) -> None:
         cid = peek_correlation_id(frame)
         entry = self._waiting.pop(cid, None)
+        if self._reauth_due and not self._waiting:
+            self._maybe_reauthenticate()  # the last answer before a due re-authentication
         if entry is None:
             return  # the request already timed out
         fut, api_key, version, fast = entry
@@ -489,6 +539,11 @@ class NodeClient:
         for fut, *_ in waiting.values():
             if not fut.done():
                 fut.set_exception(error)
+        if self._reauth_due:  # the next connection logs in afresh: nobody waits for this one
+            self._reauth_due = False
+            gate, self._reauth_gate = self._reauth_gate, None
+            if gate is not None and not gate.done():
+                gate.set_result(None)
 
     async def close(self) -> None:
         self._closed = True

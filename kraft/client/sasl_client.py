@@ -71,23 +71,24 @@ class SaslLogin:
             raise ValueError(f"SASL mechanism {mechanism}: kraft's client has {', '.join(MECHANISMS)}")
         self.mechanism, self.username, self.password = mechanism, username, password
 
-    async def run(self, ask) -> None:
+    async def run(self, ask) -> int:
+        """Log in through ``ask``; the session lifetime the server gave (ms, 0: none)."""
         hs = await ask(SaslHandshakeRequest(mechanism=self.mechanism), 1)
         if hs.error_code:
             raise SaslAuthenticationError(f"SASL mechanism {self.mechanism} not enabled by the peer "
                                           f"(it offers {', '.join(hs.mechanisms or []) or 'none'})")
         if self.mechanism == "PLAIN":
-            await self._token(ask, f"\0{self.username}\0{self.password}".encode())
-            return
+            return (await self._token(ask, f"\0{self.username}\0{self.password}".encode()))[1]
         scram = ScramClient(self.mechanism, self.username, self.password)
-        server_first = await self._token(ask, scram.first())
-        server_final = await self._token(ask, scram.final(server_first))
+        server_first, _ = await self._token(ask, scram.first())
+        server_final, lifetime = await self._token(ask, scram.final(server_first))
         if not scram.verify(server_final):
             raise SaslAuthenticationError(f"{self.mechanism}: the server's signature does not match (not the "
                                           "server holding this user's credential)")
+        return lifetime
 
-    async def _token(self, ask, token: bytes) -> bytes:
+    async def _token(self, ask, token: bytes) -> tuple[bytes, int]:
         r = await ask(SaslAuthenticateRequest(auth_bytes=token), 2)
         if r.error_code:
             raise SaslAuthenticationError(r.error_message or f"SASL authentication failed (error {r.error_code})")
-        return bytes(r.auth_bytes)
+        return bytes(r.auth_bytes), int(r.session_lifetime_ms or 0)

@@ -58,7 +58,9 @@ def secured_cluster(tmp_path_factory):
             'password="broker-secret";',
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": f"{NODE_PRINCIPAL};User:broker;{CLIENT_PRINCIPAL}",
-        "controller.quorum.append.linger.ms": "0", "replica.lag.time.max.ms": "3000"})
+        "controller.quorum.append.linger.ms": "0", "replica.lag.time.max.ms": "3000",
+        # KIP-368 on the SASL listener: nodes and clients must log in again every few seconds
+        "listener.name.plaintext.connections.max.reauth.ms": "4000"})
     cluster.write_configs()
     for i in cluster.ids:
         done = subprocess.run([sys.executable, "-m", "kraft", "storage", "format", "-t", cluster.cluster_id,
@@ -212,3 +214,24 @@ def test_a_controller_listeners_keystore_is_rotated_at_run_time(secured_cluster)
     p = Producer({**client, "acks": "all"})
     p.produce(name, b"after-rotation-0")
     assert p.flush(30) == 0
+
+
+def test_node_to_node_sasl_sessions_are_renewed_on_their_connections(secured_cluster):
+    """With 4 s sessions on the SASL listener, the nodes' own connections (replication,
+    coordinators' requests) log in again before each session ends instead of being closed by
+    the listener: over 10 s of acks=all writes no node closes a connection for an expired
+    session, and every write is on every replica."""
+    cluster, client = secured_cluster
+    values = []
+    end = time.monotonic() + 10
+    n = 0
+    while time.monotonic() < end:
+        batch = [b"reauth-%d" % i for i in range(n, n + 30)]
+        _produce(client, batch)
+        values += batch
+        n += 30
+        time.sleep(0.5)
+    assert wait_for(lambda: _on_every_replica(cluster, set(values)), 30, 0.5)
+    for i in cluster.ids:
+        expired = [line for line in cluster.log_tail(i, 5000) if "SASL session expired" in line]
+        assert not expired, (i, expired[:3])

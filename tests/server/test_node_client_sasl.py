@@ -121,3 +121,48 @@ def test_a_sasl_listener_between_nodes_without_a_login_is_refused_in_one_line():
         node_login(cfg, "INTERNAL", INTER_BROKER)
     with pytest.raises(ConfigError, match="sasl.mechanism.inter.broker.protocol"):
         _node()  # Kafka's default mechanism, GSSAPI
+
+
+@pytest.mark.parametrize("mechanism,user,password", [("PLAIN", "controller", "controller-secret"),
+                                                     ("SCRAM-SHA-512", "broker", "broker-secret")])
+def test_a_node_logs_in_again_on_the_same_connection_before_its_session_ends(mechanism, user, password):
+    """KIP-368 from a node's side: the listener gives 600 ms sessions (connections.max.reauth.ms);
+    under a steady stream of requests (four at a time) the client logs in again on its one
+    connection before each session ends, so the server never closes it for an expired session
+    and no request fails. (Before, the server closed the connection and the node reconnected.)"""
+    async def main():
+        handler = PrincipalHandler()
+        server = KafkaServer(handler, "127.0.0.1", 0, listener_name="SASL",
+                             sasl=sasl_settings({**GIVEN, "connections.max.reauth.ms": "600"}, "SASL",
+                                                lambda u, m: STORE.get((u, m))),
+                             failed_authentication_delay_ms=0)
+        await server.start()
+        client = NodeClient("127.0.0.1", server.port, sasl=SaslLogin(mechanism, user, password))
+        connects = []
+        real_connect = client._connect
+
+        async def counted():
+            connects.append(1)
+            await real_connect()
+        client._connect = counted
+        try:
+            end = asyncio.get_running_loop().time() + 2.5
+
+            async def loop():
+                n = 0
+                while asyncio.get_running_loop().time() < end:
+                    assert (await client.request(_ask(), 3)).error_code == 0
+                    n += 1
+                    await asyncio.sleep(0.005)
+                return n
+            done = await asyncio.gather(*(loop() for _ in range(4)))
+            assert min(done) > 50, done
+            assert client.reauthentications >= 3, client.reauthentications
+            assert server.reauthentications_total == client.reauthentications
+            assert server.expired_sessions_total == 0
+            assert len(connects) == 1
+            assert set(handler.principals) == {f"User:{user}"}
+        finally:
+            await client.close()
+            await server.close()
+    run(main())
