@@ -5,6 +5,7 @@ epoch checks, size limits, high watermark, fetch parking, timestamps)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import uuid
 from types import SimpleNamespace
@@ -13,6 +14,7 @@ import pytest
 
 from kraft.broker.broker_state import BrokerLimits, BrokerState
 from kraft.broker.handlers import BrokerHandlers
+from kraft.broker.produce_handler import INLINE_COMPRESSED
 from kraft.broker.image_publisher import publish_image
 from kraft.broker.partition_logs import PartitionLogs
 from kraft.errors import ErrorCode
@@ -224,15 +226,36 @@ def test_produce_errors_leave_the_log_unchanged(tmp_path, case, code):
 
 
 def test_compressed_produce_is_checked_off_the_loop_and_keeps_arrival_order(broker):
+    big = [os.urandom(1024) for _ in range(20)]  # incompressible: 20 KiB compressed, past INLINE_COMPRESSED
+
     async def go():
-        first = broker.call(produce(build_batch([b"z1", b"z2"], compression=Compression.GZIP)), 9)
-        second = broker.call(produce(build_batch([b"plain"])), 9)
-        assert asyncio.isfuture(first) and asyncio.isfuture(second)  # the second queues behind the first
-        return await first, await second
-    r1, r2 = run(go())
-    assert r1.responses[0].partition_responses[0].base_offset == 0
-    assert r2.responses[0].partition_responses[0].base_offset == 2
-    assert values(broker.logs.get("foo", 0).log.read(0, 1 << 20)) == [b"z1", b"z2", b"plain"]
+        first = broker.call(produce(build_batch(big, compression=Compression.GZIP)), 9)
+        second = broker.call(produce(build_batch([b"z1", b"z2"], compression=Compression.GZIP)), 9)
+        third = broker.call(produce(build_batch([b"plain"])), 9)
+        # the second would be checked on the loop, but not past the queued first; the third queues too
+        assert asyncio.isfuture(first) and asyncio.isfuture(second) and asyncio.isfuture(third)
+        return await first, await second, await third
+    r1, r2, r3 = run(go())
+    assert [r.responses[0].partition_responses[0].base_offset for r in (r1, r2, r3)] == [0, 20, 22]
+    assert values(broker.logs.get("foo", 0).log.read(0, 1 << 20)) == big + [b"z1", b"z2", b"plain"]
+
+
+def test_a_small_compressed_produce_is_checked_on_the_loop_unless_it_decompresses_to_much_more(broker):
+    """Two thread hops cost more than checking a few KiB: a small compressed request is answered
+    at once. A small one that decompresses past INLINE_DECOMPRESSED (a zip bomb, or just very
+    compressible records) still goes to the worker, so the loop never decompresses much."""
+    async def go():
+        small = broker.call(produce(build_batch([b"s1", b"s2"], compression=Compression.LZ4)), 9)
+        assert not asyncio.isfuture(small)
+        packed = build_batch([b"\0" * 65536 for _ in range(8)], compression=Compression.LZ4)  # 512 KiB
+        assert len(packed) <= INLINE_COMPRESSED
+        large = broker.call(produce(packed), 9)
+        assert asyncio.isfuture(large)
+        return small, await large
+    small, large = run(go())
+    assert small.responses[0].partition_responses[0].error_code == 0
+    assert large.responses[0].partition_responses[0].error_code == 0
+    assert large.responses[0].partition_responses[0].base_offset == 2
 
 
 def test_acks_all_waits_for_the_fsync_and_rf2_times_out_without_a_follower(broker):

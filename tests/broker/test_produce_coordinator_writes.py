@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 
 from kraft.protocol import ProduceRequest
 from kraft.records import Compression, build_batch
@@ -51,7 +52,9 @@ async def _scenario(tmp_path):
         node.publish(static_image(node.registration_record(), {"t": 1, "__transaction_state": 1}))
         produce = node.handlers.produce
         held = produce._executor = HeldChecks()
-        queued = produce.handle(request("t", [b"z"] * 50, Compression.GZIP), 9, "")
+        # Incompressible records: past the size a request is checked on the loop at.
+        values = [os.urandom(400) for _ in range(50)]
+        queued = produce.handle(request("t", values, Compression.GZIP), 9, "")
         assert isinstance(queued, asyncio.Future) and not queued.done()
 
         # The coordinator's write to its own partition does not wait behind it ...

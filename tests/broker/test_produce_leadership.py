@@ -8,6 +8,7 @@ parked acks=all requests with success and offsets that hold other records."""
 from __future__ import annotations
 
 import asyncio
+import os
 
 from test_broker_handlers import BAR, Broker, produce, run
 
@@ -52,9 +53,10 @@ def test_a_write_checked_off_the_loop_is_not_appended_once_the_broker_no_longer_
     broker = Broker(tmp_path)
     try:
         async def go():
-            # Compressed: inflated on the worker thread, appended on a later loop turn.
-            pending = broker.call(produce(build_batch([b"x", b"y"], compression=Compression.GZIP), topic="bar",
-                                          acks=1), 9)
+            # Compressed and too large to check on the loop (incompressible): inflated on the
+            # worker thread, appended on a later loop turn.
+            big = [os.urandom(1024) for _ in range(20)]
+            pending = broker.call(produce(build_batch(big, compression=Compression.GZIP), topic="bar", acks=1), 9)
             assert asyncio.isfuture(pending)
             deposed(broker)
             return await pending
