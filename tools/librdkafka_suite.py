@@ -47,21 +47,29 @@ def kafka_path(folder: str) -> str:
     return folder
 
 
-def sasl_listeners(cluster: LocalCluster) -> str:
-    """Add a SASL_PLAINTEXT listener to every node's config and format with alice's SCRAM
-    credentials; the bootstrap list of those listeners."""
+def add_listener(cluster: LocalCluster, name: str, settings: list) -> dict:
+    """Add a listener ``name`` (also its security protocol) on a free port to every node's
+    config, with ``settings``; node id -> its port."""
     ports = dict(zip(cluster.broker_ids, free_ports(len(cluster.broker_ids))))
     for i in cluster.ids:
         path = cluster.config_path(i)
-        lines = []
-        for line in open(path).read().splitlines():
-            lines.append(line + f",SASL_PLAINTEXT://127.0.0.1:{ports[i]}" if line.startswith("listeners=") else line)
-        lines += ["listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
-                  "listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256,PLAIN",
-                  "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain."
-                  'PlainLoginModule required user_alice="alice-secret";']
+        lines = [line + f",{name}://127.0.0.1:{ports[i]}" if line.startswith("listeners=") else line
+                 for line in open(path).read().splitlines()]
+        lines += [f"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,{name}:{name}", *settings]
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
+    return ports
+
+
+def sasl_listeners(cluster: LocalCluster) -> str:
+    """Add a SASL_PLAINTEXT listener to every node's config and format with alice's SCRAM
+    credentials; the bootstrap list of those listeners."""
+    ports = add_listener(cluster, "SASL_PLAINTEXT", [
+        "listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256,PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain."
+        'PlainLoginModule required user_alice="alice-secret";'])
+    for i in cluster.ids:
+        path = cluster.config_path(i)
         subprocess.run([sys.executable, "-m", "kraft", "storage", "format", "-t", cluster.cluster_id, "-c", path, "-g",
                         "--add-scram", "SCRAM-SHA-512=[name=alice,password=alice-secret]",
                         "--add-scram", "SCRAM-SHA-256=[name=alice,password=alice-secret]"],
@@ -89,18 +97,10 @@ def ssl_listeners(cluster: LocalCluster, folder: str) -> tuple[str, dict, dict]:
                                                    serialization.BestAvailableEncryption(password.encode())),
         "client.p12": pkcs12_bytes(client, ca, password)}
     paths = {name: write(folder, name, data) for name, data in files.items()}
-    ports = dict(zip(cluster.broker_ids, free_ports(len(cluster.broker_ids))))
-    for i in cluster.ids:
-        path = cluster.config_path(i)
-        lines = []
-        for line in open(path).read().splitlines():
-            lines.append(line + f",SSL://127.0.0.1:{ports[i]}" if line.startswith("listeners=") else line)
-        lines += ["listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL",
-                  "listener.name.ssl.ssl.client.auth=required", "ssl.keystore.type=PKCS12",
-                  f"ssl.keystore.location={paths['broker.p12']}", "ssl.keystore.password=broker-secret",
-                  "ssl.truststore.type=PEM", f"ssl.truststore.location={paths['ca.pem']}"]
-        with open(path, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    ports = add_listener(cluster, "SSL", [
+        "listener.name.ssl.ssl.client.auth=required", "ssl.keystore.type=PKCS12",
+        f"ssl.keystore.location={paths['broker.p12']}", "ssl.keystore.password=broker-secret",
+        "ssl.truststore.type=PEM", f"ssl.truststore.location={paths['ca.pem']}"])
     conf = {"security.protocol": "ssl", "ssl.ca.location": paths["ca.pem"],
             "ssl.certificate.location": paths["client.pem"], "ssl.key.location": paths["client.key"],
             "ssl.key.password": password}
