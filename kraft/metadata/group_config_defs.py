@@ -14,6 +14,7 @@ but have no effect (kraft has no share groups, KIP-932).
 from __future__ import annotations
 
 from kraft.errors import ConfigError
+from kraft.metadata.broker_config_defs import BROKER_CONFIGS
 from kraft.metadata.config_defs import ConfigDef, ConfigType, Status, at_least
 
 T, S = ConfigType, Status
@@ -37,17 +38,27 @@ GROUP_CONFIGS = {d.name: d for d in (
 #: the broker settings bounding each group config (Kafka's GroupCoordinatorConfig / ShareGroupConfig
 #: names and defaults): group config -> ((min setting, default), (max setting, default))
 BOUNDS = {
-    "consumer.heartbeat.interval.ms": (("group.consumer.min.heartbeat.interval.ms", 5000),
-                                       ("group.consumer.max.heartbeat.interval.ms", 15000)),
-    "consumer.session.timeout.ms": (("group.consumer.min.session.timeout.ms", 45000),
-                                    ("group.consumer.max.session.timeout.ms", 60000)),
-    "share.heartbeat.interval.ms": (("group.share.min.heartbeat.interval.ms", 5000),
-                                    ("group.share.max.heartbeat.interval.ms", 15000)),
-    "share.session.timeout.ms": (("group.share.min.session.timeout.ms", 45000),
-                                 ("group.share.max.session.timeout.ms", 60000)),
-    "share.record.lock.duration.ms": (("group.share.min.record.lock.duration.ms", 15000),
-                                      ("group.share.max.record.lock.duration.ms", 60000)),
+    "consumer.heartbeat.interval.ms": ("group.consumer.min.heartbeat.interval.ms",
+                                       "group.consumer.max.heartbeat.interval.ms"),
+    "consumer.session.timeout.ms": ("group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms"),
+    "share.heartbeat.interval.ms": ("group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"),
+    "share.session.timeout.ms": ("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
+    "share.record.lock.duration.ms": ("group.share.min.record.lock.duration.ms",
+                                      "group.share.max.record.lock.duration.ms"),
 }
+#: Kafka's defaults of the share-group bounds: kraft has no share groups, so no broker setting
+#: holds them (the consumer bounds' defaults are the broker configs' own)
+_SHARE_BOUND_DEFAULTS = {
+    "group.share.min.heartbeat.interval.ms": 5000, "group.share.max.heartbeat.interval.ms": 15000,
+    "group.share.min.session.timeout.ms": 45000, "group.share.max.session.timeout.ms": 60000,
+    "group.share.min.record.lock.duration.ms": 15000, "group.share.max.record.lock.duration.ms": 60000,
+}
+
+
+def _bound_default(setting: str) -> int:
+    known = BROKER_CONFIGS.get(setting)
+    return int(known.default) if known is not None else _SHARE_BOUND_DEFAULTS[setting]
+
 
 #: a group config's default: the broker setting it overrides (Kafka's extractGroupConfigMap)
 BROKER_DEFAULTS = {
@@ -90,10 +101,10 @@ def validate_group_configs(merged: dict, settings: dict | None = None) -> None:
         parsed[name] = GROUP_CONFIGS[name].check(text)
     settings = settings or {}
     values = {n: int(parsed.get(n, GROUP_CONFIGS[n].default)) for n in GROUP_CONFIGS}
-    for name, ((low_name, low), (high_name, high)) in BOUNDS.items():
-        if values[name] < _setting(settings, low_name, low):
+    for name, (low_name, high_name) in BOUNDS.items():
+        if values[name] < _setting(settings, low_name, _bound_default(low_name)):
             raise ConfigError(f"{name} must be greater than or equal to {low_name}")
-        if values[name] > _setting(settings, high_name, high):
+        if values[name] > _setting(settings, high_name, _bound_default(high_name)):
             raise ConfigError(f"{name} must be less than or equal to {high_name}")
     for kind in ("consumer", "share"):
         if values[f"{kind}.session.timeout.ms"] <= values[f"{kind}.heartbeat.interval.ms"]:
