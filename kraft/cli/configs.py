@@ -131,6 +131,11 @@ def _users_or_clients(args) -> int:
 def _run(args) -> int:
     if args.describe == args.alter:
         raise ToolError("Command must include exactly one action: --describe, --alter")
+    if bool(args.bootstrap_server) == bool(args.bootstrap_controller):
+        raise ToolError("You must specify either --bootstrap-controller or --bootstrap-server.")
+    if args.bootstrap_controller and args.entity_type != "broker-loggers":
+        raise ToolError("--bootstrap-controller: kraft configs reaches a controller for --entity-type broker-loggers "
+                        "only; give --bootstrap-server for the others")
     if args.entity_type in ("users", "clients"):
         return _users_or_clients(args)
     if args.entity_type == "broker-loggers" or (args.entity_type == "brokers" and args.entity_default):
@@ -147,7 +152,9 @@ def _run(args) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("configs", help="describe and alter topic, broker, user and client configs (kafka-configs.sh)")
-    add_connection_args(p)
+    add_connection_args(p, required=False)
+    p.add_argument("--bootstrap-controller", metavar="HOST:PORT",
+                   help="with --entity-type broker-loggers: the controller (its controller listener) whose loggers")
     p.add_argument("--entity-type", required=True, choices=("topics", "brokers", "broker-loggers", "groups", "users", "clients"),
                    help="what the configs belong to")
     p.add_argument("--entity-name", help="the topic name, broker id, group id, user name or client id")

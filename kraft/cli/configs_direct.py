@@ -81,6 +81,8 @@ def _broker_address(args, conf: dict) -> list[tuple[str, int]]:
         node = int(name)
     except (TypeError, ValueError):
         raise ToolError(f"The entity name for broker-loggers must be a valid integer broker id, found: {name}") from None
+    if getattr(args, "bootstrap_controller", None):  # that controller answers for itself (or refuses the id)
+        return bootstrap_addresses(conf)
     brokers = cluster_metadata(admin(args)).brokers
     if node not in brokers:
         raise ToolError(f"broker {node} is not in the cluster (brokers: {', '.join(map(str, sorted(brokers)))})")
@@ -105,9 +107,14 @@ def _entry_line(c) -> str:
     return f"  {c.name}={value} sensitive={str(c.is_sensitive).lower()} synonyms={{{syn}}}"
 
 
+def _config(args) -> dict:
+    controller = getattr(args, "bootstrap_controller", None)
+    return client_config(args, {"bootstrap.servers": controller} if controller else None)
+
+
 def describe(args) -> int:
     from kraft.protocol.messages.configs import DescribeConfigsRequest
-    conf = client_config(args)
+    conf = _config(args)
     loggers = args.entity_type == "broker-loggers"
     if loggers and not args.entity_name:
         raise ToolError("An entity name must be specified with --describe of broker-loggers")
@@ -131,7 +138,7 @@ def describe(args) -> int:
 
 def alter(args, adds: dict, deletes: list) -> int:
     from kraft.protocol.messages.configs import IncrementalAlterConfigsRequest as I
-    conf = client_config(args)
+    conf = _config(args)
     loggers = args.entity_type == "broker-loggers"
     if loggers and not args.entity_name:
         raise ToolError("An entity name must be specified with --alter of broker-loggers")

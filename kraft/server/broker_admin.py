@@ -59,7 +59,7 @@ DEFAULT_TIMEOUT_MS = 30_000
 #: starting) wait up to this long, within their own timeout, for one before they are forwarded.
 PLACEMENT_WAIT_S = 15.0
 UNKNOWN_TOPIC = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-LOGGERS = 8  # the BROKER_LOGGER config resource: answered by this node itself, never forwarded
+LOGGERS = broker_loggers.LOGGERS  # answered by this node itself, never forwarded
 
 
 class AutoCreate:
@@ -141,23 +141,10 @@ class BrokerAdminHandlers:
 
     # --- logger levels (BROKER_LOGGER) ---------------------------------------------------
     def _with_loggers(self, key: int, request, version: int):
-        """DescribeConfigs / IncrementalAlterConfigs naming BROKER_LOGGER resources: those are
-        answered here (``broker_loggers``), the others as usual; results in request order."""
-        node = self.state.broker_id
-        mine = [r.resource_type == LOGGERS for r in request.resources]
-        others = [r for r, m in zip(request.resources, mine) if not m]
-        if key == 32:
-            local = [broker_loggers.describe(r, node) for r, m in zip(request.resources, mine) if m]
-            rest = self._read(key, _with_resources(request, others), version) if others else None
-            return _merged(request, mine, local, rest, "results")
-        local = [broker_loggers.alter(r, node, request.validate_only) for r, m in zip(request.resources, mine) if m]
-        if not others:
-            return _merged(request, mine, local, None, "responses")
-
-        async def forwarded():
-            rest = await self._forward(_with_resources(request, others), version)
-            return _merged(request, mine, local, rest, "responses")
-        return forwarded()
+        """Logger resources answered here, the others as usual (read here, or forwarded)."""
+        rest = (lambda req: self._read(key, req, version)) if key == 32 else \
+            (lambda req: self._forward(req, version))
+        return broker_loggers.answer_with_loggers(key, request, self.state.broker_id, rest)
 
     # --- reads from the image -------------------------------------------------------------
     def _read(self, key: int, request, version: int):
@@ -218,19 +205,3 @@ class BrokerAdminHandlers:
             log.warning("auto-creating topic %s failed: %s", name, exc)
         finally:
             self._creating.discard(name)
-
-
-def _with_resources(request, resources):
-    copy = type(request)(**{f.name: getattr(request, f.name) for f in request.FIELDS})
-    copy.resources = resources
-    return copy
-
-
-def _merged(request, mine: list, local: list, rest, field: str):
-    """One answer: ``local`` results where ``mine`` is true, ``rest``'s elsewhere, in order."""
-    from kraft.protocol.messages.configs import DescribeConfigsResponse, IncrementalAlterConfigsResponse
-    cls = DescribeConfigsResponse if field == "results" else IncrementalAlterConfigsResponse
-    local_it, rest_it = iter(local), iter(getattr(rest, field) if rest is not None else [])
-    out = cls(throttle_time_ms=0)
-    setattr(out, field, [next(local_it) if m else next(rest_it) for m in mine])
-    return out

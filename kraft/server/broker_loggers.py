@@ -5,8 +5,9 @@ node's loggers with their levels, IncrementalAlterConfigs sets or unsets them wh
 Kafka's rules (``ConfigAdminManager``, ``Log4jController``), over Python's ``logging``:
 
 * the resource name is the node's id (empty: "Broker id must not be empty"; another id:
-  "Unexpected broker id, ..."), both INVALID_REQUEST; a broker answers for itself, never
-  forwards these to the controller;
+  "Unexpected broker id, ..."), both INVALID_REQUEST; a node answers for itself, never
+  forwards these to the controller (brokers on their listeners, controllers on the controller
+  listener, as ``--bootstrap-controller`` reaches them: ``answer_with_loggers``);
 * the loggers are every logger the process has made and their parents, plus ``root``, each with its effective
   level in log4j's names (Python's WARNING is WARN, CRITICAL is FATAL; TRACE and OFF are
   levels 5 and 60); source DYNAMIC_BROKER_LOGGER_CONFIG, not read-only, no synonyms;
@@ -20,6 +21,7 @@ Kafka's rules (``ConfigAdminManager``, ``Log4jController``), over Python's ``log
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from kraft.errors import ErrorCode
@@ -123,3 +125,41 @@ def alter(resource, node_id: int, validate_only: bool, manager: logging.Manager 
                 c.value.upper() if c.config_operation == OP_SET else "its parent's level")
     return R(error_code=0, error_message=None, resource_type=resource.resource_type,
              resource_name=resource.resource_name)
+
+
+#: the BROKER_LOGGER config resource type
+LOGGERS = 8
+
+
+def answer_with_loggers(key: int, request, node_id: int, rest):
+    """DescribeConfigs (32) / IncrementalAlterConfigs (44) naming BROKER_LOGGER resources: those
+    answered by this node, the others by ``rest(request with only them)`` (an answer or an
+    awaitable of one); one answer, results in request order."""
+    mine = [r.resource_type == LOGGERS for r in request.resources]
+    others = [r for r, m in zip(request.resources, mine) if not m]
+    if key == 32:
+        local = [describe(r, node_id) for r, m in zip(request.resources, mine) if m]
+    else:
+        local = [alter(r, node_id, request.validate_only) for r, m in zip(request.resources, mine) if m]
+    field = "results" if key == 32 else "responses"
+    answer = rest(_with_resources(request, others)) if others else None
+    if asyncio.isfuture(answer) or asyncio.iscoroutine(answer):
+        async def later():
+            return _merged(key, mine, local, await answer, field)
+        return later()
+    return _merged(key, mine, local, answer, field)
+
+
+def _with_resources(request, resources):
+    copy = type(request)(**{f.name: getattr(request, f.name) for f in request.FIELDS})
+    copy.resources = resources
+    return copy
+
+
+def _merged(key: int, mine: list, local: list, rest, field: str):
+    """``local`` results where ``mine`` is true, ``rest``'s elsewhere, in order."""
+    cls = DescribeConfigsResponse if key == 32 else IncrementalAlterConfigsResponse
+    local_it, rest_it = iter(local), iter(getattr(rest, field) if rest is not None else [])
+    out = cls(throttle_time_ms=0)
+    setattr(out, field, [next(local_it) if m else next(rest_it) for m in mine])
+    return out

@@ -30,6 +30,7 @@ from kraft.protocol import (ApiVersionsRequest, BeginQuorumEpochRequest, Describ
                             unsupported_api_versions_response)
 from kraft.raft.config import MAX_BATCH_SIZE_BYTES, MAX_RECORDS_PER_BATCH
 from kraft.raft.rpcs import request_source
+from kraft.server.broker_loggers import LOGGERS, answer_with_loggers
 from kraft.server.log_throttle import LogThrottle, held_note
 from kraft.server.produce_writer import ProduceWriter
 from kraft.server.raft_driver import RaftDriver
@@ -94,6 +95,10 @@ class ControllerHandlers:
                 u.feature == KRAFT_VERSION for u in request.feature_updates):
             return self._update_kraft_version(request, version)
         if self.controller_requests is not None and request.API_KEY in self.controller_requests.apis:
+            if request.API_KEY in (32, 44) and any(r.resource_type == LOGGERS for r in request.resources):
+                # This controller's own logger levels (Kafka's controllers answer them too)
+                return answer_with_loggers(request.API_KEY, request, self.driver.core.node_id,
+                                           lambda rest: self.controller_requests.handle(rest, version, ctx.peer))
             return self.controller_requests.handle(request, version, ctx.peer)
         if isinstance(request, DescribeClusterRequest):
             return self._describe_cluster(request, version)

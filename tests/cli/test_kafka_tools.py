@@ -174,6 +174,29 @@ def test_broker_loggers_are_listed_and_their_levels_take_effect_on_that_broker(k
     assert code == 1 and "broker 9 is not in the cluster" in err
 
 
+def test_a_controller_answers_for_its_own_loggers_with_bootstrap_controller(kraft, cluster):
+    """Kafka's controllers serve BROKER_LOGGER too (``kafka-configs.sh --bootstrap-controller``):
+    node 3's controller listener lists and sets node 3's loggers, refuses another id, and the
+    other entity types are refused in one line rather than sent there."""
+    host, port = cluster.address(3)
+    ctl = ["--bootstrap-controller", f"{host}:{port}", "--entity-type", "broker-loggers"]
+    code, out, err = kraft("configs", *ctl, "--entity-name", "3", "--describe", bootstrap=False)
+    assert code == 0 and "  kraft.raft=INFO sensitive=false synonyms={}" in out.splitlines(), err
+    code, out, err = kraft("configs", *ctl, "--entity-name", "3", "--alter", "--add-config", "kraft.raft=DEBUG",
+                           bootstrap=False)
+    assert (code, out) == (0, "Completed updating config for broker-logger 3.\n"), err
+    # the same process: its broker listener shows the level the controller listener set
+    assert "  kraft.raft=DEBUG sensitive=false synonyms={}" in kraft(
+        "configs", "--entity-type", "broker-loggers", "--entity-name", "3", "--describe")[1]
+    assert kraft("configs", *ctl, "--entity-name", "3", "--alter", "--delete-config", "kraft.raft",
+                 bootstrap=False)[0] == 0
+    code, _, err = kraft("configs", *ctl, "--entity-name", "2", "--describe", bootstrap=False)
+    assert code == 1 and "Unexpected broker id, expected 3 but received 2" in err, err
+    code, _, err = kraft("configs", "--bootstrap-controller", f"{host}:{port}", "--entity-type", "topics",
+                         "--entity-name", "t", "--describe", bootstrap=False)
+    assert code == 1 and err.count("\n") == 1 and "--bootstrap-controller" in err, err
+
+
 def test_console_producer_and_consumer_round_trip_keys_and_headers(kraft, monkeypatch):
     kraft("topics", "--create", "--topic", "tools-p", "--partitions", "1", "--replication-factor", "3")
     monkeypatch.setattr("sys.stdin", io.StringIO("h1:v1\tk1\thello\nh2:v2\tk2\tworld\n"))
