@@ -129,6 +129,7 @@ class NodeClient:
         # ends; meanwhile new requests wait (the server takes only the login until it is done).
         self._reauth_gate: asyncio.Future | None = None
         self._reauth_due = False
+        self._reauth_task: asyncio.Task | None = None  # held: the loop keeps only weak references
         self.reauthentications = 0
         self.client_id = client_id
         self.request_timeout = request_timeout_ms / 1000
@@ -448,7 +449,7 @@ class NodeClient:
         """Once nothing is in flight (the server answers only the login until it is done)."""
         if self._reauth_due and not self._waiting and self._writer is not None:
             self._reauth_due = False
-            asyncio.get_running_loop().create_task(self._reauthenticate(self._writer))
+            self._reauth_task = asyncio.get_running_loop().create_task(self._reauthenticate(self._writer))
 
     async def _reauthenticate(self, writer) -> None:
         try:

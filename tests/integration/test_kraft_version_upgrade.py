@@ -43,8 +43,16 @@ def test_static_quorum_upgrades_to_kraft_version_1_then_changes_voters(tmp_path,
         assert refused.value.code == ErrorCode.UNSUPPORTED_VERSION
 
         capsys.readouterr()
-        assert main(["features", "--bootstrap-controller", boot, "describe"]) == 0
-        before = capsys.readouterr().out.splitlines()
+
+        def described():
+            assert main(["features", "--bootstrap-controller", boot, "describe"]) == 0
+            return capsys.readouterr().out.splitlines()
+        # The writes above go to the Raft log directly and may commit before the new active
+        # controller's bootstrap records (metadata.version); node 1 answers from its image, so
+        # wait until that has them (a CI run read the image at offset 30 without them).
+        before = wait_for(lambda: (lines := described()) and any(
+            line.startswith("Feature: metadata.version\t") and "FinalizedVersionLevel: 3.9-IV0" in line
+            for line in lines) and lines, 10, 0.2) or described()
         kv = [line for line in before if line.startswith("Feature: kraft.version\t")]
         assert kv and "SupportedMaxVersion: 1\tFinalizedVersionLevel: 0\t" in kv[0], before
         mv = [line for line in before if line.startswith("Feature: metadata.version\t")]
