@@ -62,7 +62,7 @@ class ControllerClient:
         """``leader_hint() -> (host, port) | None``: the quorum leader as this node's Raft knows
         it. Requests go there first, and one waiting on a node that is no longer the leader is
         sent again to the new one (a paused controller would otherwise hold it for its whole
-        timeout; Kafka's brokers also drop the old controller's connection when it changes)."""
+        timeout; the resend on a leader change is kraft's own choice)."""
         self.addresses = list(addresses)
         self._options = dict(client_id=client_id, request_timeout_ms=request_timeout_ms, max_in_flight=64,
                              **(client_options or {}))
