@@ -30,6 +30,11 @@ def _snapshots(cluster, node_id) -> list[str]:
     return sorted(f for f in os.listdir(meta_dir) if f.endswith(".checkpoint"))
 
 
+def _log_start_moved(cluster, node_id) -> bool:
+    meta_dir = os.path.join(cluster.data_dir(node_id), METADATA_DIR)
+    return not os.path.exists(os.path.join(meta_dir, "00000000000000000000.log"))
+
+
 def _snapshot_image(cluster, node_id, name):
     offset, epoch = (int(x) for x in name[:-len(".checkpoint")].split("-"))
     with SnapshotFileReader(os.path.join(cluster.data_dir(node_id), METADATA_DIR), OffsetAndEpoch(offset, epoch)) as r:
@@ -40,8 +45,8 @@ def test_wiped_controller_catches_up_from_an_image_snapshot(tmp_path):
     cluster = LocalCluster(str(tmp_path / "c"), 3, overrides=SNAPSHOTS, metrics=True).create()
     cluster.start()
 
-    async def create(client, prefix, count):
-        for k in range(0, count, 10):
+    async def create(client, prefix, count, start=0):
+        for k in range(start, start + count, 10):
             resp = await client.create_topics([(f"{prefix}-{i}", 4, 1) for i in range(k, k + 10)])
             assert [t.error_code for t in resp.topics] == [0] * 10, resp
 
@@ -58,10 +63,19 @@ def test_wiped_controller_catches_up_from_an_image_snapshot(tmp_path):
             cluster.stop(victim)
             cluster.wipe(victim)
             await create(client, "while-down", 40)
+            # A log start moves past offset 0 only once a node holds two snapshots (Kafka's
+            # retention keeps the log from the older one): until the leader's has, a wiped node
+            # would catch up from the log, not from a snapshot. Write until it has.
+            created = 40
+            while not _log_start_moved(cluster, await eventually(lambda: active(cluster, cluster.ids))):
+                assert created < 200, "the leader never moved its log start past a snapshot"
+                await create(client, "while-down", 10, start=created)
+                created += 10
             cluster.start(victim)
             await create(client, "after", 10)
-            g = await eventually(lambda: agree(cluster, cluster.ids, global_topic_count=110,
-                                               global_partition_count=440), 60)
+            topics = 60 + created + 10
+            g = await eventually(lambda: agree(cluster, cluster.ids, global_topic_count=topics,
+                                               global_partition_count=4 * topics), 60)
             assert g, [gauges(cluster, i) for i in cluster.ids]
             return victim
         finally:
@@ -72,7 +86,8 @@ def test_wiped_controller_catches_up_from_an_image_snapshot(tmp_path):
         victim = asyncio.run(asyncio.wait_for(main(), 180))
         assert cluster.unexpected_exits() == {}
         for i in cluster.ids:
-            names = _snapshots(cluster, i)
+            # A node that is due writes its snapshot off the loop thread: give it the time.
+            names = asyncio.run(eventually(lambda i=i: _snapshots(cluster, i), 30))
             assert names, f"node {i} wrote or installed no snapshot"
             image = _snapshot_image(cluster, i, names[-1])
             # The snapshot holds the image as Kafka's records, not an opaque state
