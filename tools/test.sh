@@ -68,7 +68,28 @@ KRAFT_SIM_WORKERS=$sim_workers run_pytest -q -m "not slow" -p no:cacheprovider -
 background_pid=$!
 phase "pytest (native extensions), tests that start processes: $WAITING"
 waiting_rc=0
+rm -f .pytest_cache/v/cache/lastfailed
 run_pytest -q -m "not slow" --durations=60 $WAITING || waiting_rc=$?
+# These tests time real processes on a shared machine (two cores, the background stream beside
+# them). As Apache Kafka's CI does (maxTestRetries=1 with a cap on retried failures), a run with
+# at most MAX_RETRIED failed tests runs those once more; one that passes the second time is
+# reported by name as FLAKY (kept visible for follow-up, never hidden), and one that fails twice
+# fails the build. More failures than the cap fail at once: that is not timing.
+MAX_RETRIED=${KRAFT_MAX_RETRIED_TESTS:-3}
+if [ "$waiting_rc" -ne 0 ] && [ -f .pytest_cache/v/cache/lastfailed ]; then
+  failed=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' .pytest_cache/v/cache/lastfailed)
+  if [ "$failed" -ge 1 ] && [ "$failed" -le "$MAX_RETRIED" ]; then
+    phase "retrying the $failed failed test(s) that start processes once (a pass now is reported as FLAKY)"
+    "$PY" -c 'import json,sys; print("\n".join(sorted(json.load(open(sys.argv[1])))))' \
+      .pytest_cache/v/cache/lastfailed > .pytest_cache/first_failures
+    retry_rc=0
+    run_pytest -q -m "not slow" --lf --lfnf=none $WAITING || retry_rc=$?
+    if [ "$retry_rc" -eq 0 ]; then
+      sed 's/^/FLAKY (failed, then passed on its retry): /' .pytest_cache/first_failures
+      waiting_rc=0
+    fi
+  fi
+fi
 background_rc=0
 wait "$background_pid" || background_rc=$?
 phase "the background stream's output"
