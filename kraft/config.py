@@ -219,8 +219,15 @@ STR_SETTINGS: dict[str, str] = {
     "kraft.metrics.host": "127.0.0.1",
     "broker.rack": "",
     "auto.create.topics.enable": "true",
+    "replica.selector.class": "",  # KIP-392: empty, the leader serves every consumer
 }
 _SECURITY = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+#: KIP-392's replica selectors kraft has: a consumer that names its rack (``client.rack``) is
+#: sent to a replica in that rack by the rack-aware one; the leader selector, like no selector,
+#: keeps every consumer on the leader. (Followers answer consumers' v11+ Fetches either way.)
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+REPLICA_SELECTORS = {"": None, "org.apache.kafka.common.replica.LeaderSelector": None,
+                     RACK_AWARE_SELECTOR: "rack"}
 
 # Connection limits (Kafka's SocketServerConfigs); connections.max.idle.ms < 0 disables expiry.
 INT_SETTINGS.update({"connections.max.idle.ms": (600_000, -1), "max.connections.per.ip": (INT32_MAX, 0)})
@@ -460,6 +467,9 @@ class NodeConfig:
             raise ConfigError(f"authorizer.class.name: kraft has only {STANDARD_AUTHORIZER} (got "
                               f"{values['authorizer.class.name']!r}); empty: no authorization, ACL requests "
                               "answered SECURITY_DISABLED, as Kafka answers them without an authorizer")
+        if values["replica.selector.class"] not in REPLICA_SELECTORS:
+            raise ConfigError(f"replica.selector.class: kraft has {', '.join(sorted(c for c in REPLICA_SELECTORS if c))} "
+                              f"(got {values['replica.selector.class']!r}); empty: the leader serves every consumer")
         if values["offsets.commit.required.acks"] != -1:
             raise ConfigError(f"offsets.commit.required.acks: only -1 is supported (got "
                               f"{values['offsets.commit.required.acks']}): a commit is answered once every in-sync "

@@ -53,8 +53,9 @@ Tested against real `kraft` processes in this repository's suite:
 | kcat (librdkafka) | metadata, produce, consume | `tests/broker/test_real_clients.py` |
 | kafka-python | produce, consume | `tests/broker/test_real_clients.py` |
 | aiokafka | produce, consume | `tests/broker/test_real_clients.py` |
+| confluent-kafka with `client.rack` (KIP-392 fetch from follower) | redirected by the leader to the follower in its rack, reads every record there, falls back to the leader when that follower is killed | `tests/integration/test_fetch_from_follower.py` |
 | confluent-kafka transactional producer | init, commit, abort, `send_offsets_to_transaction`, zombie fencing, timeout abort, coordinator failover | `tests/integration/test_transactions.py` |
-| librdkafka's own test suite (v2.15, broker tests, quick mode) | 91 of 93 passed on 2026-11-29; 0098 needs Kafka's Java client, 0081 failed on a session-expiry race since fixed; with SASL, 0135 and 0142 pass; with `--ssl` (client certificates required), 0097 ssl_verify passes whole (trusted and untrusted client keys, PEM/DER/PKCS12 by location, string and setter) and so do 11 produce/consume tests over SSL | `python tools/librdkafka_suite.py --librdkafka DIR [--sasl \\| --ssl]` (not in CI: tens of minutes) |
+| librdkafka's own test suite (v2.15, broker tests, quick mode) | 91 of 93 passed on 2026-11-29; 0098 needs Kafka's Java client, 0081 failed on a session-expiry race since fixed; with SASL, 0135 and 0142 pass; 0101 fetch_from_follower passes (racks RACK1-3, the rack-aware selector: its records come from the preferred replica); with `--ssl` (client certificates required), 0097 ssl_verify passes whole (trusted and untrusted client keys, PEM/DER/PKCS12 by location, string and setter) and so do 11 produce/consume tests over SSL | `python tools/librdkafka_suite.py --librdkafka DIR [--sasl \\| --ssl]` (not in CI: tens of minutes) |
 
 Consumer groups are served (`tests/integration/test_consumer_groups.py`). Transactions: the
 coordinator, transactional produce, markers and `isolation.level=read_committed` are served

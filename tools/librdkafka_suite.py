@@ -30,7 +30,10 @@ from kraft.cli.local_cluster import LocalCluster, free_ports, wait_for  # noqa: 
 
 SCENARIO = {"num.partitions": "4", "default.replication.factor": "3", "auto.create.topics.enable": "true",
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-            "allow.everyone.if.no.acl.found": "true"}
+            "allow.everyone.if.no.acl.found": "true",
+            # as librdkafka's own test clusters: racks RACK<id> and KIP-392's selector (0101)
+            "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector"}
+RACKS = {i: {"broker.rack": f"RACK{i}"} for i in (1, 2, 3)}
 TOOLS = ("acls", "topics", "configs", "consumer-groups", "transactions", "get-offsets", "delete-records",
          "log-dirs", "features", "broker-api-versions", "console-producer", "console-consumer")
 
@@ -146,7 +149,7 @@ def main() -> int:
         raise SystemExit(f"{runner} not found: build it (./configure && make libs && cd tests && make test-runner)")
     with tempfile.TemporaryDirectory() as folder:
         overrides = dict(SCENARIO, **({"connections.max.reauth.ms": "10000"} if args.sasl else {}))
-        cluster = LocalCluster(os.path.join(folder, "c"), 3, combined=True, overrides=overrides)
+        cluster = LocalCluster(os.path.join(folder, "c"), 3, combined=True, overrides=overrides, node_overrides=RACKS)
         ssl_conf, ssl_env = {}, {}
         if args.sasl:
             cluster.write_configs()

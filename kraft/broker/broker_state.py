@@ -73,6 +73,9 @@ class BrokerState:
         #: replication throttles (the image's configs, kraft.broker.replication_quotas)
         self.leader_quota = ReplicationQuota(LEADER, broker_id)
         self.follower_quota = ReplicationQuota(FOLLOWER, broker_id)
+        #: KIP-392 (``replica.selector.class``): "rack" sends a consumer naming its rack to an
+        #: in-sync replica there (``preferred_read_replica``); None keeps consumers on the leader
+        self.replica_selector: str | None = None
 
     # --- partitions ------------------------------------------------------------------------
     def partition(self, topic: str, partition: int):
@@ -110,6 +113,55 @@ class BrokerState:
         if plog is None or plog.topic_id != t.id:
             return int(ErrorCode.NOT_LEADER_OR_FOLLOWER), None, reg
         return NONE, plog, reg
+
+    def local_replica(self, topic: str, partition: int, current_leader_epoch: int = -1):
+        """``local_leader`` for a consumer's v11+ Fetch, which any replica may answer (KIP-392):
+        (error code, PartitionLog or None, registration or None); the epoch is checked as the
+        leader checks it, and a follower must hold the partition's current log."""
+        t, reg = self.partition(topic, partition)
+        if reg is None:
+            return int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None, None
+        code = self.leader_error(reg, current_leader_epoch)
+        if code == int(ErrorCode.NOT_LEADER_OR_FOLLOWER) and self.is_serving() and self.broker_id in reg.replicas:
+            code = NONE
+        if code != NONE:
+            return code, None, reg
+        plog = self.logs.get(topic, partition)
+        if plog is None and self.logs.is_offline(topic, partition):
+            return int(ErrorCode.KAFKA_STORAGE_ERROR), None, reg
+        if plog is None or plog.topic_id != t.id:
+            return int(ErrorCode.NOT_LEADER_OR_FOLLOWER), None, reg
+        return NONE, plog, reg
+
+    def preferred_read_replica(self, plog, reg, rack: str, fetch_offset: int, listener: str | None) -> int:
+        """KIP-392's RackAwareReplicaSelector on the leader (Kafka's ``findPreferredReadReplica``):
+        among the leader and the in-sync followers holding ``fetch_offset``, those in the
+        consumer's ``rack``; the leader if it is one of them (or none is), else the most caught
+        up (highest log end, then the most recently caught up). -1: the leader (no redirect)."""
+        if self.replica_selector != "rack" or not rack or reg.leader != self.broker_id:
+            return -1
+        brokers = self.image.cluster.brokers
+        own = brokers.get(self.broker_id)
+        if own is not None and own.rack == rack:
+            return -1
+        st = self.replication.states.get((plog.topic, plog.partition))
+        if st is None:
+            return -1
+        now = self.replication.clock_ms()
+        best, best_key = -1, None
+        for r in reg.isr:
+            f = st.followers.get(r)
+            b = brokers.get(r)
+            if f is None or b is None or b.rack != rack or b.fenced:
+                continue
+            if not (f.log_start_offset <= fetch_offset <= f.log_end_offset):
+                continue
+            if listener is not None and self.leader_endpoint(r, listener) is None:
+                continue  # Kafka skips a replica without an endpoint on the client's listener
+            key = (f.log_end_offset, -(now - f.last_caught_up_ms))
+            if best_key is None or key > best_key:
+                best, best_key = r, key
+        return best
 
     def advance_high_watermark(self, plog, reg) -> int:
         """Kafka's HW rule (see the module doc). Only a partition with no other replica skips

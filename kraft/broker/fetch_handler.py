@@ -12,6 +12,12 @@ sees the same as read_uncommitted: without transactions the last stable offset i
 watermark. v15 names a follower in ReplicaState; v16 answers a leadership error with the
 current leader's endpoint (KIP-951 NodeEndpoints); v17's ReplicaDirectoryId is not used.
 
+Fetch from follower (KIP-392): a consumer's v11+ Fetch carries client metadata, so any replica
+answers it, a follower up to its own high watermark (or last stable offset). With
+``replica.selector.class`` rack-aware, the leader answers a consumer that names its rack with
+``preferred_read_replica`` (no records, at once) when an in-sync follower in that rack holds the
+fetch offset (``BrokerState.preferred_read_replica``); the consumer fetches there next.
+
 Fetch sessions (KIP-227) are a layer around that read, in ``fetch_sessions``: before it, the
 request's session fields pick the partitions to read (the request's own, or for an incremental
 fetch every partition of its session); after it, the session decides which results go into
@@ -51,7 +57,7 @@ class _Read:
     """One partition's outcome."""
 
     __slots__ = ("topic", "topic_id", "partition", "code", "hw", "log_start", "records", "plog", "leader",
-                 "diverging", "lso", "aborted", "throttled")
+                 "diverging", "lso", "aborted", "throttled", "preferred")
 
     def __init__(self, topic, topic_id, partition):
         self.topic, self.topic_id, self.partition = topic, topic_id, partition
@@ -63,6 +69,7 @@ class _Read:
         self.leader = None
         self.diverging = None  # (epoch, end offset) for a follower whose log diverged
         self.throttled = False  # a follower's read of a partition under the leader replication quota
+        self.preferred = -1  # KIP-392: the replica this consumer should fetch from instead (no records)
 
 
 class FetchHandler:
@@ -86,7 +93,8 @@ class FetchHandler:
         wanted = ctx.wanted
         if replica >= 0:
             wanted = [(name, tid, p, replica) for name, tid, p in wanted]
-        reads, size, errors = self._read_all(wanted, request.max_bytes, version, _isolation(request, version))
+        reads, size, errors = self._read_all(wanted, request.max_bytes, version, _isolation(request, version),
+                                             _client_rack(request, version, replica), listener)
         if request.max_wait_ms <= 0 or size >= request.min_bytes or errors or not wanted:
             return self._answer(ctx, reads, version, listener)
         loop = asyncio.get_running_loop()
@@ -159,7 +167,10 @@ class FetchHandler:
                     seen.add(parked)
                     parked.check()
 
-    def _read_all(self, wanted, max_bytes: int, version: int, isolation: int = 0):
+    def _read_all(self, wanted, max_bytes: int, version: int, isolation: int = 0, rack: str | None = None,
+                  listener: str | None = None):
+        """``rack``: a consumer's v11+ Fetch (its ``client.rack``, perhaps ""), which a follower may
+        answer and the leader may redirect (KIP-392); None before v11, leader only."""
         remaining = max_bytes
         size, errors = 0, False
         reads = []
@@ -167,20 +178,26 @@ class FetchHandler:
             if replica:
                 r = self._read_for_replica(name, topic_id, p, replica[0], remaining, size == 0, version)
             else:
-                r = self._read(name, topic_id, p, remaining, size == 0, version, isolation)
+                r = self._read(name, topic_id, p, remaining, size == 0, version, isolation, rack, listener)
             n = len(r.records)
             size += n
             remaining -= n
-            errors = errors or r.code != NONE or r.diverging is not None  # answer those at once
+            # answered at once, as a redirect is (Kafka's forceComplete)
+            errors = errors or r.code != NONE or r.diverging is not None or r.preferred >= 0
             reads.append(r)
         return reads, size, errors
 
-    def _read(self, name, topic_id, p, remaining: int, first: bool, version: int, isolation: int = 0) -> _Read:
+    def _read(self, name, topic_id, p, remaining: int, first: bool, version: int, isolation: int = 0,
+              rack: str | None = None, listener: str | None = None) -> _Read:
         r = _Read(name, topic_id, p.partition)
         if name is None:
             r.code = int(ErrorCode.UNKNOWN_TOPIC_ID)
             return r
-        code, plog, reg = self.state.local_leader(name, p.partition, p.current_leader_epoch)
+        state = self.state
+        if rack is None:
+            code, plog, reg = state.local_leader(name, p.partition, p.current_leader_epoch)
+        else:  # a follower answers too, up to its own high watermark (Kafka's fetchOnlyLeader false)
+            code, plog, reg = state.local_replica(name, p.partition, p.current_leader_epoch)
         if code != NONE:
             r.code = code
             if reg is not None:
@@ -188,10 +205,15 @@ class FetchHandler:
             return r
         r.plog = plog
         log = plog.log
-        r.hw = self.state.advance_high_watermark(plog, reg)
+        r.hw = state.advance_high_watermark(plog, reg)
         r.log_start = log.start_offset
+        if rack:
+            r.preferred = state.preferred_read_replica(plog, reg, rack, p.fetch_offset, listener)
+            if r.preferred >= 0:  # no records: the consumer asks the preferred replica next
+                r.lso = state.producer_states.last_stable_offset(plog)
+                return r
         try:
-            states = self.state.producer_states
+            states = state.producer_states
             r.lso = states.last_stable_offset(plog)
             upper = r.lso if isolation == READ_COMMITTED else r.hw
             r.records = read_bytes(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)),
@@ -272,14 +294,16 @@ class _Parked:
         if self.fut.done():
             return
         reads, size, errors = self.handler._read_all(self.wanted, self.request.max_bytes, self.version,
-                                                     _isolation(self.request, self.version))
+                                                     _isolation(self.request, self.version),
+                                                     _client_rack(self.request, self.version), self.listener)
         if size >= self.request.min_bytes or errors:
             self.fut.set_result(self.handler._answer(self.ctx, reads, self.version, self.listener))
 
     def finish(self) -> None:
         if not self.fut.done():
             reads, _, _ = self.handler._read_all(self.wanted, self.request.max_bytes, self.version,
-                                                 _isolation(self.request, self.version))
+                                                 _isolation(self.request, self.version),
+                                                 _client_rack(self.request, self.version), self.listener)
             self.fut.set_result(self.handler._answer(self.ctx, reads, self.version, self.listener))
 
     def unpark(self) -> None:
@@ -292,6 +316,18 @@ class _Parked:
                 s.discard(self)
                 if not s:
                     del parked[plog]
+
+
+def _client_rack(request, version: int, replica: int | None = None) -> str | None:
+    """A consumer's rack from a v11+ Fetch ("" when it names none), which any replica may answer
+    (Kafka gives such a request client metadata); None: a follower's or an older request."""
+    if version < 11:
+        return None
+    if replica is None:
+        replica = request.replica_state.replica_id if version >= 15 else request.replica_id
+    if replica >= 0:
+        return None
+    return request.rack_id or ""
 
 
 def _isolation(request, version: int) -> int:
@@ -325,7 +361,7 @@ def _encode(reads, version: int, session_id: int = 0, error_code: int = NONE,
                                      aborted_transactions=None if r.aborted is None else [
                                          F.AbortedTransaction(producer_id=pid, first_offset=first)
                                          for pid, first in r.aborted],
-                                     preferred_read_replica=-1, records=records)
+                                     preferred_read_replica=r.preferred, records=records)
             if r.leader is not None and version >= 12:
                 part.current_leader = F.LeaderIdAndEpoch(leader_id=r.leader[0], leader_epoch=r.leader[1])
             if r.diverging is not None and version >= 12:

@@ -78,7 +78,7 @@ class CachedPartition:
     def must_respond(self, read) -> bool:
         """Kafka's ``maybeUpdateResponseData`` with update: whether ``read`` goes into an
         incremental answer; remembers what the fetcher now knows."""
-        must = len(read.records) > 0 or read.diverging is not None
+        must = len(read.records) > 0 or read.diverging is not None or read.preferred >= 0  # (KIP-392)
         if self.high_watermark != read.hw:
             self.high_watermark = read.hw
             must = True

@@ -71,8 +71,9 @@ class LocalCluster:
 
     def __init__(self, directory: str, size: int = 3, *, overrides: dict | None = None,
                  metrics: bool = False, log_level: str = "INFO", combined: bool = False, brokers: int = 0,
-                 dynamic: bool = False, log_dirs: int = 1):
-        """``dynamic``: a KIP-853 quorum — nodes know ``controller.quorum.bootstrap.servers``
+                 dynamic: bool = False, log_dirs: int = 1, node_overrides: dict | None = None):
+        """``node_overrides``: node id -> settings for that node only (``broker.rack``).
+        ``dynamic``: a KIP-853 quorum — nodes know ``controller.quorum.bootstrap.servers``
         instead of the voters; node 1 is formatted ``--standalone``, the others
         ``--no-initial-controllers`` (observers until added)."""
         self.dynamic = dynamic
@@ -86,6 +87,7 @@ class LocalCluster:
         self.broker_ids = [i for i in self.ids if combined or i > size]
         self.broker_ports = dict(zip(self.broker_ids, free_ports(len(self.broker_ids))))
         self.overrides = dict(overrides or {})
+        self.node_overrides = {i: dict(o) for i, o in (node_overrides or {}).items()}
         self.log_level = log_level
         self.ports = dict(zip(self.controller_ids, free_ports(size)))
         self.metrics_ports = dict(zip(self.ids, free_ports(len(self.ids)))) if metrics else {}
@@ -155,6 +157,7 @@ class LocalCluster:
                    if 0 < len(self.broker_ids) < 3 else {}),
                 **({"kraft.metrics.port": str(self.metrics_ports[i])} if self.metrics_ports else {}),
                 **self.overrides,
+                **self.node_overrides.get(i, {}),
             }
             with open(self.config_path(i), "w") as f:
                 f.writelines(f"{k}={v}\n" for k, v in props.items())

@@ -155,6 +155,9 @@ _READ_ONLY = [
     _read_only("broker.heartbeat.interval.ms", T.INT, "2000", "Time between broker heartbeats."),
     _read_only("broker.id", T.INT, "-1", "The broker id (node.id in KRaft)."),
     _read_only("broker.rack", T.STRING, None, "Rack of the broker."),
+    _read_only("replica.selector.class", T.CLASS, None, "KIP-392: which replica a consumer fetches from. "
+               "org.apache.kafka.common.replica.RackAwareReplicaSelector sends a consumer with client.rack to an "
+               "in-sync replica in its rack; empty or LeaderSelector: the leader."),
     _read_only("broker.session.timeout.ms", T.INT, "9000", "Broker lease length."),
     _read_only("connection.failed.authentication.delay.ms", T.INT, "100",
                "Delay before a connection whose authentication failed is closed."),

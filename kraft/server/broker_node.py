@@ -38,7 +38,7 @@ from kraft.broker.replica_moves import ReplicaMoves
 from kraft.broker.topic_configs import follow_topic_configs
 from kraft.server.txn_verifier import TxnVerifier
 from kraft.log.log_cleaner import LogCleaner
-from kraft.config import NodeConfig, log_flush_linger_ms, log_flush_messages, log_retention_ms
+from kraft.config import REPLICA_SELECTORS, NodeConfig, log_flush_linger_ms, log_flush_messages, log_retention_ms
 from kraft.errors import ConfigError, FatalLogError, StorageError
 from kraft.log import LogConfig
 from kraft.log.dir_lock import lock_directories
@@ -145,6 +145,7 @@ class BrokerNode:
         windows = dict(samples=v["replication.quota.window.num"], window_ms=1000 * v["replication.quota.window.size.seconds"])
         state.leader_quota = ReplicationQuota(LEADER, cfg.node_id, **windows)
         state.follower_quota = ReplicationQuota(FOLLOWER, cfg.node_id, **windows)
+        state.replica_selector = REPLICA_SELECTORS[v["replica.selector.class"]]
         # From here on each log takes its topic's effective configs (rolls, flush, retention).
         follow_topic_configs(self.logs, state, log_cfg)
         self.handlers = BrokerHandlers(self.state, fetch_producer_id_block=self.fetch_producer_id_block,

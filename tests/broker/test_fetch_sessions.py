@@ -44,8 +44,9 @@ def request(parts=(), *, session_id=0, epoch=FINAL_EPOCH, forget=(), version=13)
 class Read:
     """What the handler's read gives the session layer for one partition."""
 
-    def __init__(self, hw=10, log_start=0, records=b"", code=0, diverging=None):
+    def __init__(self, hw=10, log_start=0, records=b"", code=0, diverging=None, preferred=-1):
         self.hw, self.log_start, self.records, self.code, self.diverging = hw, log_start, records, code, diverging
+        self.preferred = preferred  # KIP-392's preferred read replica (-1: none)
 
 
 def reads_for(ctx, **by_partition):
@@ -170,7 +171,7 @@ def test_forgetting_every_partition_closes_the_session_and_answers_sessionless()
 
 def test_an_incremental_answer_carries_only_partitions_with_news():
     """Kafka's CachedPartition.maybeUpdateResponseData: records, a new HW or log start offset,
-    an error (and the first answer after it clears), a diverging epoch."""
+    an error (and the first answer after it clears), a diverging epoch, a preferred read replica."""
     s = sessions()
     sid = start(s)  # the full answer told the fetcher hw 10, log start 0 for every partition
     epoch = 1
@@ -194,6 +195,8 @@ def test_an_incremental_answer_carries_only_partitions_with_news():
     assert answer(bar_0=Read(log_start=4)) == [("bar", 0)]  # the error is gone: the HW again
     assert answer(bar_0=Read(log_start=4)) == []
     assert answer(foo_0=Read(diverging=(3, 40))) == [("foo", 0)]
+    assert answer(foo_1=Read(hw=11, preferred=2)) == [("foo", 1)]  # a KIP-392 redirect, every time
+    assert answer(foo_1=Read(hw=11, preferred=2)) == [("foo", 1)]
 
 
 def test_answered_partitions_move_to_the_end_of_the_read_order():
