@@ -111,7 +111,10 @@ class _FetcherTask:
             except KraftError as exc:
                 if type(exc) is not type(self.last_error):  # once per kind: a dead leader is retried often
                     log.info("broker %d: fetch from broker %d failed: %s", d.broker_id, self.key[0], exc)
-                self.last_error = exc
+                # Kept without its traceback: its frames (this coroutine's among them, hence a
+                # cycle) may hold views of the answer that native decoders export, which the
+                # cyclic GC cannot clear safely (see produce_handler._validate_all).
+                self.last_error = exc.with_traceback(None)
                 f.on_failure(wall_ms())
                 continue
             self.last_error = None
