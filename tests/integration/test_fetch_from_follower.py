@@ -72,9 +72,13 @@ def test_a_consumer_reads_from_the_follower_in_its_rack_and_falls_back_to_the_le
             parts = stats[-1]["topics"][TOPIC]["partitions"] if stats and TOPIC in stats[-1]["topics"] else {}
             return parts.get("0", {}).get("broker")
         assert wait_for(lambda: fetching_from() == follower, 10, 0.1), (fetching_from(), leader, follower)
-        # The follower's rx bytes carry the records: the leader only redirected
-        rx = {int(b["nodeid"]): b["rxbytes"] for b in stats[-1]["brokers"].values() if b["nodeid"] > 0}
-        assert rx[follower] > 2000 * 7, rx
+        # The follower's rx bytes carry the records: the leader only redirected (statistics come
+        # every 200 ms: wait for one taken after the reads)
+        def rx() -> dict:
+            consumer.poll(0.1)
+            return {int(b["nodeid"]): b["rxbytes"] for b in stats[-1]["brokers"].values() if b["nodeid"] > 0}
+        assert wait_for(lambda: rx()[follower] > 2000 * 7, 10, 0.1), rx()
+        assert rx()[leader] < 5000, rx()
 
         # Records produced while the consumer waits on the follower arrive promptly
         t0 = time.monotonic()
