@@ -99,36 +99,24 @@ class BrokerState:
             return int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return NONE
 
-    def local_leader(self, topic: str, partition: int, current_leader_epoch: int = -1):
-        """(error code, PartitionLog or None, registration or None) for a leader-only request."""
+    def local_leader(self, topic: str, partition: int, current_leader_epoch: int = -1, *,
+                     any_replica: bool = False):
+        """(error code, PartitionLog or None, registration or None) for a leader-only request.
+        ``any_replica``: for a consumer's v11+ Fetch, which a follower may answer too (KIP-392):
+        the epoch is checked as the leader checks it, and a follower must hold the partition's
+        current log."""
         t, reg = self.partition(topic, partition)
         if reg is None:
             return int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None, None
         code = self.leader_error(reg, current_leader_epoch)
-        if code != NONE:
-            return code, None, reg
-        plog = self.logs.get(topic, partition)
-        if plog is None and self.logs.is_offline(topic, partition):
-            return int(ErrorCode.KAFKA_STORAGE_ERROR), None, reg  # its log directory failed (KIP-858)
-        if plog is None or plog.topic_id != t.id:
-            return int(ErrorCode.NOT_LEADER_OR_FOLLOWER), None, reg
-        return NONE, plog, reg
-
-    def local_replica(self, topic: str, partition: int, current_leader_epoch: int = -1):
-        """``local_leader`` for a consumer's v11+ Fetch, which any replica may answer (KIP-392):
-        (error code, PartitionLog or None, registration or None); the epoch is checked as the
-        leader checks it, and a follower must hold the partition's current log."""
-        t, reg = self.partition(topic, partition)
-        if reg is None:
-            return int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None, None
-        code = self.leader_error(reg, current_leader_epoch)
-        if code == int(ErrorCode.NOT_LEADER_OR_FOLLOWER) and self.is_serving() and self.broker_id in reg.replicas:
+        if any_replica and code == int(ErrorCode.NOT_LEADER_OR_FOLLOWER) and self.is_serving() and \
+                self.broker_id in reg.replicas:
             code = NONE
         if code != NONE:
             return code, None, reg
         plog = self.logs.get(topic, partition)
         if plog is None and self.logs.is_offline(topic, partition):
-            return int(ErrorCode.KAFKA_STORAGE_ERROR), None, reg
+            return int(ErrorCode.KAFKA_STORAGE_ERROR), None, reg  # its log directory failed (KIP-858)
         if plog is None or plog.topic_id != t.id:
             return int(ErrorCode.NOT_LEADER_OR_FOLLOWER), None, reg
         return NONE, plog, reg

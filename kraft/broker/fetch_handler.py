@@ -194,10 +194,8 @@ class FetchHandler:
             r.code = int(ErrorCode.UNKNOWN_TOPIC_ID)
             return r
         state = self.state
-        if rack is None:
-            code, plog, reg = state.local_leader(name, p.partition, p.current_leader_epoch)
-        else:  # a follower answers too, up to its own high watermark (Kafka's fetchOnlyLeader false)
-            code, plog, reg = state.local_replica(name, p.partition, p.current_leader_epoch)
+        # From v11 a follower answers too, up to its own high watermark (Kafka's fetchOnlyLeader false)
+        code, plog, reg = state.local_leader(name, p.partition, p.current_leader_epoch, any_replica=rack is not None)
         if code != NONE:
             r.code = code
             if reg is not None:
