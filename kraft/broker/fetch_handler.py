@@ -72,6 +72,17 @@ class _Read:
         self.preferred = -1  # KIP-392: the replica this consumer should fetch from instead (no records)
 
 
+class _Idle:
+    """A follower found caught up on a session partition: what must be unchanged for its next
+    fetch there to skip the full read (``FetchHandler._still_idle``)."""
+
+    __slots__ = ("image", "plog", "state", "follower", "fetch_offset", "leader_epoch", "last_fetched_epoch")
+
+    def __init__(self, image, plog, state, follower, fetch_offset, leader_epoch, last_fetched_epoch):
+        self.image, self.plog, self.state, self.follower = image, plog, state, follower
+        self.fetch_offset, self.leader_epoch, self.last_fetched_epoch = fetch_offset, leader_epoch, last_fetched_epoch
+
+
 class FetchHandler:
     def __init__(self, state: BrokerState, *, on_high_watermark=None, clock_ms=None,
                  session_cache_slots: int = DEFAULT_CACHE_SLOTS):
@@ -80,8 +91,9 @@ class FetchHandler:
         self.clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self.sessions = FetchSessions(FetchSessionCache(session_cache_slots))
         self._parked: dict = {}  # PartitionLog -> set of _Parked
-        self._due: set = set()  # parked fetches to look again at the end of this loop turn
+        self._due: dict = {}  # parked fetch -> its partition logs to read again at the end of this loop turn
         self._wake_scheduled = False
+        self._serving = False  # state.is_serving(), taken once per read of a request
 
     def handle(self, request: FetchRequest, version: int, listener: str | None = None):
         replica = request.replica_state.replica_id if version >= 15 else request.replica_id
@@ -100,10 +112,11 @@ class FetchHandler:
         loop = asyncio.get_running_loop()
         parked = _Parked(self, wanted, request, version, loop.create_future(), ctx, listener)
         parked.timer = loop.call_later(request.max_wait_ms / 1000, parked.finish)
-        for r in reads:
+        parked.reads, parked.size = reads, size
+        for i, r in enumerate(reads):
             if r.plog is not None:
                 self._parked.setdefault(r.plog, set()).add(parked)
-                parked.plogs.append(r.plog)
+                parked.positions.setdefault(r.plog, []).append(i)
         parked.fut.add_done_callback(lambda _: parked.unpark())
         return parked.fut
 
@@ -143,18 +156,24 @@ class FetchHandler:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             for parked in list(waiting):
-                parked.check()
+                parked.check((plog,))
             return
-        self._due.update(waiting)
+        due = self._due
+        for parked in waiting:
+            plogs = due.get(parked)
+            if plogs is None:
+                due[parked] = {plog}
+            else:
+                plogs.add(plog)
         if not self._wake_scheduled:
             self._wake_scheduled = True
             loop.call_soon(self._wake_due)
 
     def _wake_due(self) -> None:
         self._wake_scheduled = False
-        due, self._due = self._due, set()
-        for parked in due:
-            parked.check()
+        due, self._due = self._due, {}
+        for parked, plogs in due.items():
+            parked.check(plogs)
 
     def wake_all(self) -> None:
         """A new metadata image: every parked fetch looks again, once. (Waking each partition
@@ -174,18 +193,44 @@ class FetchHandler:
         remaining = max_bytes
         size, errors = 0, False
         reads = []
-        for name, topic_id, p, *replica in wanted:
-            if replica:
-                r = self._read_for_replica(name, topic_id, p, replica[0], remaining, size == 0, version)
-            else:
-                r = self._read(name, topic_id, p, remaining, size == 0, version, isolation, rack, listener)
+        self._serving = self.state.is_serving()  # once per read of a whole request, not per partition
+        for entry in wanted:
+            r = self._read_entry(entry, remaining, size == 0, version, isolation, rack, listener)
             n = len(r.records)
             size += n
             remaining -= n
-            # answered at once, as a redirect is (Kafka's forceComplete)
-            errors = errors or r.code != NONE or r.diverging is not None or r.preferred >= 0
+            errors = errors or _answer_now(r)
             reads.append(r)
         return reads, size, errors
+
+    def _reread(self, wanted, reads, size: int, positions, max_bytes: int, version: int, isolation: int = 0,
+                rack: str | None = None, listener: str | None = None):
+        """``_read_all`` for a parked fetch woken by some of its partitions: only the entries at
+        ``positions`` are read again, the others keep what they found when the fetch parked
+        (nothing new happened to them: every append, high-watermark move and image wakes the
+        partitions it touches). A follower's fetch parked on the ~300 partitions a leader holds
+        of 1,000 re-read all of them on every append and every HW move of any one: most of a
+        replication round's CPU, O(partitions) per write. ``reads`` (changed in place) holds no
+        error (one would have answered the fetch), ``size`` is its records' bytes."""
+        for i in positions:
+            size -= len(reads[i].records)
+        remaining = max_bytes - size
+        errors = False
+        self._serving = self.state.is_serving()
+        for i in sorted(positions):
+            r = self._read_entry(wanted[i], remaining, size == 0, version, isolation, rack, listener)
+            n = len(r.records)
+            size += n
+            remaining -= n
+            errors = errors or _answer_now(r)
+            reads[i] = r
+        return reads, size, errors
+
+    def _read_entry(self, entry, remaining: int, first: bool, version: int, isolation: int, rack, listener) -> _Read:
+        name, topic_id, p, *replica = entry
+        if replica:
+            return self._read_for_replica(name, topic_id, p, replica[0], remaining, first, version)
+        return self._read(name, topic_id, p, remaining, first, version, isolation, rack, listener)
 
     def _read(self, name, topic_id, p, remaining: int, first: bool, version: int, isolation: int = 0,
               rack: str | None = None, listener: str | None = None) -> _Read:
@@ -233,6 +278,57 @@ class FetchHandler:
 
     def _read_for_replica(self, name, topic_id, p, replica: int, remaining: int, first: bool, version: int) -> _Read:
         """A follower's fetch (Kafka's ``Partition.fetchRecords`` for a follower)."""
+        idle = getattr(p, "idle", None)  # a fetch session's partition found caught up last time
+        if idle is not None:
+            r = self._still_idle(idle, name, topic_id, p, replica)
+            if r is not None:
+                return r
+        r = self._read_slow(name, topic_id, p, replica, remaining, first, version)
+        if hasattr(p, "idle"):
+            p.idle = self._idle_note(r, p, replica)
+        return r
+
+    def _still_idle(self, idle: _Idle, name, topic_id, p, replica: int) -> _Read | None:
+        """The answer for a session partition whose follower was caught up at its last fetch,
+        if nothing that the full read checks has changed since: the same image (leadership,
+        epochs, replicas, ISR), the same log and leader state, the same fetch position, and no
+        append. Then that read would find what it found before, and its one effect is the
+        follower's progress (caught up now). A follower session holds every partition a leader
+        shares with it; the full read of each idle one on every fetch made a replication
+        round's CPU grow with the partitions of the session, not with the data."""
+        state = self.state
+        plog = idle.plog
+        log = plog.log
+        if (log.end_offset != idle.fetch_offset or p.fetch_offset != idle.fetch_offset or state.image is not idle.image
+                or p.current_leader_epoch != idle.leader_epoch or p.last_fetched_epoch != idle.last_fetched_epoch
+                or idle.state.pending is not None or not self._serving or state.leader_quota.bound is not None
+                or state.logs.get(name, p.partition) is not plog
+                or state.replication.states.get((name, p.partition)) is not idle.state):
+            return None
+        r = _Read(name, topic_id, p.partition)
+        r.plog = plog
+        r.log_start = log.start_offset
+        idle.follower.update(p.fetch_offset, p.log_start_offset, idle.fetch_offset, state.replication.clock_ms())
+        r.hw = plog.high_watermark
+        return r
+
+    def _idle_note(self, r: _Read, p, replica: int) -> _Idle | None:
+        """What ``_still_idle`` needs, when this read found the follower caught up and in sync
+        with nothing to do (else None: the next fetch reads in full)."""
+        plog = r.plog
+        if plog is None or r.code != NONE or len(r.records) or r.diverging is not None or r.throttled:
+            return None
+        if p.fetch_offset != plog.log.end_offset:
+            return None
+        st = self.state.replication.states.get((plog.topic, plog.partition))
+        if st is None or st.pending is not None or replica not in st.isr:
+            return None
+        f = st.followers.get(replica)
+        if f is None:
+            return None
+        return _Idle(self.state.image, plog, st, f, p.fetch_offset, p.current_leader_epoch, p.last_fetched_epoch)
+
+    def _read_slow(self, name, topic_id, p, replica: int, remaining: int, first: bool, version: int) -> _Read:
         r = _Read(name, topic_id, p.partition)
         if name is None:
             r.code = int(ErrorCode.UNKNOWN_TOPIC_ID)
@@ -261,12 +357,17 @@ class FetchHandler:
         moved = self.state.replication.on_follower_fetch(plog, reg, replica, p.fetch_offset, p.log_start_offset)
         if moved and self.on_high_watermark is not None:
             self.on_high_watermark(plog)
-        r.hw = self.state.advance_high_watermark(plog, reg)
+        # on_follower_fetch brought the leader state up to this log end and synced the HW
+        # (what advance_high_watermark would do again; twice per partition per fetch was a
+        # fifth of a leader's fetch handling).
+        r.hw = plog.high_watermark
         quota = self.state.leader_quota
         if quota.bound is not None and quota.throttled(name, p.partition):
             r.throttled = True
             if quota.holds_back(name, p.partition, replica in reg.isr, self.clock_ms()):
                 return r  # Kafka's shouldLeaderThrottle: no records for this replica this time
+        if p.fetch_offset == log.end_offset:
+            return r  # caught up: nothing to read (most partitions of a session, most of the time)
         try:
             r.records = read_bytes(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)), min_one=first)
         except OffsetOutOfRangeError:
@@ -279,22 +380,37 @@ class FetchHandler:
 
 
 class _Parked:
-    __slots__ = ("handler", "wanted", "request", "version", "fut", "timer", "plogs", "ctx", "listener")
+    __slots__ = ("handler", "wanted", "request", "version", "fut", "timer", "positions", "reads", "size", "ctx",
+                 "listener")
 
     def __init__(self, handler, wanted, request, version, fut, ctx, listener=None):
         self.handler, self.wanted, self.request, self.version, self.fut = handler, wanted, request, version, fut
         self.ctx = ctx  # the fetch session context: it cuts the answer when the wait ends
         self.listener = listener
         self.timer = None
-        self.plogs = []
+        self.positions: dict = {}  # PartitionLog -> indexes of its entries in wanted / reads
+        self.reads = None  # what the last read found, entry by entry
+        self.size = 0  # the bytes of records in it
 
-    def check(self) -> None:
+    def check(self, plogs=None) -> None:
+        """Look again: at the entries of ``plogs`` (woken by them), or at every entry (None: a
+        new image may have changed any partition's leadership)."""
         if self.fut.done():
             return
-        reads, size, errors = self.handler._read_all(self.wanted, self.request.max_bytes, self.version,
-                                                     _isolation(self.request, self.version),
-                                                     _client_rack(self.request, self.version), self.listener)
-        if size >= self.request.min_bytes or errors:
+        request, version = self.request, self.version
+        if plogs is None or self.reads is None:
+            reads, size, errors = self.handler._read_all(self.wanted, request.max_bytes, version,
+                                                         _isolation(request, version),
+                                                         _client_rack(request, version), self.listener)
+        else:
+            positions = set()
+            for plog in plogs:
+                positions.update(self.positions.get(plog, ()))
+            reads, size, errors = self.handler._reread(self.wanted, self.reads, self.size, positions,
+                                                       request.max_bytes, version, _isolation(request, version),
+                                                       _client_rack(request, version), self.listener)
+        self.reads, self.size = reads, size
+        if size >= request.min_bytes or errors:
             self.fut.set_result(self.handler._answer(self.ctx, reads, self.version, self.listener))
 
     def finish(self) -> None:
@@ -308,7 +424,8 @@ class _Parked:
         if self.timer is not None:
             self.timer.cancel()
         parked = self.handler._parked
-        for plog in self.plogs:
+        self.handler._due.pop(self, None)
+        for plog in self.positions:
             s = parked.get(plog)
             if s is not None:
                 s.discard(self)
@@ -326,6 +443,12 @@ def _client_rack(request, version: int, replica: int | None = None) -> str | Non
     if replica >= 0:
         return None
     return request.rack_id or ""
+
+
+def _answer_now(r: _Read) -> bool:
+    """An outcome that answers a fetch at once, whatever min_bytes says: an error, a diverging
+    log, or a KIP-392 redirect (Kafka's forceComplete)."""
+    return r.code != NONE or r.diverging is not None or r.preferred >= 0
 
 
 def _isolation(request, version: int) -> int:

@@ -59,13 +59,15 @@ class CachedPartition:
 
     __slots__ = ("key", "topic", "topic_id", "partition", "partition_max_bytes", "fetch_offset",
                  "log_start_offset", "current_leader_epoch", "last_fetched_epoch", "high_watermark",
-                 "local_log_start")
+                 "local_log_start", "idle")
 
     def __init__(self, key, topic, topic_id, p):
         self.key, self.topic, self.topic_id = key, topic, topic_id
         self.partition = p.partition
         self.high_watermark = -1
         self.local_log_start = -1
+        #: the fetch handler's note of a follower found caught up here (``fetch_handler._Idle``)
+        self.idle = None
         self.update(p)
 
     def update(self, p) -> None:

@@ -44,6 +44,12 @@ class LocalReplicas:
     def latest_epoch(self, tp):
         return self._log(tp).log.latest_epoch
 
+    def position(self, tp) -> tuple:
+        """(end offset, start offset, latest epoch or None): what a Fetch asks with, in one
+        lookup (a fetcher asks it of every partition of its session on every request)."""
+        log = self._log(tp).log
+        return log.end_offset, log.start_offset, log.latest_epoch
+
     def high_watermark(self, tp) -> int:
         return self._log(tp).high_watermark
 

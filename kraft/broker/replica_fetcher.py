@@ -166,12 +166,13 @@ class ReplicaFetcher:
             # leader closes the session instead of keeping it until eviction.
             self.in_flight = {}
             return self._request(self.session.build({}))
-        local = self.local
+        position = self.local.position
+        max_bytes = self.partition_max_bytes
         wanted = {}
         for p in ready:
-            latest = local.latest_epoch(p.tp)
-            wanted[p.tp] = PartitionParams(p.topic_id, local.end_offset(p.tp), local.start_offset(p.tp),
-                                           self.partition_max_bytes, p.leader_epoch, -1 if latest is None else latest)
+            end, start, latest = position(p.tp)
+            wanted[p.tp] = PartitionParams(p.topic_id, end, start, max_bytes, p.leader_epoch,
+                                           -1 if latest is None else latest)
         # Every session partition may be answered, so every one is "asked" (stale answers are
         # recognised by leader epoch).
         self.in_flight = {p.tp: p.leader_epoch for p in ready}

@@ -47,6 +47,9 @@ class FakeLocal:
     def latest_epoch(self, tp):
         return self.epochs[-1][0] if self.epochs else None
 
+    def position(self, tp):
+        return self.end_offset(tp), self.start_offset(tp), self.latest_epoch(tp)
+
     def high_watermark(self, tp):
         return self.hw
 
