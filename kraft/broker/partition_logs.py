@@ -94,7 +94,10 @@ class PartitionLogs:
         self.retention_of: Callable[[str], tuple] | None = None
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self.flusher_threads = flusher_threads
-        self._flushers: dict[str, SharedFlusher] = {}  # log dir -> its flusher, made on first use
+        #: (dir name, threads) -> the flusher of a log dir; None: a ``SharedFlusher`` (Python
+        #: threads). A server sets it to a ``SharedLoopFlusher`` on its event loop.
+        self.flusher_factory: Callable | None = None
+        self._flushers: dict = {}  # log dir -> its flusher, made on first use
         # Directory removal (possibly gigabytes) stays off the loop thread.
         self._deleter = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kraft-log-delete")
         self._deletions: list[concurrent.futures.Future] = []
@@ -263,10 +266,11 @@ class PartitionLogs:
         """The partition was in a directory that failed (clients get KAFKA_STORAGE_ERROR)."""
         return (topic, partition) in self.dirs.offline_partitions
 
-    def _flusher_of(self, log_dir: str) -> SharedFlusher | None:
+    def _flusher_of(self, log_dir: str):
         flusher = self._flushers.get(log_dir)
         if flusher is None and self.config.background_flush:
-            flusher = self._flushers[log_dir] = SharedFlusher(os.path.basename(log_dir), self.flusher_threads)
+            make = self.flusher_factory or SharedFlusher
+            flusher = self._flushers[log_dir] = make(os.path.basename(log_dir), self.flusher_threads)
         return flusher
 
     def _config_of(self, topic: str) -> LogConfig:

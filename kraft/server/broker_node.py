@@ -58,6 +58,8 @@ from kraft.server.keystore_reload import KeystoreReload
 from kraft.broker.replication_quotas import FOLLOWER, LEADER, ReplicationQuota
 from kraft.server.network import KafkaServer
 from kraft.server.replication_driver import ReplicationDriver
+from kraft.server.eventloop import LoopThread
+from kraft.server.shared_loop_flusher import SharedLoopFlusher
 from kraft.server.allocator import keep_freed_pages
 
 log = logging.getLogger("kraft.broker")
@@ -118,12 +120,19 @@ class BrokerNode:
         log_cfg = LogConfig(segment_bytes=v["log.segment.bytes"], max_batch_bytes=None,
                             append_linger_ms=log_flush_linger_ms(v), flush_interval_messages=log_flush_messages(v))
 
-        def on_flushed(plog, offset):  # a log's flusher thread
+        here = LoopThread(loop)
+
+        def on_flushed(plog, offset):  # the loop (a flush cycle's end), or a thread's own flush
             if self.handlers is not None:
-                loop.call_soon_threadsafe(self.handlers.on_flushed, plog, offset)
+                if here.on_loop():
+                    loop.call_soon(self.handlers.on_flushed, plog, offset)
+                else:
+                    loop.call_soon_threadsafe(self.handlers.on_flushed, plog, offset)
 
         self.logs = PartitionLogs(cfg.log_dirs, log_cfg, retention_ms=log_retention_ms(v),
                                   retention_bytes=v["log.retention.bytes"], on_flushed=on_flushed)
+        # Flush cycles on this loop, fdatasyncs on native threads (no GIL hand-offs per fsync).
+        self.logs.flusher_factory = lambda name, threads: SharedLoopFlusher(loop, threads)
         self.logs.on_dir_error = lambda d, exc: loop.call_soon_threadsafe(self._dir_failed, d, exc)
         self.logs.moves = ReplicaMoves(self.logs, lambda delay, fn: loop.call_later(delay, fn),
                                        on_moved=lambda plog: self.on_logs_made and self.on_logs_made([plog]))

@@ -1,5 +1,6 @@
-"""LoopFlusher: a log's flush cycles on an asyncio loop, fdatasync on a Syncer thread (native
-and pure twin). What must hold: nothing appended is reported flushed before an fdatasync
+"""LoopFlusher and SharedLoopFlusher: a log's flush cycles on an asyncio loop, fdatasync on a
+Syncer thread (native and pure twin); every test runs against both (the shared one serves
+many logs with a pool of syncers; tests of its own are in test_shared_loop_flusher.py). What must hold: nothing appended is reported flushed before an fdatasync
 that covers it returned; appends made during a cycle are covered by the next one; reports
 arrive on the loop; an fsync error makes the log fatal; a synchronous flush or a close on
 the loop thread never deadlocks; closing from another thread works while the loop runs."""
@@ -18,8 +19,27 @@ from kraft.errors import FatalLogError
 from kraft.log import LeaderEpochCheckpointFile, LogConfig, SegmentedLog, hotloops
 from kraft.log import _pure_syncer
 from kraft.server.loop_flusher import LoopFlusher
+from kraft.server.shared_loop_flusher import SharedLoopFlusher
 
 KINDS = ["python"] if NO_EXTENSIONS else ["native", "python"]
+FLUSHERS = {"loop": lambda loop, syncer: LoopFlusher(loop, syncer),
+            "shared": lambda loop, syncer: SharedLoopFlusher(loop, 2, syncer)}
+
+
+@pytest.fixture(params=sorted(FLUSHERS))
+def make_flusher(request):
+    """A flusher on a loop; the shared one's syncers stop when the test ends."""
+    made = []
+
+    def make(loop, syncer):
+        f = FLUSHERS[request.param](loop, syncer)
+        made.append(f)
+        return f
+    yield make
+    for f in made:
+        stop = getattr(f, "stop", None)
+        if stop is not None:
+            stop()
 
 
 class Recorder:
@@ -41,13 +61,13 @@ def open_log(tmp_path, flusher, rec, **config):
                              on_fatal=rec.on_fatal, flusher=flusher)
 
 
-def run(tmp_path, syncer, body, **config):
-    """Open a log with a LoopFlusher on a fresh loop, run ``await body(log, rec)``, close the
-    log; returns the Recorder."""
+def run(tmp_path, syncer, body, make=LoopFlusher, **config):
+    """Open a log with a flusher made by ``make(loop, syncer)`` on a fresh loop, run ``await
+    body(log, rec)``, close the log; returns the Recorder."""
     rec = Recorder()
 
     async def main():
-        flusher = LoopFlusher(asyncio.get_running_loop(), syncer)
+        flusher = make(asyncio.get_running_loop(), syncer)
         log = open_log(tmp_path, flusher, rec, **config)
         try:
             await body(log, rec)
@@ -56,6 +76,9 @@ def run(tmp_path, syncer, body, **config):
                 log.close()
             except FatalLogError:
                 pass  # a failed log may fail to close too
+            stop = getattr(flusher, "stop", None)
+            if stop is not None:
+                stop()
 
     asyncio.run(main())
     return rec
@@ -69,12 +92,12 @@ async def until(cond, timeout=5.0):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_appends_become_flushed_and_are_reported_on_the_loop(tmp_path, kind):
+def test_appends_become_flushed_and_are_reported_on_the_loop(tmp_path, kind, make_flusher):
     rec = Recorder()
 
     async def main():
         loop_thread = threading.get_ident()
-        flusher = LoopFlusher(asyncio.get_running_loop(), hotloops.syncer_class(kind))
+        flusher = make_flusher(asyncio.get_running_loop(), hotloops.syncer_class(kind))
         log = open_log(tmp_path, flusher, rec)
         try:
             for i in range(50):
@@ -99,7 +122,7 @@ def test_appends_become_flushed_and_are_reported_on_the_loop(tmp_path, kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_report_never_precedes_the_fdatasync_that_covers_it(tmp_path, kind, monkeypatch):
+def test_a_report_never_precedes_the_fdatasync_that_covers_it(tmp_path, kind, monkeypatch, make_flusher):
     """The pure syncer's fdatasync is held; the native one cannot be, so for it the check is
     that reports never run ahead of what the log counts as flushed."""
     rec = Recorder()
@@ -118,7 +141,7 @@ def test_a_report_never_precedes_the_fdatasync_that_covers_it(tmp_path, kind, mo
         monkeypatch.setattr(_pure_syncer, "fdatasync", held)
 
     async def main():
-        flusher = LoopFlusher(asyncio.get_running_loop(), hotloops.syncer_class(kind))
+        flusher = make_flusher(asyncio.get_running_loop(), hotloops.syncer_class(kind))
         log = open_log(tmp_path, flusher, rec)
         try:
             log.append(batch_for(0, 1), leader_epoch=1)  # the epoch's checkpoint cycle first
@@ -144,7 +167,7 @@ def test_a_report_never_precedes_the_fdatasync_that_covers_it(tmp_path, kind, mo
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_sync_flush_on_the_loop_while_a_cycle_runs_does_not_deadlock(tmp_path, kind):
+def test_a_sync_flush_on_the_loop_while_a_cycle_runs_does_not_deadlock(tmp_path, kind, make_flusher):
     async def body(log, rec):
         for _ in range(20):
             log.append(batch_for(log.end_offset, 2), leader_epoch=1)  # starts a cycle
@@ -152,22 +175,22 @@ def test_a_sync_flush_on_the_loop_while_a_cycle_runs_does_not_deadlock(tmp_path,
             assert log.wait_for_flush(timeout=5)
         assert log.flushed_offset == 40
 
-    assert not run(tmp_path, hotloops.syncer_class(kind), body).fatal
+    assert not run(tmp_path, hotloops.syncer_class(kind), body, make_flusher).fatal
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_wait_for_flush_on_the_loop_while_a_cycle_runs_does_not_deadlock(tmp_path, kind):
+def test_wait_for_flush_on_the_loop_while_a_cycle_runs_does_not_deadlock(tmp_path, kind, make_flusher):
     async def body(log, rec):
         for _ in range(20):
             log.append(batch_for(log.end_offset, 2), leader_epoch=1)  # starts a cycle
             assert log.wait_for_flush(timeout=5)  # waiting would block the loop that ends it
             assert log.flushed_offset == log.end_offset
 
-    assert not run(tmp_path, hotloops.syncer_class(kind), body).fatal
+    assert not run(tmp_path, hotloops.syncer_class(kind), body, make_flusher).fatal
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_new_epoch_is_checkpointed_off_the_loop_before_it_is_reported(tmp_path, kind):
+def test_a_new_epoch_is_checkpointed_off_the_loop_before_it_is_reported(tmp_path, kind, make_flusher):
     async def body(log, rec):
         checkpoint = LeaderEpochCheckpointFile(os.path.join(log.directory, "leader-epoch-checkpoint"))
         log.append(batch_for(0, 4), leader_epoch=3)
@@ -177,10 +200,10 @@ def test_a_new_epoch_is_checkpointed_off_the_loop_before_it_is_reported(tmp_path
         await until(lambda: log.flushed_offset == 8)
         assert checkpoint.read() == [(3, 0), (5, 4)]
 
-    run(tmp_path, hotloops.syncer_class(kind), body)
+    run(tmp_path, hotloops.syncer_class(kind), body, make_flusher)
 
 
-def test_an_fsync_error_makes_the_log_fatal(tmp_path, monkeypatch):
+def test_an_fsync_error_makes_the_log_fatal(tmp_path, monkeypatch, make_flusher):
     def failing(fd):
         raise OSError(errno.EIO, "Input/output error")
 
@@ -196,21 +219,21 @@ def test_an_fsync_error_makes_the_log_fatal(tmp_path, monkeypatch):
             log.append(batch_for(4, 2), leader_epoch=1)
         assert rec.flushed == []
 
-    run(tmp_path, _pure_syncer.Syncer, body)
+    run(tmp_path, _pure_syncer.Syncer, body, make_flusher)
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_close_from_another_thread_while_the_loop_runs(tmp_path, kind):
+def test_close_from_another_thread_while_the_loop_runs(tmp_path, kind, make_flusher):
     async def body(log, rec):
         for _ in range(10):
             log.append(batch_for(log.end_offset, 2), leader_epoch=1)
         await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(None, log.close), 10)
         assert log.closed and log.flushed_offset == 20
 
-    run(tmp_path, hotloops.syncer_class(kind), body)
+    run(tmp_path, hotloops.syncer_class(kind), body, make_flusher)
 
 
-def test_the_native_syncer_runs_no_python_thread(tmp_path):
+def test_the_native_syncer_runs_no_python_thread(tmp_path, make_flusher):
     if NO_EXTENSIONS:
         pytest.skip("the native Syncer is not built in a KRAFT_NO_EXTENSIONS run")
 
@@ -224,11 +247,11 @@ def test_the_native_syncer_runs_no_python_thread(tmp_path):
             assert threading.active_count() == before  # no flusher thread taking the GIL
         await until(lambda: log.flushed_offset == 42)
 
-    run(tmp_path, hotloops.syncer_class("native"), body)
+    run(tmp_path, hotloops.syncer_class("native"), body, make_flusher)
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_requested_flush_leaves_no_linger_timer_behind(tmp_path, kind):
+def test_a_requested_flush_leaves_no_linger_timer_behind(tmp_path, kind, make_flusher):
     """An append arms the linger timer; the flush requested right after starts the cycle at
     once, and the timer goes with it (it used to stay armed and wake the loop for nothing
     after every append)."""
@@ -236,7 +259,8 @@ def test_a_requested_flush_leaves_no_linger_timer_behind(tmp_path, kind):
         loop = asyncio.get_running_loop()
 
         def armed():
-            return [h for h in loop._scheduled if not h.cancelled() and "LoopFlusher._start" in repr(h)]
+            return [h for h in loop._scheduled if not h.cancelled()
+                    and ("LoopFlusher._start" in repr(h) or "SharedLoopFlusher._on_timer" in repr(h))]
 
         for i in range(5):
             # The append arms the 10 s linger, unless a cycle is still ending (the first one
@@ -247,4 +271,4 @@ def test_a_requested_flush_leaves_no_linger_timer_behind(tmp_path, kind):
             await until(lambda: log.flushed_offset == log.end_offset)
         assert [o for o, _ in rec.flushed] == [1, 2, 3, 4, 5]
 
-    run(tmp_path, hotloops.syncer_class(kind), body, append_linger_ms=10_000)
+    run(tmp_path, hotloops.syncer_class(kind), body, make_flusher, append_linger_ms=10_000)
