@@ -91,6 +91,9 @@ class IdleLocal:
     def latest_epoch(self, tp):
         return None
 
+    def position(self, tp):
+        return 0, 0, None
+
     def high_watermark(self, tp):
         return 0
 
