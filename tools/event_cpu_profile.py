@@ -31,7 +31,7 @@ import time
 DEFAULT_WRAPS = {
     "A server request read": "kraft.server.network:_Connection.data_received",
     "A client answer read": "kraft.client.node_client:_Reading.data_received",
-    "A fsync done": "kraft.server.loop_flusher:LoopFlusher._synced",
+    "A fsync done": "kraft.server.shared_loop_flusher:SharedLoopFlusher._synced",
     "A raft timer": "kraft.server.raft_driver:RaftDriver._on_timer",
     "A turn (next loop pass)": "kraft.server.turn:TurnQueue._run_scheduled",
     "B request decode+handle": "kraft.server.network:_Connection._dispatch",
@@ -45,8 +45,8 @@ DEFAULT_WRAPS = {
     "C core.step": "kraft.raft.core:RaftCore.step",
     "C log.append": "kraft.log.segmented_log:SegmentedLog.append",
     "C log.read": "kraft.log.segmented_log:SegmentedLog.read",
-    "C flush cycle start": "kraft.server.loop_flusher:LoopFlusher._start",
-    "C flush cycle end": "kraft.server.loop_flusher:LoopFlusher._end",
+    "C flush cycle start": "kraft.server.shared_loop_flusher:SharedLoopFlusher._start",
+    "C flush cycle end": "kraft.server.shared_loop_flusher:SharedLoopFlusher._end",
 }
 
 _ENV_WRAPS = "KRAFT_EVENT_CPU_WRAPS"  # label=module:Class.method;...

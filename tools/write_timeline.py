@@ -38,7 +38,7 @@ def install_from_env() -> None:
     if not out or "server" not in sys.argv or "start" not in sys.argv:
         return
     import kraft.client.node_client as nc
-    import kraft.server.loop_flusher as lf
+    import kraft.server.shared_loop_flusher as lf
     import kraft.server.network as net
 
     now, marks = time.perf_counter_ns, []
@@ -77,8 +77,8 @@ def install_from_env() -> None:
     wrap(net._Connection, "_flush", lambda self: answered.__setitem__(0, None), flushed)
     wrap(nc._Reading, "data_received", lambda *a: add((now(), "answer in")))
     wrap(nc.NodeClient, "_send_now", None, lambda *a: add((now(), "request written")))
-    wrap(lf.LoopFlusher, "_start", None, lambda *a: add((now(), "fsync submitted")))
-    wrap(lf.LoopFlusher, "_synced", lambda *a: add((now(), "fsync done")))
+    wrap(lf.SharedLoopFlusher, "_start", None, lambda *a: add((now(), "fsync submitted")))
+    wrap(lf.SharedLoopFlusher, "_synced", lambda *a: add((now(), "fsync done")))
     path = out.replace("{pid}", str(os.getpid()))
 
     def dump():

@@ -16,7 +16,7 @@ retried).
 
 With a ``SharedFlusher`` (many logs, few threads) there is no thread here: ``mark_dirty`` and
 ``request`` hand the flusher the time the next cycle is due and its threads call
-``run_due``; the schedule and the cycle are the same. A ``LoopFlusher`` is scheduled the same
+``run_due``; the schedule and the cycle are the same. A ``SharedLoopFlusher`` is scheduled the same
 way but runs the split cycle (``begin_cycle``, fdatasync on its native thread, ``end_cycle``)
 on the event loop.
 """
@@ -157,7 +157,7 @@ class GroupCommit:
                 return
         self._cycle()
 
-    # --- a flusher that runs the cycle in two halves (LoopFlusher) ---------------------------
+    # --- a flusher that runs the cycle in two halves (SharedLoopFlusher) ---------------------------
     def begin_cycle(self) -> FlushCycle | None:
         """Start a cycle if one is due and none runs; None otherwise. Without the log's lock."""
         with self._lock:
@@ -179,7 +179,7 @@ class GroupCommit:
 
     def flushes_here(self) -> bool:
         """Would waiting on this thread for the flusher wait forever (its cycles end on this
-        thread: a LoopFlusher's loop)? Then flush inline instead."""
+        thread: a SharedLoopFlusher's loop)? Then flush inline instead."""
         here = getattr(self._flusher, "on_this_thread", None)
         return here is not None and here()
 

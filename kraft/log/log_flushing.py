@@ -1,7 +1,7 @@
 """How a ``SegmentedLog`` becomes durable: one flush cycle at a time (begin under the log's
 lock, ``fdatasync`` of a dup of the active segment's fd with the GIL released, end: epoch
 checkpoint, publish ``flushed_offset``, report), run by the log's flusher thread, by a
-``LoopFlusher`` around a native fdatasync thread, or in the caller's thread (``flush``,
+``SharedLoopFlusher`` around a native fdatasync thread, or in the caller's thread (``flush``,
 ``wait_for_flush``). Appends that arrive while a cycle runs share the next one (group commit,
 ``kraft.log.group_commit``). Kept apart from segments, append, read and truncation, which only
 mark the log dirty and lower ``_trunc_low``; the state both sides use lives on the log and is
@@ -94,7 +94,7 @@ class LogFlushing:
     def _flush_begin(self, blocking: bool):
         """Take the one-cycle-at-a-time mutex (None if busy and not ``blocking``), snapshot,
         and return a ``FlushCycle`` whose ``fd`` (a dup: truncation may close the segment's)
-        the caller fdatasyncs and closes, then hands to ``_flush_end`` (``LoopFlusher``)."""
+        the caller fdatasyncs and closes, then hands to ``_flush_end`` (``SharedLoopFlusher``)."""
         if not self._flush_mutex.acquire(blocking):
             return None
         try:

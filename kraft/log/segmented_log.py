@@ -2,7 +2,7 @@
 read, roll, truncate, delete below a snapshot, and the leader-epoch cache beside it.
 
 Threading: one owner thread (the server's event loop) calls every public method; the
-log's flusher (its own thread, a ``SharedFlusher``'s, or a ``LoopFlusher`` whose cycles
+log's flusher (its own thread, a ``SharedFlusher``'s, or a ``SharedLoopFlusher`` whose cycles
 run on the event loop around a native fdatasync thread) only fdatasyncs and reports.
 ``_lock`` guards what both touch.
 Durability contract:

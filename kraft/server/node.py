@@ -32,7 +32,7 @@ from kraft.log import LogConfig
 from kraft.log.bootstrap import read_bootstrap_checkpoint, read_bootstrap_values
 from kraft.metadata.serde import decode_record
 from kraft.log.dir_lock import lock_directories
-from kraft.server.loop_flusher import LoopFlusher
+from kraft.server.shared_loop_flusher import SharedLoopFlusher
 from kraft.log.retention import CLEAN_INTERVAL_MS, MetadataRetention
 from kraft.log.state_files import META_PROPERTIES_FILE, MetaProperties, QuorumStateFile, uuid_text_to_bytes
 from kraft.raft import RaftConfig, RaftCore, ReplicaKey, VoterSet
@@ -149,6 +149,7 @@ class KraftNode:
         self.cfg = cfg
         self.metrics = NodeMetrics(cfg.node_id)
         self.log: MetadataLog | None = None
+        self._log_flusher: SharedLoopFlusher | None = None
         self.driver: RaftDriver | None = None
         self.server: KafkaServer | None = None
         self.metrics_server: MetricsServer | None = None
@@ -212,12 +213,12 @@ class KraftNode:
         retention = MetadataRetention(max_bytes=cfg.int("metadata.max.retention.bytes"),
                                       max_ms=cfg.int("metadata.max.retention.ms"))
         # Flush cycles run on this loop, the fdatasync on a native thread (no GIL hand-offs).
-        flusher = LoopFlusher(loop)
+        self._log_flusher = flusher = SharedLoopFlusher(loop, 1)
         try:
             self.log = MetadataLog(cfg.metadata_log_dir, log_cfg, on_flushed=on_flushed, on_fatal=on_fatal,
                                    on_flush_stats=on_flush_stats, retention=retention, flusher=flusher)
         except BaseException:
-            flusher.forget(None)
+            flusher.stop()
             raise
         rep = self.log.log.recovery
         log.info("node %d: metadata log %s..%s recovered (%s)", cfg.node_id, self.log.start_offset(),
@@ -387,6 +388,9 @@ class KraftNode:
                 self.log.close()
             except StorageError as exc:  # closing a failed log may fail again; the cause is logged
                 log.debug("closing the metadata log: %s", exc)
+        if self._log_flusher is not None:
+            self._log_flusher.stop()
+            self._log_flusher = None
         if self._locks is not None:
             self._locks.release()
             self._locks = None

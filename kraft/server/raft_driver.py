@@ -127,7 +127,7 @@ class RaftDriver:
         self._drain()
 
     def on_flushed_threadsafe(self, offset: int) -> None:
-        """Called by the log's flusher: on the loop (a LoopFlusher's cycle, which ends with
+        """Called by the log's flusher: on the loop (a SharedLoopFlusher's cycle, which ends with
         the log's flush mutex held, hence deferred to the end of that callback) or from another
         thread."""
         if self.closed:

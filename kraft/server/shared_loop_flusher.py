@@ -1,5 +1,6 @@
-"""SharedLoopFlusher: the flush cycles of every partition log of a directory run on the event
-loop, their fdatasyncs on a few native ``Syncer`` threads that never take the GIL.
+"""SharedLoopFlusher: the flush cycles of many logs (every partition log of a directory, or the
+metadata log alone) run on the event loop, their fdatasyncs on a few native ``Syncer`` threads
+that never take the GIL.
 
 Why: with ``SharedFlusher`` (Python threads) each acks=all write cost its leader two Python
 threads' wake-ups and GIL hand-offs per fsync (measured: ~9 voluntary context switches per
@@ -10,15 +11,15 @@ ends the cycle (publish, report) in the same callback that reads the eventfd. At
 ``threads`` fdatasyncs run at once (Kafka's log flusher has one thread per directory; two
 let a second partition's fsync overlap the first). Each log keeps its own schedule
 (``GroupCommit``); appends made while its cycle runs are covered by its next cycle, started
-when this one ends. The schedule and the cycle split are ``LoopFlusher``'s (the metadata log's
-single-log version); what is new here is the queue of due logs and the pool of syncers.
+when this one ends. The metadata log uses one with a single syncer (it has one log).
 
 A cycle that also writes the leader-epoch checkpoint runs on a short-lived Python thread, so
 the loop never waits for the disk; at most ``threads`` such threads at once (a leader election
-moves the epoch of thousands of partitions together). ``schedule`` from another thread (a log made or recovered
-off the loop) hops onto the loop. ``settle`` (a synchronous flush on the loop thread) and
+moves the epoch of thousands of partitions together). ``schedule`` from another thread (a log
+made or recovered off the loop) hops onto the loop. ``settle`` (a synchronous flush on the loop thread) and
 ``forget`` (the log is closing) end that log's running cycle by waiting for its fdatasync,
-bounded by one fsync. Construct it on the loop's thread.
+bounded by one fsync; ``stop`` ends the syncers once its logs are closed. Construct it on
+the loop's thread.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ pass through asyncio's Python on every node, on the path of every write.
 
 ``TurnQueue.soon(fn, *args)`` keeps the batching and drops the turn: the callbacks that read
 from the network or the fsync thread (``KafkaServer``'s connections, the Raft driver's
-response callback, ``LoopFlusher``) call ``run()`` once they are done, and everything queued
+response callback, ``SharedLoopFlusher``) call ``run()`` once they are done, and everything queued
 meanwhile runs then, in order, including (for a few generations) what that queues. Work queued anywhere else runs on
 the next turn as before (``soon`` schedules a ``run`` with ``call_soon``), so nothing waits
 for an I/O event that may never come.

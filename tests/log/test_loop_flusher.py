@@ -1,6 +1,6 @@
-"""LoopFlusher and SharedLoopFlusher: a log's flush cycles on an asyncio loop, fdatasync on a
-Syncer thread (native and pure twin); every test runs against both (the shared one serves
-many logs with a pool of syncers; tests of its own are in test_shared_loop_flusher.py). What must hold: nothing appended is reported flushed before an fdatasync
+"""SharedLoopFlusher serving one log (as the metadata log's, with one syncer, and as a partition
+log's, with two): its flush cycles on an asyncio loop, fdatasync on a Syncer thread (native and
+pure twin); what many logs on one flusher need is in test_shared_loop_flusher.py. What must hold: nothing appended is reported flushed before an fdatasync
 that covers it returned; appends made during a cycle are covered by the next one; reports
 arrive on the loop; an fsync error makes the log fatal; a synchronous flush or a close on
 the loop thread never deadlocks; closing from another thread works while the loop runs."""
@@ -18,12 +18,11 @@ from _log_helpers import NO_EXTENSIONS, all_records, batch_for
 from kraft.errors import FatalLogError
 from kraft.log import LeaderEpochCheckpointFile, LogConfig, SegmentedLog, hotloops
 from kraft.log import _pure_syncer
-from kraft.server.loop_flusher import LoopFlusher
 from kraft.server.shared_loop_flusher import SharedLoopFlusher
 
 KINDS = ["python"] if NO_EXTENSIONS else ["native", "python"]
-FLUSHERS = {"loop": lambda loop, syncer: LoopFlusher(loop, syncer),
-            "shared": lambda loop, syncer: SharedLoopFlusher(loop, 2, syncer)}
+FLUSHERS = {"one-syncer": lambda loop, syncer: SharedLoopFlusher(loop, 1, syncer),
+            "two-syncers": lambda loop, syncer: SharedLoopFlusher(loop, 2, syncer)}
 
 
 @pytest.fixture(params=sorted(FLUSHERS))
@@ -61,7 +60,7 @@ def open_log(tmp_path, flusher, rec, **config):
                              on_fatal=rec.on_fatal, flusher=flusher)
 
 
-def run(tmp_path, syncer, body, make=LoopFlusher, **config):
+def run(tmp_path, syncer, body, make=FLUSHERS["one-syncer"], **config):
     """Open a log with a flusher made by ``make(loop, syncer)`` on a fresh loop, run ``await
     body(log, rec)``, close the log; returns the Recorder."""
     rec = Recorder()
@@ -260,7 +259,7 @@ def test_a_requested_flush_leaves_no_linger_timer_behind(tmp_path, kind, make_fl
 
         def armed():
             return [h for h in loop._scheduled if not h.cancelled()
-                    and ("LoopFlusher._start" in repr(h) or "SharedLoopFlusher._on_timer" in repr(h))]
+                    and "SharedLoopFlusher._on_timer" in repr(h)]
 
         for i in range(5):
             # The append arms the 10 s linger, unless a cycle is still ending (the first one

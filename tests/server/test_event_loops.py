@@ -1,6 +1,6 @@
 """The node runs on either event loop ``kraft.server.eventloop`` may pick: uvloop (a default
 dependency) and asyncio's own. Three controllers over TCP with real on-disk logs and the
-LoopFlusher (an eventfd reader on the loop, the native fsync thread), writes through the
+SharedLoopFlusher (an eventfd reader on the loop, the native fsync thread), writes through the
 Raft driver, and a raw Kafka Produce and Fetch answered on the loop."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from kraft.log.replicated_log import MetadataLog
 from kraft.protocol import (METADATA_TOPIC_ID, FetchRequest, FetchResponse, ProduceRequest, ProduceResponse,
                             decode_response, encode_request)
 from kraft.records import build_batch, iter_batches
-from kraft.server.loop_flusher import LoopFlusher
+from kraft.server.shared_loop_flusher import SharedLoopFlusher
 
 from controller_helpers import Controller
 from server_helpers import RawConnection, settle
@@ -35,9 +35,10 @@ def _loops():
 def test_a_quorum_commits_and_serves_kafka_requests_on_this_loop(tmp_path, new_loop):
     async def main():
         loop = asyncio.get_running_loop()
-        holders, nodes = {}, []
+        holders, nodes, flushers = {}, [], []
         for i in (1, 2, 3):
-            log = MetadataLog(str(tmp_path / f"node-{i}"), LogConfig.metadata(), flusher=LoopFlusher(loop),
+            flushers.append(SharedLoopFlusher(loop, 1))
+            log = MetadataLog(str(tmp_path / f"node-{i}"), LogConfig.metadata(), flusher=flushers[-1],
                               on_flushed=lambda off, i=i: holders[i].on_flushed_threadsafe(off))
             nodes.append(Controller([1, 2, 3], node_id=i, election_timeout_ms=50 if i == 1 else 5000, log=log))
         ports = {n.node_id: await n.listen() for n in nodes}
@@ -78,6 +79,8 @@ def test_a_quorum_commits_and_serves_kafka_requests_on_this_loop(tmp_path, new_l
         finally:
             for n in nodes:
                 await n.close()
+            for f in flushers:
+                f.stop()
 
     loop = new_loop()
     try:

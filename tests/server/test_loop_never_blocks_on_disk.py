@@ -1,6 +1,6 @@
 """The event loop never waits for the disk: a follower whose fdatasync is stuck still
 answers a Vote (fsync runs off the loop for leaders and followers alike, on the log's
-flusher thread or the LoopFlusher's syncer; only quorum-state, which a vote must persist
+flusher thread or the SharedLoopFlusher's syncer; only quorum-state, which a vote must persist
 first, is written on the loop).
 
 Two real controllers over TCP; node 2 (the follower) has a real on-disk MetadataLog whose
@@ -15,7 +15,7 @@ import threading
 import pytest
 
 from kraft.log import LogConfig, _pure_syncer, files
-from kraft.server.loop_flusher import LoopFlusher
+from kraft.server.shared_loop_flusher import SharedLoopFlusher
 from kraft.protocol import VoteRequest
 from kraft.client.node_client import NodeClient
 from kraft.log.replicated_log import MetadataLog
@@ -26,7 +26,7 @@ from server_helpers import run, settle
 
 @pytest.mark.parametrize("flusher", ["thread", "loop"])
 def test_a_follower_with_a_stuck_fsync_still_answers_a_vote(tmp_path, monkeypatch, flusher):
-    """``thread``: the log's own flusher thread; ``loop``: the node's LoopFlusher (cycles on
+    """``thread``: the log's own flusher thread; ``loop``: the node's SharedLoopFlusher (cycles on
     the loop, fdatasync on a Syncer thread; the pure twin, whose fdatasync can be held)."""
     stuck_dir = str(tmp_path / "node-2")
     armed, entered, release = threading.Event(), threading.Event(), threading.Event()
@@ -49,7 +49,7 @@ def test_a_follower_with_a_stuck_fsync_still_answers_a_vote(tmp_path, monkeypatc
 
     async def main():
         holder = {}
-        loop_flusher = LoopFlusher(asyncio.get_running_loop(), _pure_syncer.Syncer) if flusher == "loop" else None
+        loop_flusher = SharedLoopFlusher(asyncio.get_running_loop(), 1, _pure_syncer.Syncer) if flusher == "loop" else None
         log2 = MetadataLog(stuck_dir, LogConfig.metadata(), flusher=loop_flusher,
                            on_flushed=lambda off: holder["driver"].on_flushed_threadsafe(off))
         leader = Controller([1, 2], node_id=1, election_timeout_ms=20)
@@ -77,5 +77,7 @@ def test_a_follower_with_a_stuck_fsync_still_answers_a_vote(tmp_path, monkeypatc
             await client.close()
             await follower.close()
             await leader.close()
+            if loop_flusher is not None:
+                loop_flusher.stop()
 
     run(main())
