@@ -76,11 +76,12 @@ class _Idle:
     """A follower found caught up on a session partition: what must be unchanged for its next
     fetch there to skip the full read (``FetchHandler._still_idle``)."""
 
-    __slots__ = ("image", "plog", "state", "follower", "fetch_offset", "leader_epoch", "last_fetched_epoch")
+    __slots__ = ("image", "plog", "state", "follower", "fetch_offset", "leader_epoch", "last_fetched_epoch", "read")
 
-    def __init__(self, image, plog, state, follower, fetch_offset, leader_epoch, last_fetched_epoch):
+    def __init__(self, image, plog, state, follower, fetch_offset, leader_epoch, last_fetched_epoch, read):
         self.image, self.plog, self.state, self.follower = image, plog, state, follower
         self.fetch_offset, self.leader_epoch, self.last_fetched_epoch = fetch_offset, leader_epoch, last_fetched_epoch
+        self.read = read  # an empty read with no error: reused, its hw and log start refreshed
 
 
 class FetchHandler:
@@ -94,6 +95,7 @@ class FetchHandler:
         self._due: dict = {}  # parked fetch -> its partition logs to read again at the end of this loop turn
         self._wake_scheduled = False
         self._serving = False  # state.is_serving(), taken once per read of a request
+        self._now_ms = 0  # the replication clock, read once per read of a request
 
     def handle(self, request: FetchRequest, version: int, listener: str | None = None):
         replica = request.replica_state.replica_id if version >= 15 else request.replica_id
@@ -194,8 +196,13 @@ class FetchHandler:
         size, errors = 0, False
         reads = []
         self._serving = self.state.is_serving()  # once per read of a whole request, not per partition
+        self._now_ms = self.state.replication.clock_ms()
+        still_idle = self._still_idle
         for entry in wanted:
-            r = self._read_entry(entry, remaining, size == 0, version, isolation, rack, listener)
+            idle = getattr(entry[2], "idle", None) if len(entry) == 4 else None
+            r = still_idle(idle, entry) if idle is not None else None
+            if r is None:
+                r = self._read_entry(entry, remaining, size == 0, version, isolation, rack, listener)
             n = len(r.records)
             size += n
             remaining -= n
@@ -216,7 +223,6 @@ class FetchHandler:
             size -= len(reads[i].records)
         remaining = max_bytes - size
         errors = False
-        self._serving = self.state.is_serving()
         for i in sorted(positions):
             r = self._read_entry(wanted[i], remaining, size == 0, version, isolation, rack, listener)
             n = len(r.records)
@@ -277,18 +283,14 @@ class FetchHandler:
 
 
     def _read_for_replica(self, name, topic_id, p, replica: int, remaining: int, first: bool, version: int) -> _Read:
-        """A follower's fetch (Kafka's ``Partition.fetchRecords`` for a follower)."""
-        idle = getattr(p, "idle", None)  # a fetch session's partition found caught up last time
-        if idle is not None:
-            r = self._still_idle(idle, name, topic_id, p, replica)
-            if r is not None:
-                return r
+        """A follower's fetch (Kafka's ``Partition.fetchRecords`` for a follower); a session
+        partition found caught up last time is answered by ``_still_idle`` first (in _read_all)."""
         r = self._read_slow(name, topic_id, p, replica, remaining, first, version)
         if hasattr(p, "idle"):
             p.idle = self._idle_note(r, p, replica)
         return r
 
-    def _still_idle(self, idle: _Idle, name, topic_id, p, replica: int) -> _Read | None:
+    def _still_idle(self, idle: _Idle, entry) -> _Read | None:
         """The answer for a session partition whose follower was caught up at its last fetch,
         if nothing that the full read checks has changed since: the same image (leadership,
         epochs, replicas, ISR), the same log and leader state, the same fetch position, and no
@@ -297,18 +299,18 @@ class FetchHandler:
         shares with it; the full read of each idle one on every fetch made a replication
         round's CPU grow with the partitions of the session, not with the data."""
         state = self.state
+        p = entry[2]
         plog = idle.plog
         log = plog.log
         if (log.end_offset != idle.fetch_offset or p.fetch_offset != idle.fetch_offset or state.image is not idle.image
                 or p.current_leader_epoch != idle.leader_epoch or p.last_fetched_epoch != idle.last_fetched_epoch
                 or idle.state.pending is not None or not self._serving or state.leader_quota.bound is not None
-                or state.logs.get(name, p.partition) is not plog
-                or state.replication.states.get((name, p.partition)) is not idle.state):
+                or state.logs.get(entry[0], p.partition) is not plog
+                or state.replication.states.get((entry[0], p.partition)) is not idle.state):
             return None
-        r = _Read(name, topic_id, p.partition)
-        r.plog = plog
+        idle.follower.update(p.fetch_offset, p.log_start_offset, idle.fetch_offset, self._now_ms)
+        r = idle.read  # what this partition's full read found, kept current
         r.log_start = log.start_offset
-        idle.follower.update(p.fetch_offset, p.log_start_offset, idle.fetch_offset, state.replication.clock_ms())
         r.hw = plog.high_watermark
         return r
 
@@ -326,7 +328,7 @@ class FetchHandler:
         f = st.followers.get(replica)
         if f is None:
             return None
-        return _Idle(self.state.image, plog, st, f, p.fetch_offset, p.current_leader_epoch, p.last_fetched_epoch)
+        return _Idle(self.state.image, plog, st, f, p.fetch_offset, p.current_leader_epoch, p.last_fetched_epoch, r)
 
     def _read_slow(self, name, topic_id, p, replica: int, remaining: int, first: bool, version: int) -> _Read:
         r = _Read(name, topic_id, p.partition)

@@ -74,7 +74,7 @@ class ClientFetchSession:
             if now is None:
                 del session[tp]
                 to_forget.append((tp, prev.topic_id))
-            elif now != prev:
+            elif now is not prev and now != prev:
                 if now.topic_id != prev.topic_id:
                     to_forget.append((tp, prev.topic_id))  # recreated topic: a different partition there
                 session[tp] = now

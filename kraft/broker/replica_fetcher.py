@@ -105,13 +105,14 @@ class FetchPartition:
     """One partition a fetcher follows. Invariant: fetched only when ``fenced`` is False and
     ``backoff_until_ms <= now``."""
 
-    __slots__ = ("tp", "topic_id", "leader_epoch", "backoff_until_ms", "fenced", "in_sync")
+    __slots__ = ("tp", "topic_id", "leader_epoch", "backoff_until_ms", "fenced", "in_sync", "params")
 
     def __init__(self, tp: tuple, topic_id, leader_epoch: int):
         self.tp, self.topic_id, self.leader_epoch = tp, topic_id, leader_epoch
         self.backoff_until_ms = 0
         self.fenced = False
         self.in_sync = False  # this replica is in the ISR (the image): never throttled then
+        self.params: PartitionParams | None = None  # what the last request asked with
 
 
 class ReplicaFetcher:
@@ -171,8 +172,14 @@ class ReplicaFetcher:
         wanted = {}
         for p in ready:
             end, start, latest = position(p.tp)
-            wanted[p.tp] = PartitionParams(p.topic_id, end, start, max_bytes, p.leader_epoch,
-                                           -1 if latest is None else latest)
+            latest = -1 if latest is None else latest
+            params = p.params
+            # Unchanged (most partitions of a session, most of the time): the same tuple again,
+            # which the session compares by identity first.
+            if (params is None or params[1] != end or params[2] != start or params[5] != latest
+                    or params[4] != p.leader_epoch or params[0] != p.topic_id or params[3] != max_bytes):
+                params = p.params = PartitionParams(p.topic_id, end, start, max_bytes, p.leader_epoch, latest)
+            wanted[p.tp] = params
         # Every session partition may be answered, so every one is "asked" (stale answers are
         # recognised by leader epoch).
         self.in_flight = {p.tp: p.leader_epoch for p in ready}
