@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from kraft.cli.local_cluster import LOW_LATENCY, LocalCluster
+from kraft.cli.local_cluster import LOW_LATENCY, LocalCluster, wait_for
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the test extra")
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -46,6 +46,7 @@ def test_create_topics_right_after_the_processes_start(tmp_path):
         took = time.monotonic() - began
         assert outcomes[-1] in ("created", "TOPIC_ALREADY_EXISTS"), outcomes
         assert "_TIMED_OUT" not in outcomes and took < 30, (took, outcomes)
-        assert len(admin.list_topics("early", timeout=10).topics["early"].partitions) == 3
+        # (its partitions show once the brokers have the image with their leaders)
+        assert wait_for(lambda: len(admin.list_topics("early", timeout=5).topics["early"].partitions) == 3, 30, 0.2)
     finally:
         cluster.close()
