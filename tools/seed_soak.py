@@ -1,7 +1,15 @@
-"""The seed runner behind tools/raft_soak.py and tools/controller_soak.py: chunks of seeds of
-one chaos function on a process pool, until the seeds or the time run out. Prints every failure
-(with its one-line replay command, carried by ``ChaosFailure``) and seeds per second; the
-caller exits with 1 if any seed failed."""
+"""Soak the simulator: many seeds x long runs of one mode of ``kraft.testing.chaos`` (the "soak"
+profiles: 120 simulated seconds of faults for Raft, 60 for the controller and replication
+modes), in chunks on a process pool, until the seeds or the time run out. Separate from CI
+(which runs the "ci" seeds in tests/sim/test_chaos.py, test_controller_chaos.py and
+test_replication_chaos.py).
+
+    python tools/seed_soak.py --mode raft --seeds 10000 --first 100000 --jobs 2
+    python tools/seed_soak.py --mode controller --minutes 30          # new seeds until time is up
+    python tools/seed_soak.py --mode replication --minutes 30 --profile ci
+
+Prints every failure with its one-line replay command, and seeds per second at the end;
+exits 1 if any seed failed."""
 
 from __future__ import annotations
 
@@ -13,7 +21,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from kraft.testing.chaos import ChaosFailure  # noqa: E402
+from kraft.testing.chaos import MODES, RUNS, ChaosFailure, workload_class  # noqa: E402
 
 
 def run_range(args) -> tuple[int, list[str]]:
@@ -29,15 +37,19 @@ def run_range(args) -> tuple[int, list[str]]:
     return count, failures
 
 
-def soak_main(description: str, run, profiles, what: str) -> int:
-    ap = argparse.ArgumentParser(description=description)
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mode", choices=sorted(MODES), default="raft")
     ap.add_argument("--first", type=int, default=1_000_000, help="first seed")
     ap.add_argument("--seeds", type=int, default=1_000, help="number of seeds")
     ap.add_argument("--minutes", type=float, default=0, help="stop after this long (0 = run all seeds)")
-    ap.add_argument("--profile", default="soak", choices=sorted(profiles))
+    ap.add_argument("--profile", default="soak", help="a profile of the mode (quick, ci, soak, ...)")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--chunk", type=int, default=20)
     args = ap.parse_args()
+    profiles, run, what = workload_class(args.mode).PROFILES, RUNS[args.mode], args.mode
+    if args.profile not in profiles:
+        ap.error(f"--profile: {args.mode} has {', '.join(sorted(profiles))}")
     deadline = time.monotonic() + args.minutes * 60 if args.minutes else None
     total = args.seeds if not deadline else 10**9
     chunks = ((s, min(args.chunk, args.first + total - s), args.profile, run)
@@ -68,3 +80,7 @@ def soak_main(description: str, run, profiles, what: str) -> int:
     print(f"{done} {what} seeds ({args.profile}), {len(failures)} failed, {elapsed:.0f} s, "
           f"{done / elapsed:.2f} seeds/s")
     return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -3,11 +3,12 @@
 :class:`SimCluster` runs RaftCore replicas over a simulated network (drops, delays,
 duplicates, reordering, partitions) on a virtual clock, with in-memory disks that lose
 unflushed data on crash, and checks safety invariants after every event.
-``kraft.testing.chaos`` runs randomised fault schedules per seed and prints a one-line
-replay command for any failure. ``kraft.testing.controller_chaos`` is the controller mode: a
-``QuorumController`` on every voter (``controller_node``), simulated brokers and admins
-(``controller_clients``) and the controller invariants (``controller_checks``). No real
-sockets, time or threads.
+``kraft.testing.chaos`` is the one fault-injection driver: randomised fault schedules per
+(mode, seed, profile) and a one-line replay command for any failure. Its modes are workloads:
+``raft_chaos`` (the quorum alone), ``controller_chaos`` (a ``QuorumController`` on every voter,
+``controller_node``, simulated brokers and admins, ``controller_clients``, and the controller
+invariants, ``controller_checks``) and ``replication_chaos`` (the brokers' replication cores).
+No real sockets, time or threads.
 """
 
 from kraft.testing.cluster import SimCluster

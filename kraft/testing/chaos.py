@@ -1,259 +1,170 @@
-"""Randomised fault schedules for the simulator, one per seed, and the replay command.
+"""One fault-injection driver for the simulator's three modes, each a workload:
 
-``run_chaos(seed, profile)`` builds a cluster from the seed (1-5 voters, 0-2 observers,
-network faults, snapshot interval, chunk size), injects crashes, restarts, partitions
-(one node, the leader, minority/majority, ring) and at most one disk wipe while clients
-propose, then heals everything and requires a leader to commit a new proposal within a
-bounded simulated time (liveness). Safety invariants are checked after every event.
-Any failure raises :class:`ChaosFailure` whose message ends with a one-line replay command:
+* ``raft`` (``raft_chaos.RaftWorkload``): the Raft quorum alone, clients proposing;
+* ``controller`` (``controller_chaos.ControllerWorkload``): a quorum controller on every voter,
+  simulated brokers and admins;
+* ``replication`` (``replication_chaos.ReplicationWorkload``): the brokers' replication cores
+  under a simulated controller, acks=all and acks=1 producers.
 
-    python -m kraft.testing.chaos --seed 1234 --profile ci
+Per (mode, seed, profile) the driver starts the workload, injects one of its faults at random
+gaps for ``duration_ms`` of simulated time, then heals everything and asks the workload to
+converge within ``liveness_timeout_ms`` (liveness) and to run its end-of-run checks. Invariants
+run after every event (the workload's). Any failure raises :class:`ChaosFailure` whose message
+ends with the one-line command that replays it:
 
-No real time or I/O; deterministic per (seed, profile).
+    python -m kraft.testing.chaos --mode controller --seed 1234 --profile ci
+
+No real time or I/O; deterministic per (mode, seed, profile). ``tools/seed_soak.py --mode``
+runs many seeds on several processes.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import random
 import sys
 import traceback
 from dataclasses import dataclass
 
 from kraft.testing.seed_cli import seed_main
-from kraft.raft import RaftConfig, ReplicaKey
-from kraft.testing.cluster import SimCluster
-from kraft.testing.network import NetworkFaults
 
 
 @dataclass(frozen=True)
 class ChaosProfile:
     duration_ms: int  # simulated time with faults
     fault_gap_ms: tuple[int, int]  # time between fault events
-    liveness_timeout_ms: int  # after healing, a new proposal must commit within this
+    liveness_timeout_ms: int  # after healing, the workload must make progress within this
+    # Raft mode only:
     max_voters: int = 5
     max_observers: int = 2
     wire_codec: bool = False  # every message through the real codec (see SimCluster)
     membership: bool = False  # a dynamic quorum whose voters are added, removed and reassigned under faults
 
 
-PROFILES = {
-    "quick": ChaosProfile(duration_ms=8_000, fault_gap_ms=(300, 2_500), liveness_timeout_ms=30_000),
-    "ci": ChaosProfile(duration_ms=20_000, fault_gap_ms=(300, 3_000), liveness_timeout_ms=30_000),
-    "soak": ChaosProfile(duration_ms=120_000, fault_gap_ms=(200, 4_000), liveness_timeout_ms=30_000),
-    "ci-wire": ChaosProfile(duration_ms=20_000, fault_gap_ms=(300, 3_000), liveness_timeout_ms=30_000,
-                            wire_codec=True),
-    "ci-membership": ChaosProfile(duration_ms=20_000, fault_gap_ms=(300, 3_000), liveness_timeout_ms=30_000,
-                                  max_observers=3, membership=True),
-    "soak-membership": ChaosProfile(duration_ms=120_000, fault_gap_ms=(200, 4_000), liveness_timeout_ms=30_000,
-                                    max_observers=3, membership=True),
-}
-
-
 class ChaosFailure(AssertionError):
     pass
 
 
-def replay_command(seed: int, profile: str) -> str:
-    return f"python -m kraft.testing.chaos --seed {seed} --profile {profile}"
+class Workload:
+    """What a mode brings to the driver. ``rng`` is the fault schedule's (the workload draws
+    its faults from it, the driver the gaps between them); ``PROFILES`` its named profiles."""
+
+    PROFILES: dict = {}
+    first_fault_ms: tuple[int, int] = (1_000, 3_000)
+    rng: random.Random
+
+    @property
+    def now(self) -> int:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        """Start the nodes and clients (no fault yet)."""
+        raise NotImplementedError
+
+    def schedule(self, at_ms: int, fn) -> None:
+        raise NotImplementedError
+
+    def run_until(self, t_ms: int) -> None:
+        raise NotImplementedError
+
+    def inject(self) -> None:
+        """One fault, chosen with ``rng``."""
+        raise NotImplementedError
+
+    def heal(self) -> None:
+        """No partitions, every node up, no more message loss."""
+        raise NotImplementedError
+
+    def converge(self, timeout_ms: int) -> None:
+        """Make progress again within ``timeout_ms`` of now (AssertionError if not)."""
+        raise NotImplementedError
+
+    def result(self, faults: int):
+        """The end-of-run checks; a dataclass of what the run went through."""
+        raise NotImplementedError
 
 
-@dataclass
-class ChaosResult:
-    seed: int
-    voters: int
-    observers: int
-    events: int
-    committed: int
-    faults: int
-    simulated_ms: int
-
-
-def build_cluster(seed: int, profile: ChaosProfile) -> SimCluster:
-    rng = random.Random(seed)
-    voters = rng.choice([v for v in (1, 2, 3, 3, 3, 4, 5, 5) if v <= profile.max_voters])
-    observers = rng.choice([o for o in (0, 0, 0, 1, 2) if o <= profile.max_observers])
-    if profile.membership:
-        observers = rng.choice([1, 2, 2, 3])  # someone to add
-    config = RaftConfig(
-        cluster_id="sim",
-        append_linger_ms=rng.choice([0, 5, 25]),
-        fetch_snapshot_max_bytes=rng.choice([64, 256, 1 << 20]),
-        fetch_max_bytes=rng.choice([256, 4096, 1 << 20]),
-    )
-    return SimCluster(seed, voters, observers, config=config, faults=NetworkFaults.random(rng),
-                      snapshot_interval=rng.choice([0, 0, 10, 40, 200]), max_flush_ms=rng.choice([0, 2, 10]),
-                      wire_codec=profile.wire_codec, dynamic=profile.membership)
-
-
-class _Chaos:
-    def __init__(self, seed: int, profile: ChaosProfile):
-        self.profile = profile
-        self.cluster = build_cluster(seed, profile)
-        self.rng = random.Random(seed * 7 + 3)
+class ChaosDriver:
+    def __init__(self, workload: Workload, profile: ChaosProfile):
+        self.workload, self.profile = workload, profile
         self.faults = 0
-        self.wiped = False
-        self.wiped_at = None
 
-    def client(self) -> None:
-        c = self.cluster
-        if self.rng.random() < 0.8:
-            c.propose([c.next_value() for _ in range(self.rng.randint(1, 3))])
-        c.schedule(c.now + self.rng.randint(10, 150), self.client)
+    @classmethod
+    def for_mode(cls, mode: str, seed: int, profile: str) -> "ChaosDriver":
+        workload = workload_class(mode)
+        p = workload.PROFILES[profile]
+        return cls(workload(seed, p), p)
 
-    def fault(self) -> None:
-        c, rng = self.cluster, self.rng
-        if c.now >= self.fault_end:
+    def run(self):
+        w, p = self.workload, self.profile
+        w.start()
+        w.schedule(w.rng.randint(*w.first_fault_ms), self._fault)
+        w.run_until(p.duration_ms)
+        w.heal()
+        w.converge(p.liveness_timeout_ms)
+        return w.result(self.faults)
+
+    def _fault(self) -> None:
+        w = self.workload
+        if w.now >= self.profile.duration_ms:
             return
         self.faults += 1
-        ids = sorted(c.nodes)
-        kinds = ["crash", "crash", "partition", "partition", "heal", "wipe", "crash_leader"]
-        if self.profile.membership:
-            kinds += ["add", "add", "remove", "remove", "reassign", "reassign", "cancel"]
-        kind = rng.choice(kinds)
-        if kind in ("crash", "crash_leader"):
-            leader = c.leader()
-            victim = leader.id if kind == "crash_leader" and leader is not None else rng.choice(ids)
-            c.crash(victim)
-            c.schedule(c.now + rng.randint(0, 6_000), c.restart, victim)
-        elif kind == "partition":
-            c.heal()
-            how = rng.choice(["one", "leader", "split", "ring"])
-            if how == "one":
-                c.isolate(rng.choice(ids))
-            elif how == "leader":
-                leader = c.leader()
-                if leader is not None:
-                    c.isolate(leader.id)
-            elif how == "split":
-                shuffled = ids[:]
-                rng.shuffle(shuffled)
-                cut = rng.randint(1, len(shuffled) - 1) if len(shuffled) > 1 else 1
-                c.network.split(shuffled[:cut], shuffled[cut:])
-            else:
-                shuffled = ids[:]
-                rng.shuffle(shuffled)
-                c.network.ring(shuffled)
-            c.schedule(c.now + rng.randint(500, 8_000), c.heal)
-        elif kind == "heal":
-            c.heal()
-        elif kind in ("add", "remove"):
-            self.change_voters(kind)
-        elif kind in ("reassign", "cancel"):
-            self.reassign(kind == "cancel")
-        elif kind == "wipe" and self.profile.membership and not self.wiped:
-            victim = rng.choice(ids)
-            if all(self._healthy_majority(vs, lost=victim) for vs in self._voter_sets()) and not self._reassigning():
-                self.wiped = True
-                self.wiped_at = c.now
-                c.wipe(victim)
-                c.schedule(c.now + rng.randint(0, 3_000), c.restart, victim)
-        elif kind == "wipe" and not self.wiped:
-            # One disk loss per run, and only where a majority of voters survives it.
-            candidates = list(c.observer_ids) + (list(c.voter_ids) if len(c.voter_ids) >= 3 else [])
-            if candidates:
-                self.wiped = True
-                victim = rng.choice(candidates)
-                c.wipe(victim)
-                c.schedule(c.now + rng.randint(0, 3_000), c.restart, victim)
+        w.inject()
         lo, hi = self.profile.fault_gap_ms
-        c.schedule(c.now + rng.randint(lo, hi), self.fault)
-
-    # --- membership (profile.membership) ---------------------------------------------------
-    def _voter_sets(self):
-        """The latest voter set of every live node (they differ while a change is uncommitted)."""
-        return [n.core.voters for n in self.cluster.alive_nodes()]
-
-    def _healthy_majority(self, voters, lost=None, extra=()) -> bool:
-        """Would the voters whose disks still hold their replica (and ``extra``) be a
-        majority of ``voters``? An operator never makes a change (or loses a disk) that leaves
-        the quorum without one: liveness would be gone for good, not a protocol bug."""
-        nodes = self.cluster.nodes
-        keys = list(voters.keys()) + list(extra)
-        healthy = sum(1 for k in keys if k.id != lost and k.id in nodes and k.directory_id == nodes[k.id].directory_id)
-        return healthy >= len(keys) // 2 + 1
-
-    def _reassigning(self) -> bool:
-        return any(n.core.target_voters is not None for n in self.cluster.alive_nodes())
-
-    def change_voters(self, kind: str) -> None:
-        c, rng = self.cluster, self.rng
-        leader = c.leader()
-        if leader is None:
-            return
-        voters = leader.core.voters
-        sets = self._voter_sets()
-        if kind == "add":
-            outside = [n for n in c.alive_nodes() if n.id not in voters.ids]
-            if not outside:
-                return
-            node = rng.choice(outside)
-            key = ReplicaKey(node.id, node.directory_id)
-            if all(self._healthy_majority(vs, extra=[key]) for vs in sets):
-                c.admin("add", key)
-        else:
-            keys = voters.keys()
-            if len(keys) < 2:
-                return
-            key = rng.choice(keys)
-            if all(self._healthy_majority(vs.without_voter(key)) for vs in sets):
-                c.admin("remove", key)
-
-    def reassign(self, cancel: bool) -> None:
-        """Seed 002's target voters: a random target (ids, or now and then the exact replica
-        keys of the nodes' current disks), or a cancel. No operator check here: the leader
-        takes a step only while caught-up voters are a majority of the set it makes. The
-        operator's one rule: no reassignment while a lost disk may still look caught up (one
-        fetch timeout: the leader cannot tell a just-wiped voter from a live one sooner), and
-        no disk lost while a reassignment runs — either could let a step shrink the voters
-        to a set whose majority includes the lost replica (liveness lost for good, as when
-        an operator removes the wrong voter; safety is checked regardless)."""
-        c, rng = self.cluster, self.rng
-        if cancel:
-            c.reassign([], cancel=True)
-            return
-        if self.wiped_at is not None and c.now < self.wiped_at + 2 * c.config.fetch_timeout_ms:
-            return
-        ids = sorted(c.nodes)
-        chosen = rng.sample(ids, rng.randint(1, min(5, len(ids))))
-        if rng.random() < 0.3:
-            chosen = [ReplicaKey(i, c.nodes[i].directory_id) for i in chosen]
-        c.reassign(chosen)
-
-    def run(self) -> ChaosResult:
-        c, p = self.cluster, self.profile
-        c.start_all()
-        self.fault_end = p.duration_ms
-        c.schedule(self.rng.randint(0, 200), self.client)
-        c.schedule(self.rng.randint(1_000, 3_000), self.fault)
-        c.run_until(p.duration_ms)
-        # Heal: no partitions, every node up, no more message loss.
-        c.heal()
-        for nid in sorted(c.nodes):
-            c.restart(nid)
-        c.network.faults.drop_rate = 0.0
-        healed_at = c.now
-        try:
-            c.commit(timeout_ms=p.liveness_timeout_ms)
-        except AssertionError as exc:
-            raise AssertionError(f"liveness: no commit within {p.liveness_timeout_ms} ms after healing at "
-                                 f"{healed_at} ms: {exc}") from None
-        committed = max((n.core.high_watermark for n in c.alive_nodes()), default=0)
-        return ChaosResult(c.seed, len(c.voter_ids), len(c.observer_ids), c.events, committed,
-                           self.faults, c.now)
+        w.schedule(w.now + w.rng.randint(lo, hi), self._fault)
 
 
-def run_chaos(seed: int, profile: str = "ci") -> ChaosResult:
+#: mode -> (module, workload class); imported when used (the workloads import this module)
+MODES = {
+    "raft": ("kraft.testing.raft_chaos", "RaftWorkload"),
+    "controller": ("kraft.testing.controller_chaos", "ControllerWorkload"),
+    "replication": ("kraft.testing.replication_chaos", "ReplicationWorkload"),
+}
+
+
+def workload_class(mode: str):
+    module, name = MODES[mode]
+    return getattr(importlib.import_module(module), name)
+
+
+def replay_command(mode: str, seed: int, profile: str) -> str:
+    return f"python -m kraft.testing.chaos --mode {mode} --seed {seed} --profile {profile}"
+
+
+def run_chaos(seed: int, profile: str = "ci", mode: str = "raft"):
     """One randomised run; raises ChaosFailure (with the replay command) on any failure."""
     try:
-        return _Chaos(seed, PROFILES[profile]).run()
+        return ChaosDriver.for_mode(mode, seed, profile).run()
     except Exception as exc:  # invariant violations, liveness, and bugs alike need the seed
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        raise ChaosFailure(f"seed {seed} failed: {detail}\n  replay: {replay_command(seed, profile)}") from exc
+        raise ChaosFailure(f"{mode} seed {seed} failed: {detail}\n  replay: {replay_command(mode, seed, profile)}") \
+            from exc
+
+
+# Module-level, one per mode: seed pools send them to worker processes by reference.
+def run_raft(seed: int, profile: str = "ci"):
+    return run_chaos(seed, profile, "raft")
+
+
+def run_controller(seed: int, profile: str = "ci"):
+    return run_chaos(seed, profile, "controller")
+
+
+def run_replication(seed: int, profile: str = "ci"):
+    return run_chaos(seed, profile, "replication")
+
+
+RUNS = {"raft": run_raft, "controller": run_controller, "replication": run_replication}
 
 
 def main(argv=None) -> int:
-    return seed_main(argv, prog="python -m kraft.testing.chaos", doc=__doc__, profiles=PROFILES, default="ci",
-                     run=run_chaos, failure=ChaosFailure)
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--mode", choices=sorted(MODES), default="raft")
+    known, rest = pre.parse_known_args(argv)
+    return seed_main(rest, prog=f"python -m kraft.testing.chaos --mode {known.mode}", doc=__doc__,
+                     profiles=workload_class(known.mode).PROFILES, default="ci", run=RUNS[known.mode],
+                     failure=ChaosFailure)
 
 
 if __name__ == "__main__":

@@ -6,24 +6,19 @@ partitions that cut clients too, lossy links, at most one disk wipe, snapshots o
 After the faults everything is healed and the run must make progress again (liveness: an
 active controller, every running broker unfenced, a new topic acknowledged), every node must
 catch up, and then the end-of-run invariants are checked (``controller_checks``). Any failure
-raises :class:`ChaosFailure` whose message ends with a one-line replay command:
+fails the run (a workload of ``kraft.testing.chaos``, which names the replay command):
 
-    python -m kraft.testing.controller_chaos --seed 1234 --profile ci
-
-No real time or I/O; deterministic per (seed, profile).
+    python -m kraft.testing.chaos --mode controller --seed 1234 --profile ci
 """
 
 from __future__ import annotations
 
 import dataclasses
 import random
-import sys
-import traceback
 from dataclasses import dataclass
 
-from kraft.testing.seed_cli import seed_main
 from kraft.raft import RaftConfig
-from kraft.testing.chaos import ChaosFailure
+from kraft.testing.chaos import ChaosProfile, Workload
 from kraft.testing.cluster import SimCluster
 from kraft.testing.controller_checks import ControllerChecks, TopicLedger
 from kraft.testing.controller_clients import (ADMIN_ID_BASE, BROKER_ID_BASE, ClientLinks, SimAdmin, SimBroker,
@@ -33,22 +28,11 @@ from kraft.testing.invariants import InvariantViolation
 from kraft.testing.network import NetworkFaults
 
 
-@dataclass(frozen=True)
-class ControllerProfile:
-    duration_ms: int  # simulated time with faults
-    fault_gap_ms: tuple[int, int]  # time between fault events
-    liveness_timeout_ms: int  # after healing, the cluster must be whole again within this
-
-
 PROFILES = {
-    "quick": ControllerProfile(duration_ms=6_000, fault_gap_ms=(300, 2_000), liveness_timeout_ms=30_000),
-    "ci": ControllerProfile(duration_ms=12_000, fault_gap_ms=(300, 2_500), liveness_timeout_ms=30_000),
-    "soak": ControllerProfile(duration_ms=60_000, fault_gap_ms=(200, 3_000), liveness_timeout_ms=30_000),
+    "quick": ChaosProfile(duration_ms=6_000, fault_gap_ms=(300, 2_000), liveness_timeout_ms=30_000),
+    "ci": ChaosProfile(duration_ms=12_000, fault_gap_ms=(300, 2_500), liveness_timeout_ms=30_000),
+    "soak": ChaosProfile(duration_ms=60_000, fault_gap_ms=(200, 3_000), liveness_timeout_ms=30_000),
 }
-
-
-def replay_command(seed: int, profile: str) -> str:
-    return f"python -m kraft.testing.controller_chaos --seed {seed} --profile {profile}"
 
 
 @dataclass
@@ -147,15 +131,34 @@ def build(seed: int) -> tuple[ControllerCluster, random.Random]:
     return cluster, random.Random(seed * 7 + 3)
 
 
-class _ControllerChaos:
-    def __init__(self, seed: int, profile: ControllerProfile):
+class ControllerWorkload(Workload):
+    PROFILES = PROFILES
+
+    def __init__(self, seed: int, profile: ChaosProfile):
         self.profile = profile
         self.cluster, self.rng = build(seed)
-        self.faults = 0
         self.wiped = False
         self.fault_end = profile.duration_ms
         self.cluster.on_open_transaction = self.mid_transaction
         self.mid_transaction_crashes = 0
+
+    @property
+    def now(self) -> int:
+        return self.cluster.now
+
+    def schedule(self, at_ms: int, fn) -> None:
+        self.cluster.schedule(at_ms, fn)
+
+    def run_until(self, t_ms: int) -> None:
+        self.cluster.run_until(t_ms)
+
+    def start(self) -> None:
+        c = self.cluster
+        c.start_all()
+        for b in c.brokers:
+            c.schedule(self.rng.randint(0, 500), b.start)
+        for a in c.admins:
+            c.schedule(self.rng.randint(200, 1_000), a.start)
 
     def mid_transaction(self, node_id: int) -> None:
         """Sometimes crash an active controller whose committed log has a transaction open: the
@@ -173,11 +176,8 @@ class _ControllerChaos:
         c.crash(node_id)
         c.schedule(c.now + self.rng.randint(0, 3_000), c.restart, node_id)
 
-    def fault(self) -> None:
+    def inject(self) -> None:
         c, rng = self.cluster, self.rng
-        if c.now >= self.fault_end:
-            return
-        self.faults += 1
         ids = sorted(c.nodes)
         alive = c.alive_nodes()
         if alive:  # (a) during the run: one snapshot (or the log) of one node, replayed
@@ -215,8 +215,6 @@ class _ControllerChaos:
             c.schedule(c.now + rng.randint(0, 3_000), c.restart, victim)
         elif kind == "broker":
             self.broker_fault()
-        lo, hi = self.profile.fault_gap_ms
-        c.schedule(c.now + rng.randint(lo, hi), self.fault)
 
     def broker_fault(self) -> None:
         c, rng = self.cluster, self.rng
@@ -239,26 +237,17 @@ class _ControllerChaos:
     def _unpause(b: SimBroker) -> None:
         b.paused = False
 
-    def run(self) -> ControllerChaosResult:
-        c, p = self.cluster, self.profile
-        c.start_all()
-        for b in c.brokers:
-            c.schedule(self.rng.randint(0, 500), b.start)
-        for a in c.admins:
-            c.schedule(self.rng.randint(200, 1_000), a.start)
-        c.schedule(self.rng.randint(1_000, 3_000), self.fault)
-        c.run_until(p.duration_ms)
-        self.heal_all()
+    def converge(self, timeout_ms: int) -> None:
+        c = self.cluster
         healed_at = c.now
         try:
-            self.wait_whole(healed_at + p.liveness_timeout_ms)
+            self.wait_whole(healed_at + timeout_ms)
         except InvariantViolation:
             raise
         except AssertionError as exc:
             raise AssertionError(f"liveness after healing at {healed_at} ms: {exc}\n{c.describe()}") from None
-        return self.final_checks()
 
-    def heal_all(self) -> None:
+    def heal(self) -> None:
         c = self.cluster
         c.heal()
         for nid in sorted(c.nodes):
@@ -313,7 +302,7 @@ class _ControllerChaos:
         if not c.run_until(deadline, caught_up):
             raise AssertionError("nodes did not all catch up with the leader")
 
-    def final_checks(self) -> ControllerChaosResult:
+    def result(self, faults: int) -> ControllerChaosResult:
         c = self.cluster
         checks = c.checks
         for n in c.nodes.values():
@@ -326,26 +315,8 @@ class _ControllerChaos:
                 raise AssertionError(f"running broker {b.id} not registered at the end")
         return ControllerChaosResult(
             c.seed, len(c.voter_ids), len(c.brokers), len(c.admins), c.events, active.core.high_watermark,
-            self.faults, c.now, c.ledger.acknowledged_creates, checks.answers_checked, checks.snapshots_checked,
+            faults, c.now, c.ledger.acknowledged_creates, checks.answers_checked, checks.snapshots_checked,
             len(image.topics.by_id), image.topics.partition_count, checks.activations, checks.snapshots_loaded,
             checks.fenced_by_expiry, sum(b.registrations for b in c.brokers), checks.dropped_uncommitted,
             self.mid_transaction_crashes, checks.inherited_transactions)
 
-
-def run_controller_chaos(seed: int, profile: str = "ci") -> ControllerChaosResult:
-    """One randomised run; raises ChaosFailure (with the replay command) on any failure."""
-    try:
-        return _ControllerChaos(seed, PROFILES[profile]).run()
-    except Exception as exc:  # invariant violations, liveness, and bugs alike need the seed
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        raise ChaosFailure(f"controller seed {seed} failed: {detail}\n  replay: {replay_command(seed, profile)}") \
-            from exc
-
-
-def main(argv=None) -> int:
-    return seed_main(argv, prog="python -m kraft.testing.controller_chaos", doc=__doc__, profiles=PROFILES, default="ci",
-                     run=run_controller_chaos, failure=ChaosFailure)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

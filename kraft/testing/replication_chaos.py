@@ -12,24 +12,19 @@ past the session timeout or not, a broker cut off from everyone,
 from the controller only, or from one peer, lossy and reordering links. After the fault
 window everything heals and must converge: each partition acknowledges a new acks=all
 write, then every replica holds the same log up to the HW (liveness and convergence).
-Invariants (``replication_checks``) run after every event. A failure raises
-``ReplicationChaosFailure`` ending with its replay command:
+Invariants (``replication_checks``) run after every event. A workload of
+``kraft.testing.chaos``, which names the replay command of a failed seed:
 
-    python -m kraft.testing.replication_chaos --seed 1234 --profile ci
-
-Deterministic per (seed, profile); no real time or I/O.
+    python -m kraft.testing.chaos --mode replication --seed 1234 --profile ci
 """
 
 from __future__ import annotations
 
 import random
-import sys
-import traceback
 from dataclasses import dataclass
 
-from kraft.testing.seed_cli import seed_main
 from kraft.errors import ErrorCode
-from kraft.testing.chaos import ChaosFailure
+from kraft.testing.chaos import ChaosProfile, Workload
 from kraft.testing.network import NetworkFaults, SimulatedNetwork
 from kraft.testing.replication_broker import SimBroker
 from kraft.testing.replication_checks import ReplicationChecks
@@ -41,26 +36,12 @@ PRODUCER = 100
 CONTROLLER_TICK_MS = 50
 
 
-@dataclass(frozen=True)
-class ReplicationProfile:
-    duration_ms: int  # simulated time with faults
-    fault_gap_ms: tuple[int, int]
-    liveness_timeout_ms: int  # after healing, every partition must acknowledge a write within this
-
-
+#: liveness: after healing, every partition must acknowledge a write within the timeout
 PROFILES = {
-    "quick": ReplicationProfile(duration_ms=6_000, fault_gap_ms=(200, 1_500), liveness_timeout_ms=60_000),
-    "ci": ReplicationProfile(duration_ms=12_000, fault_gap_ms=(200, 2_000), liveness_timeout_ms=60_000),
-    "soak": ReplicationProfile(duration_ms=60_000, fault_gap_ms=(200, 3_000), liveness_timeout_ms=60_000),
+    "quick": ChaosProfile(duration_ms=6_000, fault_gap_ms=(200, 1_500), liveness_timeout_ms=60_000),
+    "ci": ChaosProfile(duration_ms=12_000, fault_gap_ms=(200, 2_000), liveness_timeout_ms=60_000),
+    "soak": ChaosProfile(duration_ms=60_000, fault_gap_ms=(200, 3_000), liveness_timeout_ms=60_000),
 }
-
-
-class ReplicationChaosFailure(ChaosFailure):
-    """A ``ChaosFailure``, so ``tools/seed_soak.py`` reports it like the Raft and controller ones."""
-
-
-def replay_command(seed: int, profile: str) -> str:
-    return f"python -m kraft.testing.replication_chaos --seed {seed} --profile {profile}"
 
 
 @dataclass(frozen=True)
@@ -76,7 +57,7 @@ class ReplicationResult:
     leader_changes: int
     isr_changes: int
     controlled_shutdowns: int
-    offline: int  # partitions left leaderless by KIP-966 (see ReplicationSim._online)
+    offline: int  # partitions left leaderless by KIP-966 (see ReplicationWorkload._online)
     simulated_ms: int
 
 
@@ -135,8 +116,11 @@ class SimProducer:
                 self.acked_after[tp] = self.acked_after.get(tp, 0) + 1
 
 
-class ReplicationSim:
-    def __init__(self, seed: int, profile: ReplicationProfile):
+class ReplicationWorkload(Workload):
+    PROFILES = PROFILES
+    first_fault_ms = (1_000, 2_500)
+
+    def __init__(self, seed: int, profile: ChaosProfile):
         self.seed = seed
         self.profile = profile
         rng = self.rng = random.Random(seed)
@@ -164,7 +148,6 @@ class ReplicationSim:
         self.producer = SimProducer(self, rng, acks_all_share=rng.choice([0.5, 0.9, 1.0]),
                                     stale_share=rng.choice([0.0, 0.1, 0.3]))
         self.events = 0
-        self.faults = 0
         self.elr = elr
         self.min_isr = min_isr
         self.controlled_shutdowns = 0
@@ -217,8 +200,8 @@ class ReplicationSim:
             self.queue.at(self.now + CONTROLLER_TICK_MS, ("ctick",))
         elif kind == "producer":
             self.producer.tick()
-        elif kind == "fault":
-            self.fault()
+        elif kind == "call":
+            event[1]()
         elif kind == "restart":
             b = self.brokers[event[1]]
             if not b.alive:
@@ -237,12 +220,12 @@ class ReplicationSim:
             self.network.send(CONTROLLER, src, ("mrecords", token, offset, records[offset:offset + 200],
                                                 len(records)))
 
+    def schedule(self, at_ms: int, fn) -> None:
+        self.queue.at(at_ms, ("call", fn))
+
     # --- faults ----------------------------------------------------------------------------------
-    def fault(self) -> None:
+    def inject(self) -> None:
         rng, now = self.rng, self.now
-        if now >= self.profile.duration_ms:
-            return
-        self.faults += 1
         ids = sorted(self.brokers)
         b = self.brokers[rng.choice(ids)]
         leaders = self._leaders()
@@ -270,7 +253,6 @@ class ReplicationSim:
                 self.controlled_shutdowns += 1
         else:
             self.network.faults.drop_rate = rng.choice([0.0, 0.01, 0.05, 0.2])
-        self.queue.at(now + rng.randint(*self.profile.fault_gap_ms), ("fault",))
 
     def stopped(self, broker) -> None:
         """A broker finished a controlled shutdown: it comes back after a while."""
@@ -283,8 +265,8 @@ class ReplicationSim:
         return sorted({r.leader for r in topic.partitions.values() if r.leader > 0})
 
     # --- a run -----------------------------------------------------------------------------------
-    def run(self) -> ReplicationResult:
-        changes = {"leader": 0, "isr": 0}
+    def start(self) -> None:
+        self.changes = changes = {"leader": 0, "isr": 0}
 
         def count(records):
             for r in records:
@@ -298,39 +280,45 @@ class ReplicationSim:
             b.start()
         self.queue.at(0, ("ctick",))
         self.queue.at(self.rng.randint(0, 100), ("producer",))
-        self.queue.at(self.rng.randint(1_000, 2_500), ("fault",))
-        p = self.profile
-        self.run_until(p.duration_ms)
-        # Heal: every link, every broker up and running, no loss.
-        healed_at = self.now
+
+    def heal(self) -> None:
+        """Every link, every broker up and running, no loss."""
         self.network.heal()
         self.network.faults.drop_rate = 0.0
         for b in self.brokers.values():
             b.paused_until = 0
             if not b.alive:
                 b.start()
+
+    def converge(self, timeout_ms: int) -> None:
+        """Each partition acknowledges a new acks=all write; then, writes stopped, every replica
+        holds the same log up to the HW."""
+        healed_at = self.now
         producer = self.producer
         producer.mark = healed_at
-        ok = self.run_until(healed_at + p.liveness_timeout_ms,
+        ok = self.run_until(healed_at + timeout_ms,
                             lambda: all(producer.acked_after.get((TOPIC, q), 0) >= 1 for q in self._online()))
-        topic = self.controller.image.topics.by_name.get(TOPIC)
-        partitions = sorted(topic.partitions) if topic is not None else []
         if not ok:
+            topic = self.controller.image.topics.by_name.get(TOPIC)
+            partitions = sorted(topic.partitions) if topic is not None else []
             raise AssertionError(f"liveness: after healing at {healed_at} ms, partitions "
                                  f"{[q for q in partitions if not producer.acked_after.get((TOPIC, q))]} "
-                                 f"acknowledged no acks=all write within {p.liveness_timeout_ms} ms"
+                                 f"acknowledged no acks=all write within {timeout_ms} ms"
                                  f"{self._describe()}")
-        # Quiesce: no more writes; followers catch up; every replica the same up to the HW.
         producer.enabled = False
         quiet_at = self.now
-        self.run_until(quiet_at + p.liveness_timeout_ms, self._settled)
+        self.run_until(quiet_at + timeout_ms, self._settled)
         if not self._settled():
-            raise AssertionError(f"convergence: replicas still differ {p.liveness_timeout_ms} ms after the "
+            raise AssertionError(f"convergence: replicas still differ {timeout_ms} ms after the "
                                  f"writes stopped{self._describe()}")
         self.checks.converged(self)
+
+    def result(self, faults: int) -> ReplicationResult:
+        topic = self.controller.image.topics.by_name.get(TOPIC)
+        partitions = sorted(topic.partitions) if topic is not None else []
         return ReplicationResult(self.seed, len(self.brokers), len(partitions), self.power_loss, self.elr,
-                                 self.events, self.faults, self.checks.acked_count, changes["leader"], changes["isr"],
-                                 self.controlled_shutdowns, len(self.offline), self.now)
+                                 self.events, faults, self.checks.acked_count, self.changes["leader"],
+                                 self.changes["isr"], self.controlled_shutdowns, len(self.offline), self.now)
 
     def _online(self) -> list:
         """The partitions that can have a leader: all but those whose ISR and ELR are both
@@ -380,21 +368,3 @@ class ReplicationSim:
         lines.append("brokers: " + ", ".join(f"{b}{' fenced' if r.fenced else ''}" for b, r in sorted(brokers.items())))
         return "\n  " + "\n  ".join(lines)
 
-
-def run_replication_chaos(seed: int, profile: str = "ci") -> ReplicationResult:
-    """One randomised run; raises ReplicationChaosFailure (with the replay command) on any failure."""
-    try:
-        return ReplicationSim(seed, PROFILES[profile]).run()
-    except Exception as exc:  # invariant violations, liveness, and bugs alike need the seed
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        raise ReplicationChaosFailure(f"seed {seed} failed: {detail}\n  replay: {replay_command(seed, profile)}") \
-            from exc
-
-
-def main(argv=None) -> int:
-    return seed_main(argv, prog="python -m kraft.testing.replication_chaos", doc=__doc__, profiles=PROFILES, default="ci",
-                     run=run_replication_chaos, failure=ReplicationChaosFailure)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """The simulator over many random seeds (CI: 1,400 seeds x 20 simulated seconds each, with
 crashes, partitions, a disk wipe, lossy/duplicating/reordering links), plus determinism.
 A failure names its seed and the one-line command that replays it. Longer runs:
-``python tools/raft_soak.py``."""
+``python tools/seed_soak.py --mode raft``."""
 
 import os
 
@@ -33,16 +33,17 @@ def test_chaos_seeds_with_membership_changes(first):
 def test_membership_seeds_do_change_the_voters():
     """The profile must exercise what it claims: voters added and removed, committed, and
     target-voters reassignments (seed 002) recorded and driven to their end."""
-    from kraft.testing.chaos import _Chaos, PROFILES
+    from kraft.testing.chaos import ChaosDriver
 
     answers, reached = [], 0
     for seed in range(20):
-        chaos = _Chaos(seed, PROFILES["ci-membership"])
-        chaos.run()
-        answers += chaos.cluster.admin_answers
+        driver = ChaosDriver.for_mode("raft", seed, "ci-membership")
+        driver.run()
+        cluster = driver.workload.cluster
+        answers += cluster.admin_answers
         # A reassignment that reached its target: a Voters record whose set is the target
         # the record before it carried, and which carries none.
-        h = chaos.cluster.leader().core.control
+        h = cluster.leader().core.control
         sets, targets = h.voters._sets, h._targets
         reached += any(targets[i - 1] is not None and targets[i] is None and sets[i].ids == targets[i - 1].ids
                        for i in range(1, len(sets)))
@@ -56,15 +57,16 @@ def test_same_seed_replays_exactly():
 
 
 def test_failure_message_carries_the_replay_command(monkeypatch):
-    import kraft.testing.chaos as chaos
+    from kraft.testing.raft_chaos import RaftWorkload
 
-    def boom(self):
+    def boom(self, timeout_ms):
         raise AssertionError("synthetic")
 
-    monkeypatch.setattr(chaos._Chaos, "run", boom)
+    monkeypatch.setattr(RaftWorkload, "converge", boom)
     with pytest.raises(ChaosFailure) as info:
         run_chaos(77, "ci")
-    assert "python -m kraft.testing.chaos --seed 77 --profile ci" in str(info.value)
+    assert "raft seed 77 failed: AssertionError: synthetic" in str(info.value)
+    assert "python -m kraft.testing.chaos --mode raft --seed 77 --profile ci" in str(info.value)
 
 
 def test_messages_through_the_real_codec_change_nothing():

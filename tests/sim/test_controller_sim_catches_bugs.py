@@ -9,14 +9,13 @@ from kraft.controller import broker_handlers, partition_change, quorum_controlle
 from kraft.controller.partition_change import NO_LEADER
 from kraft.controller.result import ControllerResult
 from kraft.metadata import image_records
-from kraft.testing.chaos import ChaosFailure
-from kraft.testing.controller_chaos import run_controller_chaos
+from kraft.testing.chaos import ChaosFailure, run_controller
 
 
 def first_failure(seeds, profile="quick") -> str | None:
     for seed in seeds:
         try:
-            run_controller_chaos(seed, profile)
+            run_controller(seed, profile)
         except ChaosFailure as exc:
             return str(exc)
     return None

@@ -6,14 +6,14 @@ from kraft.broker import broker_state, follower_log, produce_handler
 from kraft.broker.leader_partition import PartitionLeaderState
 from kraft.broker.replica_fetcher import ReplicaFetcher, UpdateHighWatermark
 from kraft.errors import ErrorCode
-from kraft.testing.replication_chaos import ReplicationChaosFailure, run_replication_chaos
+from kraft.testing.chaos import ChaosFailure, run_replication
 
 
 def first_failure(seeds):
     for seed in seeds:
         try:
-            run_replication_chaos(seed, "ci")
-        except ReplicationChaosFailure as exc:
+            run_replication(seed, "ci")
+        except ChaosFailure as exc:
             return seed, str(exc)
     return None
 
