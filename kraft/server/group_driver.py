@@ -41,6 +41,7 @@ from kraft.protocol import (ConsumerGroupDescribeRequest, ConsumerGroupDescribeR
 from kraft.protocol.messages.group_membership import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
 from kraft.records import build_batch
 from kraft.server.partition_loader import read_partition_records, reconcile_shards
+from kraft.server.reply import Reply, relay
 
 log = logging.getLogger("kraft.groups")
 
@@ -288,15 +289,20 @@ class GroupDriver:
         self._drain(shard.partition)
         if box:
             return box[0]
-        fut = asyncio.get_running_loop().create_future()
+        fut = Reply()
         return fut
 
-    async def _later(self, value, make):
-        return make(*(await value))
-
-    def _answer(self, result, make):
-        if isinstance(result, asyncio.Future):
-            return self._later(result, make)
+    @staticmethod
+    def _answer(result, make):
+        """The answer now, or a Reply of it made when the shard answers: a Reply chained by
+        callback, not a coroutine (a Task and two loop turns per deferred answer cost more
+        than the offset commit it carried); cancelling it (the connection closed) cancels
+        the shard's wait."""
+        if type(result) is Reply:
+            out = Reply(lambda answer: make(*answer))
+            result.add_done_callback(lambda r: relay(r, out))
+            out.add_done_callback(lambda o: result.cancel() if o.cancelled() else None)
+            return out
         return make(*result)
 
     def handle(self, ctx, request):
@@ -544,14 +550,14 @@ class GroupDriver:
 
         def make():
             return R(results=[R.Result(group_id=g, error_code=codes[g]) for g in request.groups_names])
-        if not any(isinstance(w, asyncio.Future) for w in waits):
+        if not any(type(w) is Reply for w in waits):
             for w in waits:
                 codes.update(w[0])
             return make()
 
         async def later():
             for w in waits:
-                answer = (await w) if isinstance(w, asyncio.Future) else w
+                answer = (await w) if type(w) is Reply else w
                 codes.update(answer[0])
             return make()
         return later()

@@ -44,6 +44,7 @@ from kraft.protocol.messages.add_to_txn import AddPartitionsToTxnPartitionResult
 from kraft.records import build_batch
 from kraft.server.group_driver import _Loaded, _produce_code
 from kraft.server.partition_loader import read_partition_records, reconcile_shards
+from kraft.server.reply import Reply, relay
 
 log = logging.getLogger("kraft.transactions")
 
@@ -329,16 +330,22 @@ class TxnDriver:
         self._drain(shard.partition)
         if box:
             return box[0]
-        fut = asyncio.get_running_loop().create_future()
+        fut = Reply()
         # The request's connection closed (its answer cancelled): a held add must not run later.
         fut.add_done_callback(lambda f: shard.forget(respond) if f.cancelled() else None)
         return fut
 
-    def _answer(self, result, make):
-        if isinstance(result, asyncio.Future):
-            async def later():
-                return make(*(await result))
-            return later()
+    @staticmethod
+    def _answer(result, make):
+        """The answer now, or a Reply of it made when the shard answers: a Reply chained by
+        callback, not a coroutine (a Task and two loop turns per deferred answer cost more
+        than the offset commit it carried); cancelling it (the connection closed) cancels
+        the shard's wait."""
+        if type(result) is Reply:
+            out = Reply(lambda answer: make(*answer))
+            result.add_done_callback(lambda r: relay(r, out))
+            out.add_done_callback(lambda o: result.cancel() if o.cancelled() else None)
+            return out
         return make(*result)
 
     def handle(self, ctx, request):
@@ -387,7 +394,7 @@ class TxnDriver:
 
         async def later():
             result = run(await got)
-            return (await result) if asyncio.iscoroutine(result) else result
+            return (await result) if type(result) is Reply else result
         return later()
 
     def add_partitions(self, request, version: int, now: int):
@@ -446,7 +453,7 @@ class TxnDriver:
 
         def fill(entry, code):
             entry[2].update({tp: int(code) for tp in entry[1]})
-        if not any(isinstance(w, asyncio.Future) for _, w in waits):
+        if not any(type(w) is Reply for _, w in waits):
             for entry, w in waits:
                 fill(entry, w[0])
             return make()
@@ -454,10 +461,10 @@ class TxnDriver:
         async def later():
             try:
                 for entry, w in waits:
-                    fill(entry, ((await w) if isinstance(w, asyncio.Future) else w)[0])
+                    fill(entry, ((await w) if type(w) is Reply else w)[0])
             except asyncio.CancelledError:
                 for _, w in waits:
-                    if isinstance(w, asyncio.Future):
+                    if type(w) is Reply:
                         w.cancel()
                 raise
             return make()
