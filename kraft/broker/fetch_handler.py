@@ -24,11 +24,13 @@ fetch every partition of its session); after it, the session decides which resul
 the answer and which session id it names. Every pre-KIP-227 client sends session epoch -1 and
 gets today's sessionless full answer.
 
-One copy: the records are read from the segment files with ``pread`` (``log_reads.read_bytes``;
-not views of their maps, which would raise SIGBUS if a follower truncated a segment while the
-answer waits to be written); the answer is an ``EncodedParts`` whose record parts are those
-buffers, spliced into the encoding of the rest of the response at marker positions, and the
-server writes them to the socket as they are. A request that finds fewer than ``min_bytes``
+No copy for large reads: a partition's records of 64 KiB or more stay in the segment file as a
+``FileSlice`` (``log_reads.read_answer``) that the connection sends with ``sendfile``; smaller
+ones are read with ``pread`` (not views of the maps, which would raise SIGBUS if a follower
+truncated a segment while the answer waits to be written; a truncation reads the slices it
+would cut into memory first). The answer is an ``EncodedParts`` whose record parts are those
+slices and buffers, spliced into the encoding of the rest of the response at marker
+positions, and the server writes them to the socket as they are. A request that finds fewer than ``min_bytes``
 parks until an append to one of its partitions (``wake``) or ``max_wait_ms``.
 """
 
@@ -42,7 +44,7 @@ import time
 from kraft.broker.broker_state import NONE, BrokerState
 from kraft.broker.fetch_sessions import DEFAULT_CACHE_SLOTS, FetchSessionCache, FetchSessions
 from kraft.errors import ErrorCode, FatalLogError, KraftError, OffsetOutOfRangeError
-from kraft.log.log_reads import read_bytes
+from kraft.log.log_reads import read_answer
 from kraft.protocol import EncodedParts, FetchRequest, FetchResponse
 from kraft.protocol.primitives import uvarint_bytes
 
@@ -265,7 +267,7 @@ class FetchHandler:
             states = state.producer_states
             r.lso = states.last_stable_offset(plog)
             upper = r.lso if isolation == READ_COMMITTED else r.hw
-            r.records = read_bytes(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)),
+            r.records = read_answer(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)),
                                    upper_offset=upper, min_one=first)
             if isolation == READ_COMMITTED:
                 # Kafka's collectAbortedTransactions: the consumer drops these producers'
@@ -371,7 +373,7 @@ class FetchHandler:
         if p.fetch_offset == log.end_offset:
             return r  # caught up: nothing to read (most partitions of a session, most of the time)
         try:
-            r.records = read_bytes(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)), min_one=first)
+            r.records = read_answer(log, p.fetch_offset, min(p.partition_max_bytes, max(remaining, 0)), min_one=first)
         except OffsetOutOfRangeError:
             r.code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
         except FatalLogError:

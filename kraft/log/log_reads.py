@@ -5,7 +5,10 @@ segment files (Fetch), and the offset for a timestamp or of the largest timestam
 ``read_view`` never copies batch bytes: it finds the byte range with the offset index and a
 header walk, and returns a ``memoryview`` of the segment's read-only map, for reads used
 before the log can change. ``read_bytes`` finds the same range and reads it with ``pread``
-(one copy, no map): Fetch answers, which may be written after a truncation. Batches are not CRC-checked here (every byte was validated
+(one copy, no map). ``read_answer`` is what a Fetch answer carries: a ``FileSlice`` of the
+segment for a large range (the connection sends it from the page cache with ``sendfile``;
+``kraft.log.file_slice`` says why a truncation cannot change it), ``read_bytes`` for a small
+one (a ``pread`` costs less than the slice's bookkeeping there). Batches are not CRC-checked here (every byte was validated
 when appended or recovered; clients check CRCs themselves). Functions over a
 ``SegmentedLog``'s segments (its ``_bases`` and ``_segment_with_index``, the lazily loaded
 indexes: a sibling module of the log, not a client of it), called on the thread that owns the
@@ -15,6 +18,7 @@ log; no writes, no asyncio.
 from __future__ import annotations
 
 import bisect
+import os
 import struct
 
 from kraft.errors import LogCorruptionError, OffsetOutOfRangeError
@@ -25,6 +29,10 @@ from kraft.records import RecordBatch
 _HEADER = struct.Struct(">qiib")  # base offset, length, partition leader epoch, magic
 _LAST_DELTA_AT, _MAX_TS_AT = 23, 35
 _LOG_OVERHEAD = 12  # base offset + length: enough to know a batch's size
+#: A Fetch answer's records from this many bytes on stay in the file until they are sent;
+#: ``KRAFT_ZERO_COPY=0`` in a server's environment reads every answer with ``pread`` instead
+#: (the copying path: for a comparison, or a platform whose ``sendfile`` misbehaves).
+ZERO_COPY_MIN_BYTES = 64 * 1024 if os.environ.get("KRAFT_ZERO_COPY", "1") != "0" else 1 << 62
 _I32, _I64 = struct.Struct(">i"), struct.Struct(">q")
 EMPTY = memoryview(b"")
 
@@ -67,6 +75,32 @@ def read_bytes(log: SegmentedLog, offset: int, max_bytes: int, upper_offset: int
     if first_size < 0:
         raise LogCorruptionError(f"invalid batch at position {position} of {seg.path}")
     return memoryview(seg.pread(first_size, position)) if min_one else EMPTY
+
+
+def read_answer(log: SegmentedLog, offset: int, max_bytes: int, upper_offset: int | None = None,
+                min_one: bool = True):
+    """What ``read_bytes`` returns, as a ``FileSlice`` of the segment when it is at least
+    ``ZERO_COPY_MIN_BYTES`` long (whole batches found from the mapped headers, nothing read)."""
+    found = _locate(log, offset, max_bytes, upper_offset, min_one)
+    if found is None:
+        return EMPTY
+    seg, position, stop = found
+    if min(stop - position, max_bytes) < ZERO_COPY_MIN_BYTES:
+        return read_bytes(log, offset, max_bytes, upper_offset, min_one)
+    view = seg.view(position, stop - position)
+    try:
+        end, first_size = hotloops.whole_batches(view, 0, max_bytes)
+    finally:
+        view.release()
+    if not end:
+        if first_size < 0:
+            raise LogCorruptionError(f"invalid batch at position {position} of {seg.path}")
+        if not min_one:
+            return EMPTY
+        end = first_size
+    if end < ZERO_COPY_MIN_BYTES:
+        return memoryview(seg.pread(end, position))
+    return seg.slice(position, end)
 
 
 def _locate(log: SegmentedLog, offset: int, max_bytes: int, upper_offset: int | None, min_one: bool):

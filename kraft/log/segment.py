@@ -14,10 +14,12 @@ import bisect
 import mmap
 import os
 import struct
+import weakref
 
 from kraft.errors import FatalLogError, LogCorruptionError
 from kraft.log import files, hotloops
 from kraft.log import txn_index
+from kraft.log.file_slice import FileSlice, SliceSource
 from kraft.log.index import SegmentIndex
 from kraft.log.tail_memo import TailMemo
 from kraft.records import scan_batches
@@ -72,6 +74,10 @@ class LogSegment:
         self._recent_pos: list[int] = []
         #: The latest appends' bytes: reads of the tail are served from memory.
         self._memo = TailMemo()
+        #: Ranges of this file that Fetch answers carry unread (``slice``), and the descriptor
+        #: they read through; a truncation reads the ones it would cut into memory first.
+        self._slices: weakref.WeakSet = weakref.WeakSet()
+        self._slice_source: SliceSource | None = None
 
     # --- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -117,6 +123,7 @@ class LogSegment:
     def close(self) -> None:
         self._drop_map()
         self._memo.clear()
+        self._slice_source = None  # live slices keep their descriptor open until they go
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
@@ -174,6 +181,9 @@ class LogSegment:
         the first removed batch (or the offset after the last kept one). Returns the number
         of bytes removed."""
         removed = self.size - position
+        for s in list(self._slices):  # answers built before the cut carry the bytes they read
+            if s.position + s.length > position:
+                s.materialize()
         self._drop_map()
         self._memo.clear()
         self._recent_last.clear()
@@ -282,6 +292,18 @@ class LogSegment:
         if whole is not None and len(whole) == first_size:
             return whole, True
         return self.pread(first_size, position), False
+
+    def slice(self, position: int, length: int) -> FileSlice:
+        """``length`` bytes at ``position`` left in the file for the connection to send
+        (``kraft.log.file_slice``); the caller must not ask past ``size``."""
+        source = self._slice_source
+        if source is None:
+            if self.fd < 0:
+                raise FatalLogError(f"{self.path} is closed")
+            source = self._slice_source = SliceSource(self.fd, self.path)
+        s = FileSlice(source, position, length)
+        self._slices.add(s)
+        return s
 
     def view(self, position: int, length: int) -> memoryview:
         """``length`` bytes at ``position`` as a view of a read-only map of the file: no copy.

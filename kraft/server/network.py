@@ -48,6 +48,7 @@ from kraft.server.sasl import (MAX_RECEIVE_SIZE, SASL_AUTHENTICATE, SASL_HANDSHA
                                after_authentication, sasl_gate, sasl_raw_token)
 from kraft.server.tls import peer_principal as tls_peer_principal, watch_handshakes
 from kraft.server.turn import turn_queue
+from kraft.server.zero_copy import HAS_SENDFILE, DirectWriter, has_slices, in_memory
 from kraft.protocol import (DEFAULT_MAX_FRAME_BYTES, EncodedBody, EncodedParts, FrameDecoder, RequestHeader, Response,
                             decode_request, encode_response, encode_response_parts, response_class,
                             response_version)
@@ -154,6 +155,7 @@ class _Connection(asyncio.Protocol):
             self.decoder.max_frame_bytes = min(server.max_frame_bytes, MAX_RECEIVE_SIZE)
         self._closing = False  # answered a failed authentication: read nothing more, close soon
         self._tls = server.ssl_context is not None
+        self._direct: DirectWriter | None = None  # answers' file slices go out with sendfile
         self._muted_until = self._unmute_at = 0.0  # no request dispatched before (quotas); its timer
 
     # --- asyncio.Protocol --------------------------------------------------------------------
@@ -168,6 +170,11 @@ class _Connection(asyncio.Protocol):
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if not self._tls and HAS_SENDFILE:
+                try:
+                    self._direct = DirectWriter(sock.fileno(), self._sent_direct, self._direct_failed)
+                except OSError:
+                    pass  # out of descriptors: answers are read into memory
         if self._tls:
             self.principal = tls_peer_principal(transport.get_extra_info("ssl_object"))
         # A slow reader is held at 1 MiB of unwritten answers (pause_writing below).
@@ -270,7 +277,7 @@ class _Connection(asyncio.Protocol):
             self._pump()
 
     def _close_if_done(self) -> None:
-        if self._eof and not self.held and not self.pending and not self.closed:
+        if self._eof and not self.held and not self.pending and not self.closed and not self._writing_direct():
             self._close()
 
     def _dispatch(self, frame: bytes) -> bool:
@@ -359,10 +366,10 @@ class _Connection(asyncio.Protocol):
     def _flush(self) -> None:
         """Write every answer that is ready at the head of the queue, in order."""
         self._flush_scheduled = False
-        if self.closed or self._draining:
+        if self.closed or self._draining or self._writing_direct():
             return
         frames = []
-        views = False
+        views = slices = False
         q = self.pending
         while q:
             header, result = q[0]
@@ -383,9 +390,10 @@ class _Connection(asyncio.Protocol):
             if response is None:
                 continue
             try:
-                if type(response) is EncodedParts:  # views of log files: written, never joined
+                if type(response) is EncodedParts:  # views and slices of log files: never joined
                     frames.extend(encode_response_parts(header, header.api_key, header.api_version, response))
                     views = True
+                    slices = slices or has_slices(response)
                 else:
                     # A large records value (a Raft Fetch answer) is spliced in by the
                     # write, not copied into the frame.
@@ -401,15 +409,39 @@ class _Connection(asyncio.Protocol):
                 return
         if frames:
             try:
-                if views:  # one writev (uvloop) of the buffers as they are
+                if slices:
+                    transport = self.transport
+                    # Straight to the socket only while the transport holds nothing (bytes would
+                    # overtake it) and has not begun to close.
+                    if self._direct is not None and not transport.get_write_buffer_size() \
+                            and not transport.is_closing():
+                        self._direct.write(frames, transport)
+                        return
+                    transport.writelines(in_memory(frames))
+                elif views:  # one writev (uvloop) of the buffers as they are
                     self.transport.writelines(frames)
                 else:
                     self.transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
                 self.last_active = time.monotonic()
-            except (ConnectionError, OSError):
+            except (ConnectionError, OSError, KraftError) as exc:
+                if isinstance(exc, KraftError):  # a slice's file could not be read
+                    log.error("closing the connection from %s: %s", self.peer, exc)
                 self._close()
                 return
         self._close_if_done()
+
+    def _writing_direct(self) -> bool:
+        return self._direct is not None and self._direct.busy
+
+    def _sent_direct(self) -> None:
+        self.last_active = time.monotonic()
+        self._schedule_flush()  # the answers that became ready meanwhile
+        self._close_if_done()
+
+    def _direct_failed(self, exc) -> None:
+        if isinstance(exc, KraftError):
+            log.error("closing the connection from %s: %s", self.peer, exc)
+        self._close()
 
     def _reject(self, why: str) -> None:
         self.server.rejected(self.peer, why)
@@ -443,6 +475,8 @@ class _Connection(asyncio.Protocol):
     def _close(self) -> None:
         if not self.closed:
             self.closed = True
+            if self._direct is not None:  # before the transport's: it keeps the socket open
+                self._direct.close()
             if self.transport is not None:
                 self.transport.close()
             if self._idle_timer is not None:
