@@ -156,6 +156,7 @@ class _Connection(asyncio.Protocol):
         self._closing = False  # answered a failed authentication: read nothing more, close soon
         self._tls = server.ssl_context is not None
         self._direct: DirectWriter | None = None  # answers' file slices go out with sendfile
+        self._direct_refused = False
         self._muted_until = self._unmute_at = 0.0  # no request dispatched before (quotas); its timer
 
     # --- asyncio.Protocol --------------------------------------------------------------------
@@ -170,11 +171,6 @@ class _Connection(asyncio.Protocol):
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if not self._tls and HAS_SENDFILE:
-                try:
-                    self._direct = DirectWriter(sock.fileno(), self._sent_direct, self._direct_failed)
-                except OSError:
-                    pass  # out of descriptors: answers are read into memory
         if self._tls:
             self.principal = tls_peer_principal(transport.get_extra_info("ssl_object"))
         # A slow reader is held at 1 MiB of unwritten answers (pause_writing below).
@@ -413,8 +409,8 @@ class _Connection(asyncio.Protocol):
                     transport = self.transport
                     # Straight to the socket only while the transport holds nothing (bytes would
                     # overtake it) and has not begun to close.
-                    if self._direct is not None and not transport.get_write_buffer_size() \
-                            and not transport.is_closing():
+                    if not transport.get_write_buffer_size() and not transport.is_closing() \
+                            and self._direct_writer() is not None:
                         self._direct.write(frames, transport)
                         return
                     transport.writelines(in_memory(frames))
@@ -429,6 +425,18 @@ class _Connection(asyncio.Protocol):
                 self._close()
                 return
         self._close_if_done()
+
+    def _direct_writer(self) -> DirectWriter | None:
+        """The connection's sendfile writer, made with its first answer that carries file
+        slices (a descriptor per connection that serves Fetch, not per connection); None on
+        TLS, without sendfile, or out of descriptors (the slices are then read into memory)."""
+        if self._direct is None and not self._tls and HAS_SENDFILE and not self._direct_refused:
+            sock = self.transport.get_extra_info("socket")
+            try:
+                self._direct = DirectWriter(sock.fileno(), self._sent_direct, self._direct_failed)
+            except (OSError, AttributeError):
+                self._direct_refused = True
+        return self._direct
 
     def _writing_direct(self) -> bool:
         return self._direct is not None and self._direct.busy
