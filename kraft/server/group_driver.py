@@ -41,7 +41,7 @@ from kraft.protocol import (ConsumerGroupDescribeRequest, ConsumerGroupDescribeR
 from kraft.protocol.messages.group_membership import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
 from kraft.records import build_batch
 from kraft.server.partition_loader import read_partition_records, reconcile_shards
-from kraft.server.reply import Reply, relay
+from kraft.server.reply import Reply, mapped
 
 log = logging.getLogger("kraft.groups")
 
@@ -292,18 +292,6 @@ class GroupDriver:
         fut = Reply()
         return fut
 
-    @staticmethod
-    def _answer(result, make):
-        """The answer now, or a Reply of it made when the shard answers: a Reply chained by
-        callback, not a coroutine (a Task and two loop turns per deferred answer cost more
-        than the offset commit it carried); cancelling it (the connection closed) cancels
-        the shard's wait."""
-        if type(result) is Reply:
-            out = Reply(lambda answer: make(*answer))
-            result.add_done_callback(lambda r: relay(r, out))
-            out.add_done_callback(lambda o: result.cancel() if o.cancelled() else None)
-            return out
-        return make(*result)
 
     def handle(self, ctx, request):
         version = ctx.header.api_version
@@ -313,22 +301,22 @@ class GroupDriver:
             return self.find_coordinator(request, version, ctx.listener)
         if kind is JoinGroupRequest:
             host = "/" + ctx.peer.rsplit(":", 1)[0]
-            return self._answer(self._call(request.group_id, lambda s, r: s.join(
+            return mapped(self._call(request.group_id, lambda s, r: s.join(
                 request, version, now, ctx.header.client_id or "", host, r),
                 lambda c: (JoinGroupResponse(error_code=c, member_id=request.member_id,
                                              protocol_name=None if version >= 7 else ""),)), lambda x: x)
         if kind is SyncGroupRequest:
-            return self._answer(self._call(request.group_id, lambda s, r: s.sync(request, version, now, r),
+            return mapped(self._call(request.group_id, lambda s, r: s.sync(request, version, now, r),
                                            lambda c: (SyncGroupResponse(error_code=c),)), lambda x: x)
         if kind is HeartbeatRequest:
-            return self._answer(self._call(request.group_id, lambda s, r: r(s.heartbeat(request, now)),
+            return mapped(self._call(request.group_id, lambda s, r: r(s.heartbeat(request, now)),
                                            lambda c: (HeartbeatResponse(error_code=c),)), lambda x: x)
         if kind is LeaveGroupRequest:
-            return self._answer(self._call(request.group_id, lambda s, r: r(s.leave(request, version, now)),
+            return mapped(self._call(request.group_id, lambda s, r: r(s.leave(request, version, now)),
                                            lambda c: (LeaveGroupResponse(error_code=c),)), lambda x: x)
         if kind is ConsumerGroupHeartbeatRequest:
             host = "/" + ctx.peer.rsplit(":", 1)[0]
-            return self._answer(self._call(request.group_id, lambda s, r: s.consumer_heartbeat(
+            return mapped(self._call(request.group_id, lambda s, r: s.consumer_heartbeat(
                 request, version, now, ctx.header.client_id or "", host, r, ctx.may_describe_topic),
                 lambda c: (ConsumerGroupHeartbeatResponse(error_code=c),)), lambda x: x)
         if kind is ConsumerGroupDescribeRequest:
@@ -371,7 +359,7 @@ class GroupDriver:
                 return R(error_code=code, topics=[] if code else [R.Topic(name=n, partitions=[
                     R.Topic.Partition(partition_index=p, error_code=codes.get((n, p), E.NONE)) for p in parts])
                     for n, parts in topics])
-            return self._answer(self._call(request.group_id, lambda s, r: s.delete_offsets(
+            return mapped(self._call(request.group_id, lambda s, r: s.delete_offsets(
                 request.group_id, topics, r), lambda c: (c, {})), make)
         raise KraftError(f"{kind.__name__} is not a group request")
 
@@ -389,7 +377,7 @@ class GroupDriver:
         def make(resp):
             resp.topics.extend(unknown)
             return resp
-        return self._answer(self._call(request.group_id, lambda s, r: s.commit(request, version, now, r),
+        return mapped(self._call(request.group_id, lambda s, r: s.commit(request, version, now, r),
                                        lambda c: (R(topics=[R.Topic(name=t.name, partitions=[
                                            R.Topic.Partition(partition_index=p.partition_index, error_code=c)
                                            for p in t.partitions]) for t in request.topics]),)), make)
@@ -408,7 +396,7 @@ class GroupDriver:
         def make(resp):
             resp.topics.extend(unknown)
             return resp
-        return self._answer(self._call(request.group_id, lambda s, r: s.txn_commit(request, version, now, r),
+        return mapped(self._call(request.group_id, lambda s, r: s.txn_commit(request, version, now, r),
                                        lambda c: (R(topics=[R.Topic(name=t.name, partitions=[
                                            R.Topic.Partition(partition_index=p.partition_index, error_code=c)
                                            for p in t.partitions]) for t in request.topics]),)), make)

@@ -44,7 +44,7 @@ from kraft.protocol.messages.add_to_txn import AddPartitionsToTxnPartitionResult
 from kraft.records import build_batch
 from kraft.server.group_driver import _Loaded, _produce_code
 from kraft.server.partition_loader import read_partition_records, reconcile_shards
-from kraft.server.reply import Reply, relay
+from kraft.server.reply import Reply, mapped
 
 log = logging.getLogger("kraft.transactions")
 
@@ -335,18 +335,6 @@ class TxnDriver:
         fut.add_done_callback(lambda f: shard.forget(respond) if f.cancelled() else None)
         return fut
 
-    @staticmethod
-    def _answer(result, make):
-        """The answer now, or a Reply of it made when the shard answers: a Reply chained by
-        callback, not a coroutine (a Task and two loop turns per deferred answer cost more
-        than the offset commit it carried); cancelling it (the connection closed) cancels
-        the shard's wait."""
-        if type(result) is Reply:
-            out = Reply(lambda answer: make(*answer))
-            result.add_done_callback(lambda r: relay(r, out))
-            out.add_done_callback(lambda o: result.cancel() if o.cancelled() else None)
-            return out
-        return make(*result)
 
     def handle(self, ctx, request):
         version = ctx.header.api_version
@@ -358,11 +346,11 @@ class TxnDriver:
             t = self.state.image.topics.by_name.get(OFFSETS_TOPIC)
             n = len(t.partitions) if t is not None and t.partitions else self.config.offsets_partitions
             part = (OFFSETS_TOPIC, group_partition_for(request.group_id or "", n))
-            return self._answer(self._call(request.transactional_id, lambda s, r: s.add_partitions(
+            return mapped(self._call(request.transactional_id, lambda s, r: s.add_partitions(
                 request.transactional_id, request.producer_id, request.producer_epoch, [part], now, r),
                 lambda c: (c,)), lambda c: AddOffsetsToTxnResponse(error_code=_fenced(c, 25, version)))
         if kind is EndTxnRequest:
-            return self._answer(self._call(request.transactional_id, lambda s, r: s.end_txn(
+            return mapped(self._call(request.transactional_id, lambda s, r: s.end_txn(
                 request.transactional_id, request.producer_id, request.producer_epoch, request.committed, now, r),
                 lambda c: (c,)), lambda c: EndTxnResponse(error_code=_fenced(c, 26, version)))
         if kind is DescribeTransactionsRequest:
@@ -380,7 +368,7 @@ class TxnDriver:
             return InitProducerIdResponse(error_code=_fenced(code, 22, version), producer_id=pid, producer_epoch=epoch)
 
         def run(new_pid):
-            return self._answer(self._call(tid, lambda s, r: s.init_producer_id(
+            return mapped(self._call(tid, lambda s, r: s.init_producer_id(
                 tid, request.transaction_timeout_ms, request.producer_id, request.producer_epoch, _now_ms(), r,
                 new_pid), lambda c: (c, -1, -1)), make)
         code, shard = self._shard(tid)
@@ -412,7 +400,7 @@ class TxnDriver:
         if unknown:
             # Kafka's KafkaApis: unknown partitions refused, the others not attempted.
             return make(E.OPERATION_NOT_ATTEMPTED, {tp: int(E.UNKNOWN_TOPIC_OR_PARTITION) for tp in unknown})
-        return self._answer(self._call(tid, lambda s, r: s.add_partitions(
+        return mapped(self._call(tid, lambda s, r: s.add_partitions(
             tid, request.v3_and_below_producer_id, request.v3_and_below_producer_epoch, parts, now, r),
             lambda c: (c,)), make)
 

@@ -85,6 +85,45 @@ class Workload:
         raise NotImplementedError
 
 
+class ClusterWorkload(Workload):
+    """A workload on a ``SimCluster`` (``self.cluster``): its clock, and the faults the Raft and
+    controller modes share (draws from ``rng`` in a fixed order: a seed replays exactly)."""
+
+    cluster = None
+
+    @property
+    def now(self) -> int:
+        return self.cluster.now
+
+    def schedule(self, at_ms: int, fn) -> None:
+        self.cluster.schedule(at_ms, fn)
+
+    def run_until(self, t_ms: int) -> None:
+        self.cluster.run_until(t_ms)
+
+    def heal(self) -> None:
+        c = self.cluster
+        c.heal()
+        for nid in sorted(c.nodes):
+            c.restart(nid)
+        c.network.faults.drop_rate = 0.0
+
+    def crash_one(self, ids, leader: bool, restart_within_ms: int) -> None:
+        """Crash the leader (``leader`` and there is one) or any of ``ids``; it restarts within
+        ``restart_within_ms``."""
+        c, current = self.cluster, self.cluster.leader()
+        victim = current.id if leader and current is not None else self.rng.choice(ids)
+        c.crash(victim)
+        c.schedule(c.now + self.rng.randint(0, restart_within_ms), c.restart, victim)
+
+    def split(self, ids) -> None:
+        """Cut ``ids``, shuffled, in two non-empty sides (one side when there is one node)."""
+        shuffled = list(ids)
+        self.rng.shuffle(shuffled)
+        cut = self.rng.randint(1, len(shuffled) - 1) if len(shuffled) > 1 else 1
+        self.cluster.network.split(shuffled[:cut], shuffled[cut:])
+
+
 class ChaosDriver:
     def __init__(self, workload: Workload, profile: ChaosProfile):
         self.workload, self.profile = workload, profile

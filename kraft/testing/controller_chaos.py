@@ -18,7 +18,7 @@ import random
 from dataclasses import dataclass
 
 from kraft.raft import RaftConfig
-from kraft.testing.chaos import ChaosProfile, Workload
+from kraft.testing.chaos import ChaosProfile, ClusterWorkload
 from kraft.testing.cluster import SimCluster
 from kraft.testing.controller_checks import ControllerChecks, TopicLedger
 from kraft.testing.controller_clients import (ADMIN_ID_BASE, BROKER_ID_BASE, ClientLinks, SimAdmin, SimBroker,
@@ -131,7 +131,7 @@ def build(seed: int) -> tuple[ControllerCluster, random.Random]:
     return cluster, random.Random(seed * 7 + 3)
 
 
-class ControllerWorkload(Workload):
+class ControllerWorkload(ClusterWorkload):
     PROFILES = PROFILES
 
     def __init__(self, seed: int, profile: ChaosProfile):
@@ -141,16 +141,6 @@ class ControllerWorkload(Workload):
         self.fault_end = profile.duration_ms
         self.cluster.on_open_transaction = self.mid_transaction
         self.mid_transaction_crashes = 0
-
-    @property
-    def now(self) -> int:
-        return self.cluster.now
-
-    def schedule(self, at_ms: int, fn) -> None:
-        self.cluster.schedule(at_ms, fn)
-
-    def run_until(self, t_ms: int) -> None:
-        self.cluster.run_until(t_ms)
 
     def start(self) -> None:
         c = self.cluster
@@ -187,10 +177,7 @@ class ControllerWorkload(Workload):
         kind = rng.choice(["crash", "crash_leader", "crash_leader", "partition", "partition", "heal", "wipe",
                            "broker", "broker", "broker"])
         if kind in ("crash", "crash_leader"):
-            leader = c.leader()
-            victim = leader.id if kind == "crash_leader" and leader is not None else rng.choice(ids)
-            c.crash(victim)
-            c.schedule(c.now + rng.randint(0, 5_000), c.restart, victim)
+            self.crash_one(ids, kind == "crash_leader", 5_000)
         elif kind == "partition":
             c.heal()
             how = rng.choice(["one", "leader", "split"])
@@ -201,10 +188,7 @@ class ControllerWorkload(Workload):
                 if leader is not None:
                     (c.isolate_with_clients if rng.random() < 0.5 else c.isolate)(leader.id)
             else:
-                shuffled = ids[:]
-                rng.shuffle(shuffled)
-                cut = rng.randint(1, len(shuffled) - 1) if len(shuffled) > 1 else 1
-                c.network.split(shuffled[:cut], shuffled[cut:])
+                self.split(ids)
             c.schedule(c.now + rng.randint(500, 6_000), c.heal)
         elif kind == "heal":
             c.heal()
@@ -248,11 +232,8 @@ class ControllerWorkload(Workload):
             raise AssertionError(f"liveness after healing at {healed_at} ms: {exc}\n{c.describe()}") from None
 
     def heal(self) -> None:
+        super().heal()
         c = self.cluster
-        c.heal()
-        for nid in sorted(c.nodes):
-            c.restart(nid)
-        c.network.faults.drop_rate = 0.0
         for b in c.brokers:
             b.paused = False
             if b.state == "shutting_down":

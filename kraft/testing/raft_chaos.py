@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 
 from kraft.raft import RaftConfig, ReplicaKey
-from kraft.testing.chaos import ChaosProfile, Workload
+from kraft.testing.chaos import ChaosProfile, ClusterWorkload
 from kraft.testing.cluster import SimCluster
 from kraft.testing.network import NetworkFaults
 
@@ -59,7 +59,7 @@ def build_cluster(seed: int, profile: ChaosProfile) -> SimCluster:
                       wire_codec=profile.wire_codec, dynamic=profile.membership)
 
 
-class RaftWorkload(Workload):
+class RaftWorkload(ClusterWorkload):
     PROFILES = PROFILES
 
     def __init__(self, seed: int, profile: ChaosProfile):
@@ -68,16 +68,6 @@ class RaftWorkload(Workload):
         self.rng = random.Random(seed * 7 + 3)
         self.wiped = False
         self.wiped_at = None
-
-    @property
-    def now(self) -> int:
-        return self.cluster.now
-
-    def schedule(self, at_ms: int, fn) -> None:
-        self.cluster.schedule(at_ms, fn)
-
-    def run_until(self, t_ms: int) -> None:
-        self.cluster.run_until(t_ms)
 
     def start(self) -> None:
         self.cluster.start_all()
@@ -97,10 +87,7 @@ class RaftWorkload(Workload):
             kinds += ["add", "add", "remove", "remove", "reassign", "reassign", "cancel"]
         kind = rng.choice(kinds)
         if kind in ("crash", "crash_leader"):
-            leader = c.leader()
-            victim = leader.id if kind == "crash_leader" and leader is not None else rng.choice(ids)
-            c.crash(victim)
-            c.schedule(c.now + rng.randint(0, 6_000), c.restart, victim)
+            self.crash_one(ids, kind == "crash_leader", 6_000)
         elif kind == "partition":
             c.heal()
             how = rng.choice(["one", "leader", "split", "ring"])
@@ -111,10 +98,7 @@ class RaftWorkload(Workload):
                 if leader is not None:
                     c.isolate(leader.id)
             elif how == "split":
-                shuffled = ids[:]
-                rng.shuffle(shuffled)
-                cut = rng.randint(1, len(shuffled) - 1) if len(shuffled) > 1 else 1
-                c.network.split(shuffled[:cut], shuffled[cut:])
+                self.split(ids)
             else:
                 shuffled = ids[:]
                 rng.shuffle(shuffled)
@@ -202,13 +186,6 @@ class RaftWorkload(Workload):
         if rng.random() < 0.3:
             chosen = [ReplicaKey(i, c.nodes[i].directory_id) for i in chosen]
         c.reassign(chosen)
-
-    def heal(self) -> None:
-        c = self.cluster
-        c.heal()
-        for nid in sorted(c.nodes):
-            c.restart(nid)
-        c.network.faults.drop_rate = 0.0
 
     def converge(self, timeout_ms: int) -> None:
         c = self.cluster

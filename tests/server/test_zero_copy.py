@@ -85,6 +85,26 @@ async def _read_answer(reader, cid: int, pause: float = 0.0) -> bytes:
     return bytes(body[4:])  # after the correlation id (ApiVersions answers have header v0)
 
 
+async def _cid_of_next_answer(reader) -> int:
+    size = struct.unpack(">i", await reader.readexactly(4))[0]
+    return struct.unpack(">i", (await reader.readexactly(size))[:4])[0]
+
+
+def _serve(loop, handler, log, body, listener="TEST", **kw):
+    """Run ``body(server)`` against a KafkaServer of ``handler`` on ``loop``; then close the log."""
+    async def main():
+        server = KafkaServer(handler, "127.0.0.1", 0, listener_name=listener, **kw)
+        await server.start()
+        try:
+            await body(server)
+        finally:
+            await server.close()
+    try:
+        _run(loop, main)
+    finally:
+        log.close()
+
+
 def _parts(log):
     end = log.end_offset
     a = read_answer(log, 0, 4 * MB)
@@ -100,27 +120,20 @@ def test_a_big_answer_to_a_slow_reader_arrives_whole_and_before_the_next(loop, t
     handler = SliceHandler(lambda: _parts(log))
     expected = _expected(_parts(log))
 
-    async def main():
-        server = KafkaServer(handler, "127.0.0.1", 0, listener_name="TEST")
-        await server.start()
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", server.port, limit=1 << 16)
-            writer.write(api_versions_frame(1, "slices") + api_versions_frame(2, "defer")
-                         + api_versions_frame(3, "slices"))
-            while 2 not in handler.deferred:
-                await asyncio.sleep(0.001)
-            first = asyncio.ensure_future(_read_answer(reader, 1, pause=0.002))
-            await asyncio.sleep(0.02)  # the first answer is on its way (the socket full, resumed on writable)
-            handler.resolve(2)  # the second becomes ready meanwhile: it must wait for the first
-            assert await first == expected
-            size = struct.unpack(">i", await reader.readexactly(4))[0]
-            assert struct.unpack(">i", (await reader.readexactly(size))[:4])[0] == 2
-            assert await _read_answer(reader, 3) == expected
-            writer.close()
-        finally:
-            await server.close()
-    _run(loop, main)
-    log.close()
+    async def body(server):
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port, limit=1 << 16)
+        writer.write(api_versions_frame(1, "slices") + api_versions_frame(2, "defer")
+                     + api_versions_frame(3, "slices"))
+        while 2 not in handler.deferred:
+            await asyncio.sleep(0.001)
+        first = asyncio.ensure_future(_read_answer(reader, 1, pause=0.002))
+        await asyncio.sleep(0.02)  # the first answer is on its way (the socket full, resumed on writable)
+        handler.resolve(2)  # the second becomes ready meanwhile: it must wait for the first
+        assert await first == expected
+        assert await _cid_of_next_answer(reader) == 2
+        assert await _read_answer(reader, 3) == expected
+        writer.close()
+    _serve(loop, handler, log, body)
 
 
 @pytest.mark.parametrize("loop", list(LOOPS))
@@ -128,37 +141,30 @@ def test_a_client_gone_mid_answer_closes_cleanly_and_leaks_no_descriptor(loop, t
     log = _log(tmp_path)
     handler = SliceHandler(lambda: _parts(log))
 
-    async def main():
-        server = KafkaServer(handler, "127.0.0.1", 0, listener_name="TEST")
-        await server.start()
-        try:
+    async def body(server):
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(api_versions_frame(1, "slices"))
+        await _read_answer(reader, 1)  # the segments' maps and slice descriptors exist now
+        writer.close()
+        await asyncio.sleep(0.1)
+        before = len(os.listdir("/proc/self/fd"))
+        for _ in range(3):
             reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
             writer.write(api_versions_frame(1, "slices"))
-            await _read_answer(reader, 1)  # the segments' maps and slice descriptors exist now
-            writer.close()
-            await asyncio.sleep(0.1)
-            before = len(os.listdir("/proc/self/fd"))
-            for _ in range(3):
-                reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-                writer.write(api_versions_frame(1, "slices"))
-                await reader.readexactly(1 << 16)  # some of it, then away
-                writer.transport.abort()
-            for _ in range(200):
-                if not server._connections and len(os.listdir("/proc/self/fd")) <= before:
-                    break
-                await asyncio.sleep(0.02)
-            assert not server._connections
-            assert len(os.listdir("/proc/self/fd")) <= before
-            # and the server still answers
-            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-            writer.write(api_versions_frame(9, "ok"))
-            size = struct.unpack(">i", await reader.readexactly(4))[0]
-            assert struct.unpack(">i", (await reader.readexactly(size))[:4])[0] == 9
-            writer.close()
-        finally:
-            await server.close()
-    _run(loop, main)
-    log.close()
+            await reader.readexactly(1 << 16)  # some of it, then away
+            writer.transport.abort()
+        for _ in range(200):
+            if not server._connections and len(os.listdir("/proc/self/fd")) <= before:
+                break
+            await asyncio.sleep(0.02)
+        assert not server._connections
+        assert len(os.listdir("/proc/self/fd")) <= before
+        # and the server still answers
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(api_versions_frame(9, "ok"))
+        assert await _cid_of_next_answer(reader) == 9
+        writer.close()
+    _serve(loop, handler, log, body)
 
 
 @pytest.mark.parametrize("loop", list(LOOPS))
@@ -169,26 +175,20 @@ def test_an_answer_built_before_a_truncation_carries_the_bytes_it_read(loop, tmp
     built = []
     handler = SliceHandler(lambda: built.append(_parts(log)) or built[-1], hold=True)
 
-    async def main():
-        server = KafkaServer(handler, "127.0.0.1", 0, listener_name="TEST")
-        await server.start()
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-            writer.write(api_versions_frame(1, "slices"))
-            while handler.waiting is None:
-                await asyncio.sleep(0.01)
-            expected = _expected(built[0])
-            log.truncate_to(log.end_offset // 2)
-            for _ in range(6):
-                log.append(build_batch([b"\xff" * 1000] * 500), leader_epoch=1)
-            log.flush()
-            handler.waiting.set_result(None)
-            assert await _read_answer(reader, 1) == expected
-            writer.close()
-        finally:
-            await server.close()
-    _run(loop, main)
-    log.close()
+    async def body(server):
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(api_versions_frame(1, "slices"))
+        while handler.waiting is None:
+            await asyncio.sleep(0.01)
+        expected = _expected(built[0])
+        log.truncate_to(log.end_offset // 2)
+        for _ in range(6):
+            log.append(build_batch([b"\xff" * 1000] * 500), leader_epoch=1)
+        log.flush()
+        handler.waiting.set_result(None)
+        assert await _read_answer(reader, 1) == expected
+        writer.close()
+    _serve(loop, handler, log, body)
 
 
 def test_over_tls_the_slices_are_read_into_memory_and_arrive_whole(tmp_path):
@@ -201,21 +201,15 @@ def test_over_tls_the_slices_are_read_into_memory_and_arrive_whole(tmp_path):
     handler = SliceHandler(lambda: _parts(log))
     expected = _expected(_parts(log))
 
-    async def main():
-        server = KafkaServer(handler, "127.0.0.1", 0, listener_name="SSL", ssl_context=server_context(given, "SSL"))
-        await server.start()
-        try:
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            ctx.load_verify_locations(cadata=ca.cert_pem())
-            reader, writer = await asyncio.open_connection("127.0.0.1", server.port, ssl=ctx,
-                                                           server_hostname="localhost")
-            writer.write(api_versions_frame(1, "slices"))
-            assert await _read_answer(reader, 1) == expected
-            writer.close()
-        finally:
-            await server.close()
-    _run("uvloop", main)
-    log.close()
+    async def body(server):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.load_verify_locations(cadata=ca.cert_pem())
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port, ssl=ctx,
+                                                       server_hostname="localhost")
+        writer.write(api_versions_frame(1, "slices"))
+        assert await _read_answer(reader, 1) == expected
+        writer.close()
+    _serve("uvloop", handler, log, body, listener="SSL", ssl_context=server_context(given, "SSL"))
 
 
 def test_send_parts_goes_on_where_the_socket_stopped(tmp_path):
