@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from kraft.server.reply import Reply
+from kraft.server.reply import Reply, mapped
 
 
 def test_callbacks_run_inline_in_order_when_it_completes():
@@ -125,3 +125,21 @@ def test_result_or_gives_the_result_only_when_there_is_one():
     cancelled = Reply()
     cancelled.cancel()
     assert cancelled.result_or("no") == "no"
+
+
+def test_mapped_answers_now_or_when_the_shard_answers_and_passes_a_cancel_back():
+    make = lambda code, n: ("answer", code, n)  # noqa: E731
+    assert mapped((0, 3), make) == ("answer", 0, 3)  # answered at once: no Reply at all
+    inner = Reply()
+    out = mapped(inner, make)
+    assert type(out) is Reply and not out.done()
+    inner.set_result((5, 1))
+    assert out.result() == ("answer", 5, 1)  # inline, in the call that completed the shard's
+    inner2 = Reply()
+    out2 = mapped(inner2, make)
+    out2.cancel()  # the connection closed: the shard's wait is cancelled (a held add forgotten)
+    assert inner2.cancelled()
+    inner3 = Reply()
+    out3 = mapped(inner3, lambda *a: 1 / 0)
+    inner3.set_result((0,))
+    assert isinstance(out3.exception(), ZeroDivisionError)  # becomes an error answer in network.py
