@@ -39,19 +39,17 @@ import collections
 import logging
 import socket
 import time
-from dataclasses import dataclass
-from typing import Any, Awaitable, Protocol, Union
 
 from kraft.errors import ErrorCode, KraftError, ProtocolError, UnsupportedVersionError
 from kraft.server.connection_limits import THROTTLED, ConnectionCaps, canonical_address
+from kraft.server.request_context import ANONYMOUS, AdmissionGate, RequestContext, RequestHandler, error_response
 from kraft.server.sasl import (MAX_RECEIVE_SIZE, SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslSession,
                                after_authentication, sasl_gate, sasl_raw_token)
 from kraft.server.tls import peer_principal as tls_peer_principal, watch_handshakes
 from kraft.server.turn import turn_queue
 from kraft.server.zero_copy import HAS_SENDFILE, DirectWriter, has_slices, in_memory
 from kraft.protocol import (DEFAULT_MAX_FRAME_BYTES, EncodedBody, EncodedParts, FrameDecoder, RequestHeader, Response,
-                            decode_request, encode_response, encode_response_parts, response_class,
-                            response_version)
+                            decode_request, encode_response, encode_response_parts, response_version)
 from kraft.protocol.framing import CLOSE_CONNECTION
 
 log = logging.getLogger("kraft.network")
@@ -66,7 +64,6 @@ _IMMEDIATE_BY_TYPE: dict = {}
 #: A TLS handshake not finished within this many seconds closes the connection: a client that
 #: connects and sends nothing (or half a ClientHello) holds a socket, never the loop.
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
-ANONYMOUS = "User:ANONYMOUS"
 
 
 def _is_immediate(result) -> bool:
@@ -77,47 +74,6 @@ def _is_immediate(result) -> bool:
     if known is None:
         known = _IMMEDIATE_BY_TYPE[t] = isinstance(result, _IMMEDIATE)
     return known
-
-
-@dataclass
-class RequestContext:
-    header: RequestHeader
-    listener: str
-    peer: str  # "host:port" of the client
-    received_ns: int
-    #: who sent it: ``User:ANONYMOUS`` on PLAINTEXT, the certificate subject on mTLS (Kafka's
-    #: KafkaPrincipal text), for the authorizer to check
-    principal: str = ANONYMOUS
-    #: ``mute_for(ms)``: read no more requests from this connection for ``ms`` (KIP-219
-    #: quota throttling; answers already owed still leave)
-    mute_for: Any = None
-    #: ``(topic) -> bool``, set by the authorizer for a ConsumerGroupHeartbeat: the topics the
-    #: principal may DESCRIBE, for its regex subscription (None: every topic)
-    may_describe_topic: Any = None
-
-
-class RequestHandler(Protocol):
-    def handle(self, ctx: RequestContext, request) -> Union[Response, Awaitable[Response], None]:
-        """Return the response, an awaitable of it, or None to send nothing."""
-
-
-class AdmissionGate(Protocol):
-    """What the handler behind a listener may hold back (the controller's queue when full)."""
-
-    def holds(self, api_key: int) -> bool:
-        """True: a request of ``api_key`` must not be read now."""
-
-    def wait(self, resume) -> None:
-        """Call ``resume()`` once requests may be read again."""
-
-
-def error_response(api_key: int, version: int, code: int) -> Response | None:
-    """A response carrying ``code`` at top level, if that response type has one in ``version``."""
-    cls = response_class(api_key)
-    names = {f.name for f in cls.FIELDS if version in f.versions}
-    if "error_code" not in names:
-        return None
-    return cls(error_code=int(code))
 
 
 class _Connection(asyncio.Protocol):

@@ -18,7 +18,7 @@ from kraft.protocol.messages.acls import (OPERATION_DESCRIBE, OPERATION_WRITE, P
                                           PERMISSION_ALLOW, RESOURCE_TOPIC)
 from kraft.server.authz_handler import AuthorizingHandler, CLUSTER_APIS, GROUP_APIS, OPEN_APIS, TOPIC_APIS
 from kraft.server.authz_responses import refused
-from kraft.server.network import RequestContext
+from kraft.server.request_context import RequestContext
 
 ALICE = "User:alice"
 

@@ -20,7 +20,7 @@ from kraft.protocol import (METADATA_TOPIC_ID, ApiVersionsRequest, BeginQuorumEp
 from kraft.raft import RaftConfig, RaftCore
 from kraft.records import SnapshotFooterRecord, build_batch, build_control_record_batch, iter_batches
 from kraft.server.controller_handlers import SERVED_APIS, ControllerHandlers
-from kraft.server.network import RequestContext
+from kraft.server.request_context import RequestContext
 from kraft.server.raft_driver import RaftDriver, wall_ms
 
 from controller_helpers import FlushingLog
