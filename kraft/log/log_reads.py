@@ -65,9 +65,10 @@ def read_bytes(log: SegmentedLog, offset: int, max_bytes: int, upper_offset: int
     connection's queue behind earlier ones, and a follower may truncate the segment
     meanwhile; a map of a truncated file raises SIGBUS when touched, a copy cannot."""
     found = _locate(log, offset, max_bytes, upper_offset, min_one)
-    if found is None:
-        return EMPTY
-    seg, position, stop = found
+    return EMPTY if found is None else _pread_found(*found, max_bytes, min_one)
+
+
+def _pread_found(seg, position: int, stop: int, max_bytes: int, min_one: bool) -> memoryview:
     chunk = seg.pread(min(stop - position, max(max_bytes, _LOG_OVERHEAD)), position)
     end, first_size = hotloops.whole_batches(chunk, 0, max_bytes)
     if end:
@@ -85,8 +86,8 @@ def read_answer(log: SegmentedLog, offset: int, max_bytes: int, upper_offset: in
     if found is None:
         return EMPTY
     seg, position, stop = found
-    if min(stop - position, max_bytes) < ZERO_COPY_MIN_BYTES:
-        return read_bytes(log, offset, max_bytes, upper_offset, min_one)
+    if min(stop - position, max_bytes) < ZERO_COPY_MIN_BYTES:  # located once: small reads are the hot path
+        return _pread_found(seg, position, stop, max_bytes, min_one)
     view = seg.view(position, stop - position)
     try:
         end, first_size = hotloops.whole_batches(view, 0, max_bytes)
