@@ -25,6 +25,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+import psutil  # noqa: E402
 from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
@@ -119,19 +120,26 @@ def main() -> None:
         loop = functools.partial(async_commit_loop, window=args.window) if args.asynchronous else commit_loop
         threads = [threading.Thread(target=loop, args=(cluster.broker_bootstrap, f"bench-{i}", i, stop, out))
                    for i in range(args.clients)]
+        servers = [psutil.Process(p.pid) for p in cluster.procs.values()]
+        cpu0 = [_cpu(s) for s in servers], _cpu(psutil.Process())
         for t in threads:
             t.start()
         time.sleep(args.seconds)
         stop.set()
         for t in threads:
             t.join()
+        cpu1 = [_cpu(s) for s in servers], _cpu(psutil.Process())
         lat = sorted(x for one in out for x in one)
         result.update(commits=len(lat), commits_per_s=len(lat) / args.seconds, p50_ms=pct(lat, 0.5),
-                      p99_ms=pct(lat, 0.99), max_ms=lat[-1] * 1000)
+                      p99_ms=pct(lat, 0.99), max_ms=lat[-1] * 1000,
+                      server_cpu_s=sum(cpu1[0]) - sum(cpu0[0]), client_cpu_s=cpu1[1] - cpu0[1])
+        result["server_cpu_us_per_commit"] = result["server_cpu_s"] / max(1, len(lat)) * 1e6
         mode = f"async (window {args.window})" if args.asynchronous else "sync"
         print(f"{args.clients} clients, {mode} commits: {result['commits_per_s']:.0f}/s, "
               f"p50 {result['p50_ms']:.1f} ms, "
-              f"p99 {result['p99_ms']:.1f} ms, max {result['max_ms']:.1f} ms")
+              f"p99 {result['p99_ms']:.1f} ms, max {result['max_ms']:.1f} ms; CPU: servers "
+              f"{result['server_cpu_s'] / args.seconds:.2f} cores ({result['server_cpu_us_per_commit']:.0f} us/commit), "
+              f"client process {result['client_cpu_s'] / args.seconds:.2f} cores")
         # Failover: kill the coordinator of one group, time until its commits succeed again.
         md = admin.list_topics(OFFSETS_TOPIC, timeout=10)
         parts = md.topics[OFFSETS_TOPIC].partitions
@@ -179,6 +187,11 @@ def _brokers(admin) -> int:
         return len(admin.list_topics(timeout=2).brokers)
     except KafkaException:
         return 0
+
+
+def _cpu(p) -> float:
+    t = p.cpu_times()
+    return t.user + t.system
 
 
 def _try_commit(c) -> bool:

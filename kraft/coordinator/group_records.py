@@ -28,6 +28,10 @@ OFFSET_COMMIT_KEY_VERSION = 1
 OFFSET_COMMIT_VALUE_VERSION = 3
 GROUP_METADATA_VALUE_VERSION = 3
 _I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_VALUE_V3_HEAD = struct.Struct(">hqih")  # value version, offset, leader epoch, metadata length
+_STRING_MAX = 0x7FFF
 
 
 class _GroupRecord(Message):
@@ -100,16 +104,32 @@ class GroupRecord:
 
 
 def _offset_key(group: str, topic: str, partition: int) -> bytes:
-    body = OffsetCommitKey(group=group, topic=topic, partition=partition).encode(OFFSET_COMMIT_KEY_VERSION)
-    return _I16.pack(OFFSET_COMMIT_KEY_VERSION) + body
+    return _key_prefix(group, topic) + _I32.pack(partition)
+
+
+@functools.lru_cache(maxsize=4096)  # a group commits the same few topics over and over
+def _key_prefix(group: str, topic: str) -> bytes:
+    """OffsetCommitKey v1 up to its partition: the record type, then the group and topic as
+    (non-flexible) STRINGs. The Message codec's own encoding of the same key is the test's
+    reference; this is the commit path's, called once per committed partition."""
+    g, t = group.encode("utf-8"), topic.encode("utf-8")
+    if len(g) > _STRING_MAX or len(t) > _STRING_MAX:  # the codec's error, not a silent cut
+        return _I16.pack(OFFSET_COMMIT_KEY_VERSION) + OffsetCommitKey(group=group, topic=topic, partition=0).encode(
+            OFFSET_COMMIT_KEY_VERSION)[:-4]
+    return _I16.pack(OFFSET_COMMIT_KEY_VERSION) + _I16.pack(len(g)) + g + _I16.pack(len(t)) + t
 
 
 def offset_commit_record(group: str, topic: str, partition: int, offset: int, leader_epoch: int,
                          metadata: str, commit_ms: int) -> GroupRecord:
-    key = _offset_key(group, topic, partition)
-    value = OffsetCommitValue(offset=offset, leader_epoch=leader_epoch, metadata=metadata or "",
-                              commit_timestamp=commit_ms)
-    return GroupRecord(key, _I16.pack(OFFSET_COMMIT_VALUE_VERSION) + value.encode(OFFSET_COMMIT_VALUE_VERSION))
+    key = _key_prefix(group, topic) + _I32.pack(partition)
+    meta = (metadata or "").encode("utf-8")
+    if len(meta) > _STRING_MAX:
+        value = OffsetCommitValue(offset=offset, leader_epoch=leader_epoch, metadata=metadata,
+                                  commit_timestamp=commit_ms).encode(OFFSET_COMMIT_VALUE_VERSION)
+        return GroupRecord(key, _I16.pack(OFFSET_COMMIT_VALUE_VERSION) + value)
+    # OffsetCommitValue v3: offset, leader epoch, metadata, commit timestamp (not flexible)
+    return GroupRecord(key, _VALUE_V3_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION, offset, leader_epoch, len(meta))
+                       + meta + _I64.pack(commit_ms))
 
 
 def offset_tombstone(group: str, topic: str, partition: int) -> GroupRecord:

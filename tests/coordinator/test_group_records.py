@@ -26,6 +26,27 @@ def test_offset_commit_record_is_key_type_1_and_value_version_3():
         ("grp", "orders", 7, 42, 5, "meta")
 
 
+@pytest.mark.parametrize("group, topic, meta", [
+    ("g", "t", ""), ("grüppe-ß", "tópico", "métadonnées ✓"), ("x" * 32767, "t", None), ("g", "y" * 249, "z" * 4096),
+    ("", "t", "m" * 32767)])
+@pytest.mark.parametrize("partition, offset, epoch, ts", [(0, 0, -1, 0), (2**31 - 1, 2**63 - 1, 2**31 - 1, -1)])
+def test_offset_commit_record_is_what_the_schema_codec_writes(group, topic, meta, partition, offset, epoch, ts):
+    """The commit path packs the record itself; the Message codec of the schema is the reference
+    (non-ASCII strings: lengths in bytes; the longest strings a STRING holds)."""
+    from kraft.coordinator.group_records import OffsetCommitKey, OffsetCommitValue
+    r = offset_commit_record(group, topic, partition, offset, epoch, meta, ts)
+    assert r.key == struct.pack(">h", 1) + OffsetCommitKey(group=group, topic=topic, partition=partition).encode(1)
+    assert r.value == struct.pack(">h", 3) + OffsetCommitValue(
+        offset=offset, leader_epoch=epoch, metadata=meta or "", commit_timestamp=ts).encode(3)
+
+
+def test_offset_commit_record_refuses_strings_a_string_cannot_hold():
+    from kraft.errors import KraftError
+    for args in (("g" * 32768, "t", ""), ("g", "t", "m" * 32768), ("é" * 16384, "t", "")):
+        with pytest.raises(KraftError, match="longer than 32767"):
+            offset_commit_record(args[0], args[1], 0, 1, 2, args[2], 3)
+
+
 def test_offset_commit_value_v1_with_expire_timestamp_decodes():
     """What Kafka writes when a v2-4 OffsetCommit carried a retention time."""
     value = struct.pack(">h", 1) + struct.pack(">q", 9) + s16("") + struct.pack(">qq", 100, 200)

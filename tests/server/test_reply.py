@@ -143,3 +143,23 @@ def test_mapped_answers_now_or_when_the_shard_answers_and_passes_a_cancel_back()
     out3 = mapped(inner3, lambda *a: 1 / 0)
     inner3.set_result((0,))
     assert isinstance(out3.exception(), ZeroDivisionError)  # becomes an error answer in network.py
+
+
+def test_mapped_reuses_a_bare_reply_and_chains_one_that_is_listened_to():
+    make = lambda code, n: ("answer", code, n)  # noqa: E731
+    bare = Reply()
+    assert mapped(bare, make) is bare  # no second Reply, relay or callbacks per deferred answer
+    twice = Reply(lambda v: (v[0] + 1, v[1]))
+    out = mapped(twice, make)
+    twice.set_result((1, 2))
+    assert out.result() == ("answer", 2, 2)  # an answer function already there runs first
+    heard = []
+    listened = Reply()
+    listened.add_done_callback(lambda r: heard.append(r.result()))  # e.g. the txn shard's forget
+    out = mapped(listened, make)
+    assert out is not listened
+    listened.set_result((7, 0))
+    assert heard == [(7, 0)] and out.result() == ("answer", 7, 0)  # the listener saw the raw tuple
+    done = Reply()
+    done.set_result((3, 3))
+    assert mapped(done, make).result() == ("answer", 3, 3)
