@@ -276,6 +276,7 @@ INT_SETTINGS.update({
     "offsets.topic.replication.factor": (3, 1),
     "offsets.topic.segment.bytes": (100 * MiB, 1),
     "offsets.commit.timeout.ms": (5000, 1),
+    "group.coordinator.append.linger.ms": (5, 0),
     "offsets.commit.required.acks": (-1, -1),  # only -1 (see the check in from_properties)
     "offsets.retention.minutes": (7 * 24 * 60, 1),
     "offsets.retention.check.interval.ms": (600_000, 1),

@@ -217,6 +217,8 @@ _READ_ONLY = [
                "classic and consumer groups: disabled, upgrade, downgrade or bidirectional."),
     _read_only("offset.metadata.max.bytes", T.INT, "4096", "The largest metadata string of a committed offset."),
     _read_only("offsets.commit.timeout.ms", T.INT, "5000", "How long a commit waits for its replicas."),
+    _read_only("group.coordinator.append.linger.ms", T.INT, "5", "How long the group coordinator lets writes "
+               "accumulate into one batch before appending it (transactional writes are not held back)."),
     _read_only("offsets.retention.check.interval.ms", T.LONG, "600000", "How often expired offsets are removed."),
     _read_only("offsets.retention.minutes", T.INT, "10080", "How long the offsets of a group without members "
                "are kept."),

@@ -115,8 +115,11 @@ class GroupDriver:
         self._timer = None
         self._tasks: set = set()
         self._next_retention_ms = 0
-        self._queued: dict[int, list] = {}  # partition -> appends waiting for this turn's write
+        self._queued: dict[int, list] = {}  # partition -> appends waiting for their write
+        self._queued_records = 0
         self._write_scheduled = False
+        self._write_timer = None  # the linger's timer while it runs
+        self._linger_s = values["group.coordinator.append.linger.ms"] / 1000
         #: the transaction coordinator (``TxnDriver``): FindCoordinator for transactional ids
         self.transactions = None
 
@@ -128,6 +131,9 @@ class GroupDriver:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
         for loaded in self.shards.values():
             loaded.shard.unload()
         self.shards.clear()
@@ -183,8 +189,13 @@ class GroupDriver:
 
     # --- appending -----------------------------------------------------------------------------
     def _drain(self, p: int) -> None:
-        """Queue the shard's new appends; they are written together at the end of this loop
-        turn, so the commits of many clients share one batch, one append and one acks=all wait."""
+        """Queue the shard's new appends. They are written together once the first of them has
+        waited ``group.coordinator.append.linger.ms`` (Kafka's coordinator runtime, default
+        5 ms), at the end of this loop turn when that is 0, and at once (end of turn) when a
+        transactional one is among them or the batch is full: the commits of many clients
+        share one batch, one append and one acks=all wait. Most of a commit's CPU is per
+        batch (the leader's append and fsync, each follower's Fetch round), so a batch
+        gathered over a few ms instead of one turn costs much less per commit."""
         loaded = self.shards.get(p)
         if loaded is None:
             return
@@ -192,13 +203,30 @@ class GroupDriver:
         if not appends:
             return
         self._queued.setdefault(p, []).extend((loaded, a) for a in appends)
+        now = self._linger_s <= 0
+        for a in appends:
+            self._queued_records += len(a.records)
+            now = now or a.producer_id >= 0  # Kafka does not hold transactional writes back
+        if now or self._queued_records >= COALESCE_RECORDS:
+            self._write_soon()
+        elif self._write_timer is None and not self._write_scheduled:
+            self._write_timer = asyncio.get_running_loop().call_later(self._linger_s, self._write_queued)
+
+    def _write_soon(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
         if not self._write_scheduled:
             self._write_scheduled = True
             asyncio.get_running_loop().call_soon(self._write_queued)
 
     def _write_queued(self) -> None:
         self._write_scheduled = False
+        if self._write_timer is not None:  # appends queued after this write was scheduled
+            self._write_timer.cancel()
+            self._write_timer = None
         queued, self._queued = self._queued, {}
+        self._queued_records = 0
         for p, entries in queued.items():
             # Appends of a shard unloaded (or reloaded) meanwhile are not written: the shard
             # now loaded replayed the log without them and would never see them.
