@@ -116,6 +116,14 @@ def main() -> None:
         warm = client(cluster.broker_bootstrap, "warm-up")
         assert wait_for(lambda: _try_commit(warm), 60, 0.3), "no coordinator"
         warm.close()
+        # Where the groups' coordinators are (Kafka's hash of the group id picks the partition,
+        # the controller its leader): an uneven split, or the active controller coordinating
+        # more of them, moves the figures from run to run.
+        md = admin.list_topics(OFFSETS_TOPIC, timeout=10)
+        offsets = md.topics[OFFSETS_TOPIC].partitions
+        leaders = [offsets[partition_for(f"bench-{i}", len(offsets))].leader for i in range(args.clients)]
+        result["coordinators"] = {str(n): leaders.count(n) for n in sorted(set(leaders))}
+        result["active_controller"] = md.controller_id
         stop, out = threading.Event(), []
         loop = functools.partial(async_commit_loop, window=args.window) if args.asynchronous else commit_loop
         threads = [threading.Thread(target=loop, args=(cluster.broker_bootstrap, f"bench-{i}", i, stop, out))
@@ -138,8 +146,10 @@ def main() -> None:
         print(f"{args.clients} clients, {mode} commits: {result['commits_per_s']:.0f}/s, "
               f"p50 {result['p50_ms']:.1f} ms, "
               f"p99 {result['p99_ms']:.1f} ms, max {result['max_ms']:.1f} ms; CPU: servers "
-              f"{result['server_cpu_s'] / args.seconds:.2f} cores ({result['server_cpu_us_per_commit']:.0f} us/commit), "
-              f"client process {result['client_cpu_s'] / args.seconds:.2f} cores")
+              f"{result['server_cpu_s'] / args.seconds:.2f} cores "
+              f"({result['server_cpu_us_per_commit']:.0f} us/commit), "
+              f"client process {result['client_cpu_s'] / args.seconds:.2f} cores; groups per coordinator "
+              f"{result['coordinators']} (active controller: node {result['active_controller']})")
         # Failover: kill the coordinator of one group, time until its commits succeed again.
         md = admin.list_topics(OFFSETS_TOPIC, timeout=10)
         parts = md.topics[OFFSETS_TOPIC].partitions
