@@ -15,10 +15,12 @@ from kraft.protocol.messages.group_offsets import OffsetCommitResponse
 class OffsetHandlers:
     def commit(self, req, version: int, now_ms: int, respond) -> None:
         R = OffsetCommitResponse
+        too_large: set = set()  # ids of the partitions whose metadata is over the limit
 
-        def answer(code_of):
+        def answer(ok):
             respond(R(topics=[R.Topic(name=t.name, partitions=[
-                R.Topic.Partition(partition_index=p.partition_index, error_code=code_of(t.name, p))
+                R.Topic.Partition(partition_index=p.partition_index,
+                                  error_code=E.OFFSET_METADATA_TOO_LARGE if too_large and id(p) in too_large else ok)
                 for p in t.partitions]) for t in req.topics]))
         group = self.groups.get(req.group_id)
         modern = self.consumer_groups.get(req.group_id)
@@ -29,7 +31,7 @@ class OffsetHandlers:
         else:
             code = self._check_commit(group, req, version)
         if code != E.NONE:
-            return answer(lambda t, p: code)
+            return answer(code)
         if group is None and modern is None:
             group = self.groups[req.group_id] = ClassicGroup(req.group_id, now_ms)  # a "simple" group
         if group is not None and group.members and req.member_id in group.members:
@@ -40,24 +42,23 @@ class OffsetHandlers:
         for t in req.topics:
             for p in t.partitions:
                 meta = p.committed_metadata or ""
-                if len(meta.encode("utf-8")) > limit:
+                # UTF-8 is at most 4 bytes a character: short metadata is not encoded to be measured
+                if len(meta) * 4 > limit and len(meta.encode("utf-8")) > limit:
+                    too_large.add(id(p))
                     continue
                 entry = OffsetEntry(p.committed_offset, p.committed_leader_epoch, meta, now_ms)
                 records.append(offset_commit_record(req.group_id, t.name, p.partition_index, entry.offset,
                                                     entry.leader_epoch, meta, now_ms))
                 entries.append(((t.name, p.partition_index), entry))
 
-        def too_large(p):
-            return len((p.committed_metadata or "").encode("utf-8")) > limit
-
         def durable():
             offsets = self.offsets.setdefault(req.group_id, {})
             for key, entry in entries:
                 offsets[key] = entry
-            answer(lambda t, p: E.OFFSET_METADATA_TOO_LARGE if too_large(p) else E.NONE)
+            answer(E.NONE)
 
         def failed(code):
-            answer(lambda t, p: E.OFFSET_METADATA_TOO_LARGE if too_large(p) else commit_error(code))
+            answer(commit_error(code))
         if not records:
             return durable()
         self._appends.append(Append(records, durable, failed))

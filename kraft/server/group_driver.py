@@ -202,9 +202,12 @@ class GroupDriver:
         appends = loaded.shard.take_appends()
         if not appends:
             return
-        self._queued.setdefault(p, []).extend((loaded, a) for a in appends)
+        queue = self._queued.get(p)
+        if queue is None:
+            queue = self._queued[p] = []
         now = self._linger_s <= 0
         for a in appends:
+            queue.append((loaded, a))
             self._queued_records += len(a.records)
             now = now or a.producer_id >= 0  # Kafka does not hold transactional writes back
         if now or self._queued_records >= COALESCE_RECORDS:

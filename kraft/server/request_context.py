@@ -12,7 +12,7 @@ from kraft.protocol import RequestHeader, Response, response_class
 ANONYMOUS = "User:ANONYMOUS"
 
 
-@dataclass
+@dataclass(slots=True)  # one per request: no __dict__ to make
 class RequestContext:
     header: RequestHeader
     listener: str
