@@ -265,6 +265,17 @@ def test_commits_are_visible_only_once_durable_and_a_member_commits_in_its_gener
     assert box[0].topics[0].partitions[0].error_code == E.NONE
 
 
+def test_metadata_is_limited_in_utf8_bytes_not_characters():
+    """offset.metadata.max.bytes (4096) counts UTF-8 bytes: 1,024 four-byte characters fit
+    exactly, 1,025 do not, 2,000 two-byte ones fit, 1,400 three-byte ones do not."""
+    h = Harness()
+    for meta, code in (("\U0001d11e" * 1024, E.NONE), ("\U0001d11e" * 1025, E.OFFSET_METADATA_TOO_LARGE),
+                       ("é" * 2000, E.NONE), ("€" * 1400, E.OFFSET_METADATA_TOO_LARGE), ("x" * 4096, E.NONE)):
+        box = commit(h, "simple", 5, metadata=meta)
+        h.flush()
+        assert box[0].topics[0].partitions[0].error_code == code, (len(meta), code)
+
+
 def test_a_new_shard_replaying_the_records_has_the_same_groups_and_offsets():
     h = Harness()
     a = stable_group_of_one(h)
