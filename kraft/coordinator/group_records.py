@@ -121,7 +121,7 @@ def _key_prefix(group: str, topic: str) -> bytes:
 
 def offset_commit_record(group: str, topic: str, partition: int, offset: int, leader_epoch: int,
                          metadata: str, commit_ms: int) -> GroupRecord:
-    key = _key_prefix(group, topic) + _I32.pack(partition)
+    key = _offset_key(group, topic, partition)
     meta = (metadata or "").encode("utf-8")
     if len(meta) > _STRING_MAX:
         value = OffsetCommitValue(offset=offset, leader_epoch=leader_epoch, metadata=metadata,

@@ -88,26 +88,28 @@ def test_appends_within_the_linger_share_one_batch_written_after_the_linger():
     asyncio.run(run())
 
 
-def test_a_transactional_append_is_not_held_back():
+def written_within(linger_ms: int, wait_s: float, *commits) -> list:
+    """(records, transactional) of the batches written ``wait_s`` after ``commits`` (keyword
+    dicts for ``commit``) were queued in one turn, with the given linger."""
     async def run():
-        driver, shard, produce = make(1000)
-        commit(shard, driver, 3)
-        commit(shard, driver, 1, producer_id=12)
-        await asyncio.sleep(0.02)  # a loop turn or two, far less than the linger
-        # written at once, the transactional one alone in a batch of its producer
-        assert sorted((n, txn) for _, n, txn in produce.batches) == [(1, True), (3, False)]
+        driver, shard, produce = make(linger_ms)
+        for kwargs in commits:
+            commit(shard, driver, **kwargs)
+        await asyncio.sleep(wait_s)
         driver.close()
-    asyncio.run(run())
+        return [(n, txn) for _, n, txn in produce.batches]
+    return asyncio.run(run())
+
+
+def test_a_transactional_append_is_not_held_back():
+    # a loop turn or two, far less than the linger: written at once, the transactional one
+    # alone in a batch of its producer
+    batches = written_within(1000, 0.02, dict(n=3), dict(n=1, producer_id=12))
+    assert sorted(batches) == [(1, True), (3, False)]
 
 
 def test_a_full_batch_is_written_without_waiting():
-    async def run():
-        driver, shard, produce = make(1000)
-        commit(shard, driver, COALESCE_RECORDS)
-        await asyncio.sleep(0.02)
-        assert [n for _, n, _ in produce.batches] == [COALESCE_RECORDS]
-        driver.close()
-    asyncio.run(run())
+    assert [n for n, _ in written_within(1000, 0.02, dict(n=COALESCE_RECORDS))] == [COALESCE_RECORDS]
 
 
 def test_no_linger_writes_at_the_end_of_the_loop_turn():
