@@ -18,7 +18,15 @@ Two figures per configuration: flood (records queued as fast as librdkafka takes
 records/s and MB/s; its latency is mostly time queued in the client, as in Kafka's
 producer-perf-test with ``--throughput -1``) and paced (``--rate`` records/s, well below every
 configuration's flood rate: p50/p99 produce latency without client queueing). The target
-"p99 <= 3x the acks=1 p99" is read on the paced figures. Not a test: nothing asserts a time.
+"p99 <= 3x the acks=1 p99" is read on the paced figures.
+
+``--producers N`` floods from N producer processes at once (each its share of ``--records``
+over every partition; the rate of the paced runs shared among them); MB/s is over the wall
+time from the first to the last producer's end. The cluster's nodes tick their event-loop
+watchdog every 5 ms (``KRAFT_LOOP_WATCHDOG_MS``), and each flood prints, per node, the longest
+tick lateness seen during it and the longest own stall (lateness less the loop thread's wait
+for a CPU), as histogram bucket bounds read from the nodes' metrics before and after.
+Not a test: nothing asserts a time.
 """
 
 from __future__ import annotations
@@ -62,11 +70,14 @@ def producer(bootstrap: str, acks: str):
 
 
 def run_producer(bootstrap: str, topic: str, partitions: int, acks: str, n: int, sample: int,
-                 rate: float | None = None) -> dict:
+                 rate: float | None = None, barrier=None, first_partition: int = 0) -> dict:
     """Send ``n`` records (flood when ``rate`` is None, else ``rate`` records/s in 10 ms
-    steps) over ``partitions`` partitions; returns seconds, records/s, MB/s, latencies."""
+    steps) over ``partitions`` partitions; returns seconds, records/s, MB/s, latencies.
+    ``barrier``: wait there once connected (several producer processes start together)."""
     p = producer(bootstrap, acks)
     p.list_topics(topic, timeout=10)
+    if barrier is not None:
+        barrier.wait(60)
     lat, errors = [], []
 
     def on_sampled(err, msg):
@@ -78,8 +89,8 @@ def run_producer(bootstrap: str, topic: str, partitions: int, acks: str, n: int,
     plain = {"value": value}
     chunk = [({"value": value, "callback": on_sampled} if i % sample == 0 else plain) for i in range(CHUNK)]
     step = None if rate is None else max(1, int(rate / 100))
-    began = time.perf_counter()
-    left, part = n, 0
+    began, began_at, cpu0 = time.perf_counter(), time.monotonic(), time.process_time()
+    left, part = n, first_partition % partitions
     while left:
         size = min(left, CHUNK if step is None else step)
         msgs = chunk[:size]
@@ -102,7 +113,48 @@ def run_producer(bootstrap: str, topic: str, partitions: int, acks: str, n: int,
     lat.sort()
     return {"records": n, "seconds": elapsed, "records_s": n / elapsed, "mb_s": n * RECORD / elapsed / 1e6,
             "p50_ms": _pct(lat, 0.50), "p99_ms": _pct(lat, 0.99), "samples": len(lat), "errors": len(errors),
-            "unflushed": unflushed}
+            "unflushed": unflushed, "began_at": began_at, "ended_at": time.monotonic(), "latencies": lat,
+            "producer_cpu_s": time.process_time() - cpu0}
+
+
+def _producer_process(queue, barrier, args) -> None:
+    try:
+        queue.put(run_producer(*args, barrier=barrier))
+    except BaseException as exc:  # the parent reports it; a dead child must not hang the barrier
+        queue.put({"error": repr(exc)})
+
+
+def run_producers(count: int, bootstrap: str, topic: str, partitions: int, acks: str, n: int, sample: int,
+                  rate: float | None = None) -> dict:
+    """``count`` producer processes at once, each ``n / count`` records (and ``rate / count``);
+    one producer runs in this process."""
+    if count == 1:
+        out = run_producer(bootstrap, topic, partitions, acks, n, sample, rate)
+        out.pop("latencies")
+        return out
+    import multiprocessing
+    ctx = multiprocessing.get_context("spawn")
+    queue, barrier = ctx.Queue(), ctx.Barrier(count)
+    share = n // count
+    procs = [ctx.Process(target=_producer_process, args=(queue, barrier, (
+        bootstrap, topic, partitions, acks, share, sample, None if rate is None else rate / count)))
+        for _ in range(count)]
+    for proc in procs:
+        proc.start()
+    parts = [queue.get(timeout=900) for _ in procs]
+    for proc in procs:
+        proc.join(60)
+    failed = [x["error"] for x in parts if "error" in x]
+    if failed:
+        raise RuntimeError(f"a producer process failed: {failed[0]}")
+    lat = sorted(v for x in parts for v in x["latencies"])
+    wall = max(x["ended_at"] for x in parts) - min(x["began_at"] for x in parts)
+    total = share * count
+    return {"records": total, "seconds": wall, "records_s": total / wall, "mb_s": total * RECORD / wall / 1e6,
+            "p50_ms": _pct(lat, 0.50), "p99_ms": _pct(lat, 0.99), "samples": len(lat),
+            "errors": sum(x["errors"] for x in parts), "unflushed": sum(x["unflushed"] for x in parts),
+            "producers": count, "per_producer_mb_s": [round(x["mb_s"], 1) for x in parts],
+            "producer_cpu_s": sum(x["producer_cpu_s"] for x in parts)}
 
 
 def _pct(s, q):
@@ -113,18 +165,64 @@ def cluster_cpu(cluster) -> dict:
     return {i: cpu_seconds(p.pid) for i, p in cluster.procs.items() if p.poll() is None}
 
 
-def measure(label, bootstrap, topic, partitions, acks, args, pids_cpu) -> dict:
+STALL_METRICS = ("kraft_event_loop_lag_ms", "kraft_event_loop_own_stall_ms")
+
+
+def stall_buckets(ports: dict) -> dict:
+    """node -> metric -> {upper bound: cumulative count} from each node's metrics endpoint."""
+    import urllib.request
+    out = {}
+    for node, port in ports.items():
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
+            text = r.read().decode()
+        per = out[node] = {m: {} for m in STALL_METRICS}
+        for line in text.splitlines():
+            for m in STALL_METRICS:
+                if line.startswith(m + "_bucket{"):
+                    le = line.split('le="', 1)[1].split('"', 1)[0]
+                    per[m][float(le)] = int(float(line.rsplit(" ", 1)[1]))
+    return out
+
+
+def longest(before: dict, after: dict) -> dict:
+    """node -> metric -> the upper bound of the highest bucket that gained an observation
+    between the two reads (a stall is at most that long), or 0 when none was seen."""
+    out = {}
+    for node in after:
+        out[node] = {}
+        for m in STALL_METRICS:
+            b, a = before.get(node, {}).get(m, {}), after[node][m]
+            bounds = sorted(a)
+            worst, below = 0.0, 0
+            for bound in bounds:  # cumulative counts: a bucket's own count is the difference
+                gained = (a[bound] - b.get(bound, 0)) - below
+                below += gained
+                if gained > 0:
+                    worst = bound
+            out[node][m] = worst
+    return out
+
+
+def measure(label, bootstrap, topic, partitions, acks, args, pids_cpu, stall_ports=None) -> dict:
     before = pids_cpu()
-    flood = run_producer(bootstrap, topic, partitions, acks, args.records, args.sample)
+    stalls0 = stall_buckets(stall_ports) if stall_ports else None
+    flood = run_producers(args.producers, bootstrap, topic, partitions, acks, args.records, args.sample)
     mid = pids_cpu()
-    paced = run_producer(bootstrap, topic, partitions, acks, int(args.rate * args.paced_seconds), args.sample,
-                         rate=args.rate)
+    stalls = longest(stalls0, stall_buckets(stall_ports)) if stall_ports else None
+    paced = run_producers(args.producers, bootstrap, topic, partitions, acks, int(args.rate * args.paced_seconds),
+                          args.sample, rate=args.rate)
     flood["broker_cpu_s"] = {str(k): round(mid[k] - before.get(k, 0), 2) for k in mid}
     out = {"flood": flood, "paced": paced}
+    stall_text = ""
+    if stalls is not None:
+        flood["loop_stall_ms_at_most"] = {str(n): v for n, v in stalls.items()}
+        stall_text = " | loop lag / own stall at most (ms) " + ", ".join(
+            f"{n}: {v['kraft_event_loop_lag_ms']:g}/{v['kraft_event_loop_own_stall_ms']:g}" for n, v in stalls.items())
     print(f"{label:14s} flood {flood['mb_s']:6.1f} MB/s {flood['records_s']:10,.0f} rec/s  p50 {flood['p50_ms']:7.1f} "
           f"p99 {flood['p99_ms']:7.1f} ms | paced {args.rate:,.0f}/s p50 {paced['p50_ms']:6.1f} p99 "
-          f"{paced['p99_ms']:6.1f} ms | errors {flood['errors'] + paced['errors']} | CPU {flood['broker_cpu_s']}",
-          flush=True)
+          f"{paced['p99_ms']:6.1f} ms | errors {flood['errors'] + paced['errors']} | CPU {flood['broker_cpu_s']}, "
+          f"producers {flood['producer_cpu_s']:.2f} s"
+          f"{stall_text}", flush=True)
     return out
 
 
@@ -137,6 +235,7 @@ def main():
     ap.add_argument("--paced-seconds", type=float, default=5.0)
     ap.add_argument("--sample", type=int, default=100, help="one record in SAMPLE carries a latency callback")
     ap.add_argument("--no-raw", action="store_true")
+    ap.add_argument("--producers", type=int, default=1, help="producer processes flooding at once")
     ap.add_argument("--json")
     args = ap.parse_args()
     results: dict = {"args": vars(args), "raw": [], "acks=1": [], "acks=all": []}
@@ -151,7 +250,9 @@ def main():
             finally:
                 proc.terminate()
                 proc.wait(60)
-        cluster = LocalCluster(os.path.join(workdir, "cluster"), 3, combined=True).create()
+        # Ticks every 5 ms, so a stall of 10 ms cannot fall between two (the nodes inherit it).
+        os.environ["KRAFT_LOOP_WATCHDOG_MS"] = "5"
+        cluster = LocalCluster(os.path.join(workdir, "cluster"), 3, combined=True, metrics=True).create()
         try:
             cluster.start()
             from confluent_kafka.admin import AdminClient, NewTopic
@@ -174,7 +275,7 @@ def main():
             for r in range(args.rounds):
                 for acks, label in (("1", "acks=1"), ("all", "acks=all")):
                     results[label].append(measure(f"RF3 {label}", cluster.broker_bootstrap, TOPIC, args.partitions,
-                                                  acks, args, lambda: cluster_cpu(cluster)))
+                                                  acks, args, lambda: cluster_cpu(cluster), cluster.metrics_ports))
         finally:
             cluster.close()
     finally:
