@@ -9,7 +9,7 @@ import tracemalloc
 import lz4.frame
 import pytest
 
-from kraft.errors import CorruptRecordError, UnsupportedCodecError
+from kraft.errors import CorruptRecordError, RecordListTooLargeError, UnsupportedCodecError
 from kraft.records import Compression, compression
 
 from _codec_helpers import HEADER_SIZE, implementations, raw_batch, raw_record
@@ -235,3 +235,45 @@ def test_records_count_is_read_from_the_plain_header(codec):
     raw = codec.build_batch([b"a", b"b", b"c"], timestamp=0, compression=Compression.GZIP)
     assert struct.unpack_from(">i", raw, 57)[0] == 3
     assert raw[HEADER_SIZE : HEADER_SIZE + 2] == b"\x1f\x8b"  # gzip magic right after the header
+
+
+# --- lz4 in steps ---------------------------------------------------------------------------------
+
+
+def test_lz4_never_asks_python_lz4_for_more_than_one_step(monkeypatch):
+    # python-lz4 allocates max_length bytes up front: asking for the whole cap (hundreds of
+    # MiB) made every 16 KiB batch pay for an allocation that size (20 us instead of 5).
+    asked = []
+    real = lz4.frame.LZ4FrameDecompressor
+
+    class Recording:
+        def __init__(self):
+            self._d = real()
+
+        def decompress(self, data, max_length=-1):
+            asked.append(max_length)
+            return self._d.decompress(data, max_length=max_length)
+
+        def __getattr__(self, name):
+            return getattr(self._d, name)
+    monkeypatch.setattr(compression._lz4, "LZ4FrameDecompressor", Recording)
+    block = records_block(100)
+    assert compression.decompress(Compression.LZ4, compression.compress(Compression.LZ4, block)) == block
+    assert asked and all(0 < n <= compression.LZ4_STEP for n in asked), asked
+
+
+def test_lz4_output_of_many_steps_is_whole_and_capped(monkeypatch):
+    monkeypatch.setattr(compression, "LZ4_STEP", 4096)
+    block = records_block(600)  # many steps of 4 KiB
+    assert len(block) > 10 * 4096
+    packed = compression.compress(Compression.LZ4, block)
+    assert compression.decompress(Compression.LZ4, packed) == block
+    assert compression.decompress(Compression.LZ4, packed, limit=len(block)) == block
+    with pytest.raises(RecordListTooLargeError):
+        compression.decompress(Compression.LZ4, packed, limit=len(block) - 1)
+    with pytest.raises(RecordListTooLargeError):
+        compression.decompress(Compression.LZ4, packed, limit=3 * 4096 + 5)
+    for cut in (len(packed) // 3, len(packed) - 1):  # truncated after several steps of output
+        with pytest.raises(CorruptRecordError) as e:
+            compression.decompress(Compression.LZ4, packed[:cut])
+        assert not isinstance(e.value, RecordListTooLargeError)
