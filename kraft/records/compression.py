@@ -12,6 +12,7 @@ must not know anything about record layout.
 from __future__ import annotations
 
 import struct
+import threading
 import zlib
 
 from kraft.errors import CorruptRecordError, RecordListTooLargeError, UnsupportedCodecError
@@ -143,14 +144,41 @@ def _lz4_decompress(lz4, data, limit: int) -> bytes:
     return b"".join(parts)
 
 
+#: A zstd block inflates to at most 128 KiB from a 4-byte RLE block: at most ~32 KiB of output
+#: per input byte, so feeding ``budget >> ZSTD_RATIO_BITS`` bytes at a time cannot overshoot
+#: the budget by more than about itself.
+ZSTD_RATIO_BITS = 15
+_zstd_local = threading.local()
+
+
+def _zstd_decompressor(zstd):
+    """This thread's decompressor: making one costs ~17 us (its context), as much as
+    decompressing a 16 KiB batch; one may not be used by two threads at once."""
+    d = getattr(_zstd_local, "d", None)
+    if d is None:
+        d = _zstd_local.d = zstd.ZstdDecompressor()
+    return d
+
+
 def _zstd_decompress(zstd, data: bytes, limit: int) -> bytes:
-    # One pass, fed in small input chunks so a bomb is stopped near the cap (a 64-byte chunk
-    # inflates to at most a few MiB) instead of after allocating it all; ``eof`` tells a
-    # whole frame from a truncated one.
-    d = zstd.ZstdDecompressor().decompressobj()
-    out, total = [], 0
-    for pos in range(0, len(data), 64):
-        chunk = d.decompress(data[pos : pos + 64])
+    dctx = _zstd_decompressor(zstd)
+    size = zstd.frame_content_size(data)
+    if size >= 0:
+        # The frame says how much it holds (kraft's own writer, zstd's one-shot API): refused
+        # before anything is allocated if over the limit, else decompressed in one call that
+        # fails on a truncated frame or a size that does not match.
+        _check_size(size, limit)
+        return dctx.decompress(data, max_output_size=size)
+    # No content size (librdkafka, Java's zstd-jni streams): one pass fed in chunks small
+    # enough that a bomb is stopped near the cap instead of after allocating all of it
+    # (64 bytes inflate to at most ~2 MiB; larger chunks while the budget left is larger);
+    # ``eof`` tells a whole frame from a truncated one.
+    d = dctx.decompressobj()
+    out, total, pos, end = [], 0, 0, len(data)
+    while pos < end:
+        step = max(64, (limit - total) >> ZSTD_RATIO_BITS)
+        chunk = d.decompress(data[pos : pos + step])
+        pos += step
         if chunk:
             total += len(chunk)
             _check_size(total, limit)

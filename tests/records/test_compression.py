@@ -277,3 +277,89 @@ def test_lz4_output_of_many_steps_is_whole_and_capped(monkeypatch):
         with pytest.raises(CorruptRecordError) as e:
             compression.decompress(Compression.LZ4, packed[:cut])
         assert not isinstance(e.value, RecordListTooLargeError)
+
+
+# --- zstd with and without a content size -----------------------------------------------------------
+
+
+def _zstd_frames(data: bytes) -> dict:
+    zstandard = pytest.importorskip("zstandard")
+    return {"sized": zstandard.ZstdCompressor().compress(data),
+            # librdkafka and Java's zstd-jni stream their frames: no content size in the header
+            "unsized": zstandard.ZstdCompressor(write_content_size=False).compress(data)}
+
+
+@pytest.mark.parametrize("kind", ["sized", "unsized"])
+def test_zstd_frames_with_and_without_a_content_size(kind):
+    block = records_block(300)
+    frame = _zstd_frames(block)[kind]
+    assert compression.decompress(Compression.ZSTD, frame) == block
+    assert compression.decompress(Compression.ZSTD, frame, limit=len(block)) == block
+    with pytest.raises(RecordListTooLargeError):
+        compression.decompress(Compression.ZSTD, frame, limit=len(block) - 1)
+    for cut in (0, 5, len(frame) // 2, len(frame) - 1):
+        with pytest.raises(CorruptRecordError):
+            compression.decompress(Compression.ZSTD, frame[:cut])
+
+
+def test_zstd_frame_whose_content_size_lies_is_corrupt():
+    zstandard = pytest.importorskip("zstandard")
+    block = records_block(50)
+    frame = bytearray(_zstd_frames(block)["sized"])
+    # The frame header (RFC 8878 3.1.1.1): magic, descriptor, [window], [dictionary id], size.
+    desc = frame[4]
+    fcs_flag, single, dict_flag = desc >> 6, (desc >> 5) & 1, desc & 3
+    width = {0: 1 if single else 0, 1: 2, 2: 4, 3: 8}[fcs_flag]
+    at = 5 + (0 if single else 1) + {0: 0, 1: 1, 2: 2, 3: 4}[dict_flag]
+    bias = 256 if width == 2 else 0
+    assert int.from_bytes(frame[at:at + width], "little") + bias == len(block) == \
+        zstandard.frame_content_size(bytes(frame))
+    frame[at:at + width] = (len(block) - 100 - bias).to_bytes(width, "little")
+    assert zstandard.frame_content_size(bytes(frame)) == len(block) - 100
+    with pytest.raises(CorruptRecordError):
+        compression.decompress(Compression.ZSTD, bytes(frame))
+
+
+def test_unsized_zstd_bomb_is_stopped_before_the_memory_is_spent(monkeypatch):
+    frame = _zstd_frames(bytes(16 << 20))["unsized"]
+    cap = 1 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(RecordListTooLargeError):
+            compression.decompress(Compression.ZSTD, frame, limit=cap)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * cap + 2 * len(frame), f"peak {peak >> 20} MiB for a bomb capped at 1 MiB"
+
+
+def test_sized_zstd_frame_over_the_limit_is_refused_from_its_header(monkeypatch):
+    frame = _zstd_frames(bytes(16 << 20))["sized"]
+    tracemalloc.start()
+    try:
+        with pytest.raises(RecordListTooLargeError):
+            compression.decompress(Compression.ZSTD, frame, limit=1 << 20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+
+
+def test_each_thread_keeps_its_own_zstd_decompressor():
+    import threading
+    zstandard = pytest.importorskip("zstandard")
+    seen = []
+    block = records_block(20)
+    frame = _zstd_frames(block)["unsized"]
+
+    def work():
+        assert compression.decompress(Compression.ZSTD, frame) == block
+        seen.append(compression._zstd_decompressor(zstandard))
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    work()
+    assert len({id(d) for d in seen}) == 4
+    assert compression._zstd_decompressor(zstandard) is seen[-1]  # reused on this thread
