@@ -36,11 +36,19 @@ class LeaderEpochCache:
         #: Bumped on every change; compared with ``written_version`` to know if the file is stale.
         self.version = 0
         self.written_version = 0
+        #: The latest entry's epoch (None without entries), kept with every change: a replica
+        #: fetcher reads it for every partition of its session on every request.
+        self.latest_epoch = self._latest()
+
+    def _latest(self) -> int | None:
+        latest = self._table.latest()
+        return None if latest is None else latest[0]
 
     # --- changes -----------------------------------------------------------------------------
     def _changed(self, changed: bool) -> bool:
         if changed:
             self.version += 1
+        self.latest_epoch = self._latest()  # whatever the table reported: changes are rare
         return changed
 
     def assign(self, epoch: int, start_offset: int) -> bool:
@@ -79,11 +87,6 @@ class LeaderEpochCache:
         """Epoch of the entry covering ``offset``, None if it is below every entry."""
         epoch = self._table.epoch_for_offset(offset)
         return None if epoch < 0 else epoch
-
-    @property
-    def latest_epoch(self) -> int | None:
-        latest = self._table.latest()
-        return None if latest is None else latest[0]
 
     def latest_entry(self):
         return self._table.latest()

@@ -187,3 +187,28 @@ def test_empty_checkpoint_file_has_no_entries(tmp_path):
     path = tmp_path / "leader-epoch-checkpoint"
     path.write_text("")  # Kafka creates the file before its first write
     assert LeaderEpochCheckpointFile(str(path)).read() == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops)
+def test_the_cached_latest_epoch_follows_every_change(operations):
+    # LeaderEpochCache keeps latest_epoch as a field (a fetcher reads it per partition per
+    # request): after any sequence of changes it must be the table's latest entry's epoch.
+    import numpy as np
+
+    cache = LeaderEpochCache(None, [(1, 0), (3, 10)])
+    assert cache.latest_epoch == 3
+    for op in operations:
+        if op[0] == "assign":
+            cache.assign(op[1], op[2])
+        elif op[0] == "end":
+            cache.truncate_from_end(op[1])
+        elif op[0] == "start":
+            cache.truncate_from_start(op[1])
+        else:
+            cache.assign_batches(np.array([b[0] for b in op[1]], np.int32),
+                                 np.array(sorted(b[1] for b in op[1]), np.int64))
+        latest = cache.latest_entry()
+        assert cache.latest_epoch == (None if latest is None else latest[0])
+    cache.clear()
+    assert cache.latest_epoch is None
