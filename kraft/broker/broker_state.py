@@ -117,7 +117,9 @@ class BrokerState:
         plog = self.logs.get(topic, partition)
         if plog is None and self.logs.is_offline(topic, partition):
             return int(ErrorCode.KAFKA_STORAGE_ERROR), None, reg  # its log directory failed (KIP-858)
-        if plog is None or plog.topic_id != t.id:
+        # The topic id by identity first (UUID's == is Python code; this runs per partition of
+        # every Produce and Fetch).
+        if plog is None or (plog.topic_id is not t.id and plog.topic_id != t.id):
             return int(ErrorCode.NOT_LEADER_OR_FOLLOWER), None, reg
         return NONE, plog, reg
 

@@ -90,6 +90,9 @@ def publish_image(logs: PartitionLogs, previous: MetadataImage, image: MetadataI
         tp = (plog.topic, plog.partition)
         topic_id = wanted.get(tp)
         if topic_id == plog.topic_id:
+            # The image's own object from now on: the per-request checks compare by identity
+            # first (a log read from disk holds an equal UUID, not the same one).
+            plog.topic_id = topic_id
             continue
         if first:
             reason = (stray_reason(image, broker_id, plog.topic_id, plog.partition)

@@ -176,8 +176,10 @@ class ReplicaFetcher:
             params = p.params
             # Unchanged (most partitions of a session, most of the time): the same tuple again,
             # which the session compares by identity first.
+            # (The topic id by identity first: UUID's == is Python code, a seventh of a poll.)
             if (params is None or params[1] != end or params[2] != start or params[5] != latest
-                    or params[4] != p.leader_epoch or params[0] != p.topic_id or params[3] != max_bytes):
+                    or params[4] != p.leader_epoch or params[3] != max_bytes
+                    or (params[0] is not p.topic_id and params[0] != p.topic_id)):
                 params = p.params = PartitionParams(p.topic_id, end, start, max_bytes, p.leader_epoch, latest)
             wanted[p.tp] = params
         # Every session partition may be answered, so every one is "asked" (stale answers are
