@@ -12,7 +12,6 @@ must not know anything about record layout.
 from __future__ import annotations
 
 import struct
-import threading
 import zlib
 
 from kraft.errors import CorruptRecordError, RecordListTooLargeError, UnsupportedCodecError
@@ -148,20 +147,25 @@ def _lz4_decompress(lz4, data, limit: int) -> bytes:
 #: per input byte, so feeding ``budget >> ZSTD_RATIO_BITS`` bytes at a time cannot overshoot
 #: the budget by more than about itself.
 ZSTD_RATIO_BITS = 15
-_zstd_local = threading.local()
-
-
-def _zstd_decompressor(zstd):
-    """This thread's decompressor: making one costs ~17 us (its context), as much as
-    decompressing a 16 KiB batch; one may not be used by two threads at once."""
-    d = getattr(_zstd_local, "d", None)
-    if d is None:
-        d = _zstd_local.d = zstd.ZstdDecompressor()
-    return d
+#: Idle decompressors: making one costs ~17 us (its context), as much as decompressing a 16 KiB
+#: batch. One may not serve two calls at once, so a call takes one off this list (``pop`` and
+#: ``append`` are atomic) and puts it back when it succeeded; at most ``_ZSTD_POOL_MAX`` wait.
+_zstd_pool: list = []
+_ZSTD_POOL_MAX = 8
 
 
 def _zstd_decompress(zstd, data: bytes, limit: int) -> bytes:
-    dctx = _zstd_decompressor(zstd)
+    try:
+        dctx = _zstd_pool.pop()
+    except IndexError:
+        dctx = zstd.ZstdDecompressor()
+    out = _zstd_decompress_with(zstd, dctx, data, limit)
+    if len(_zstd_pool) < _ZSTD_POOL_MAX:
+        _zstd_pool.append(dctx)  # not after a failure: that one is dropped with its state
+    return out
+
+
+def _zstd_decompress_with(zstd, dctx, data: bytes, limit: int) -> bytes:
     size = zstd.frame_content_size(data)
     if size >= 0:
         # The frame says how much it holds (kraft's own writer, zstd's one-shot API): refused

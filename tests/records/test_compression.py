@@ -345,21 +345,41 @@ def test_sized_zstd_frame_over_the_limit_is_refused_from_its_header(monkeypatch)
     assert peak < 1 << 20
 
 
-def test_each_thread_keeps_its_own_zstd_decompressor():
+def test_zstd_decompressors_are_reused_and_never_shared(monkeypatch):
     import threading
     zstandard = pytest.importorskip("zstandard")
-    seen = []
+    made = []
+    real = zstandard.ZstdDecompressor
+
+    def counting():
+        made.append(real())
+        return made[-1]
+    monkeypatch.setattr(compression._zstd, "ZstdDecompressor", counting)
+    monkeypatch.setattr(compression, "_zstd_pool", [])
     block = records_block(20)
     frame = _zstd_frames(block)["unsized"]
+    for _ in range(5):  # one after another: one decompressor, reused
+        assert compression.decompress(Compression.ZSTD, frame) == block
+    assert len(made) == 1
+    # At once on several threads: each call has its own, every answer is right.
+    big = records_block(3000)
+    big_frame = _zstd_frames(big)["unsized"]
+    start, wrong = threading.Barrier(4), []
 
     def work():
-        assert compression.decompress(Compression.ZSTD, frame) == block
-        seen.append(compression._zstd_decompressor(zstandard))
-    threads = [threading.Thread(target=work) for _ in range(3)]
+        start.wait()
+        for _ in range(20):
+            if compression.decompress(Compression.ZSTD, big_frame) != big:
+                wrong.append(1)
+    threads = [threading.Thread(target=work) for _ in range(4)]
     for th in threads:
         th.start()
     for th in threads:
         th.join()
-    work()
-    assert len({id(d) for d in seen}) == 4
-    assert compression._zstd_decompressor(zstandard) is seen[-1]  # reused on this thread
+    assert not wrong
+    assert len(made) <= 4 + 1 and len(compression._zstd_pool) <= compression._ZSTD_POOL_MAX
+    # A failed call does not put its decompressor back.
+    before = len(compression._zstd_pool)
+    with pytest.raises(CorruptRecordError):
+        compression.decompress(Compression.ZSTD, big_frame[: len(big_frame) // 2])
+    assert len(compression._zstd_pool) == max(before - 1, 0)
