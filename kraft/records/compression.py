@@ -117,8 +117,9 @@ def decompress(codec: int, data, limit: int | None = None) -> bytes:
 
 
 #: Output asked of python-lz4 per call. It allocates ``max_length`` bytes up front, so asking
-#: for the whole limit (hundreds of MiB) cost an allocation that size per batch: a 16 KiB
-#: batch took 20 us to decompress instead of 5 (measured), a sixth of a leader's Produce CPU.
+#: for the whole limit (a request's 64 MiB) cost an allocation that size per batch: a 16 KiB
+#: batch took 20 us to decompress instead of 5, and the brokers' CPU in a 1,000-partition
+#: acks=1 flood fell by a quarter without it (measured).
 LZ4_STEP = 1 << 20
 
 
