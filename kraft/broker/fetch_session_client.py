@@ -85,6 +85,21 @@ class ClientFetchSession:
                 to_send[tp] = params
         return SessionRequest(self.session_id, self.epoch, to_send, to_forget)
 
+    def build_changed(self, changed: dict) -> SessionRequest:
+        """The incremental request when only the partitions of ``changed`` (tp -> params, each
+        already in the session) may differ from what the session holds: ``build`` without the
+        pass over every partition."""
+        if not self.open:
+            raise ValueError("an incremental request needs an open session")
+        to_send: dict = {}
+        session = self.partitions
+        for tp, now in changed.items():
+            prev = session.get(tp)
+            if prev is None or (now is not prev and now != prev):
+                session[tp] = now
+                to_send[tp] = now
+        return SessionRequest(self.session_id, self.epoch, to_send, [])
+
     def on_response(self, error_code: int, session_id: int) -> bool:
         """Follow an answer; False when it was a session error (nothing in it is usable and
         the next request is full)."""

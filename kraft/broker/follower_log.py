@@ -25,6 +25,11 @@ class LocalReplicas:
     def __init__(self, logs):
         self.logs = logs
 
+    def changes(self) -> int:
+        """Moves whenever a local log is made, replaced or deleted or retention cuts one: what a
+        fetcher cannot learn from its own answers (see ``ReplicaFetcher``)."""
+        return self.logs.changes
+
     def has(self, tp) -> bool:
         """Is there a local log (one being made off the loop is not there yet)?"""
         return self.logs.get(*tp) is not None

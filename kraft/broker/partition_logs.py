@@ -93,6 +93,9 @@ class PartitionLogs:
         #: the broker-wide values above for every topic
         self.retention_of: Callable[[str], tuple] | None = None
         self._logs: dict[tuple[str, int], PartitionLog] = {}
+        #: moves whenever a log is made, replaced or deleted, or retention moves a log's start
+        #: (replica fetchers ask their local logs only about what their own answers touched)
+        self.changes = 0
         self.flusher_threads = flusher_threads
         #: (dir name, threads) -> the flusher of a log dir; None: a ``SharedFlusher`` (Python
         #: threads). A server sets it to a ``SharedLoopFlusher`` on its event loop.
@@ -132,6 +135,7 @@ class PartitionLogs:
                 self.dirs.mark_offline(log_dir, f"opening it failed: {exc}")
                 for plog in [p for p in self._logs.values() if p.log_dir == log_dir]:
                     del self._logs[(plog.topic, plog.partition)]
+                    self.changes += 1
                     self.dirs.offline_partitions[(plog.topic, plog.partition)] = log_dir
                     _close_quietly(plog)
         return opened
@@ -237,6 +241,7 @@ class PartitionLogs:
         for plog in gone:
             del self._logs[(plog.topic, plog.partition)]
             _close_quietly(plog)
+        self.changes += 1
         return [(p.topic, p.partition) for p in gone]
 
     def open_new_log(self, log_dir: str, path: str, config: LogConfig) -> SegmentedLog:
@@ -260,6 +265,7 @@ class PartitionLogs:
         plog.log = self._open_log(log_dir, path, None, None, config, clean=True, sync=False)
         plog.log_dir = log_dir
         self._watch(plog)
+        self.changes += 1
         old.close()
 
     def is_offline(self, topic: str, partition: int) -> bool:
@@ -427,6 +433,7 @@ class PartitionLogs:
     def _register(self, plog: PartitionLog) -> None:
         self._watch(plog)
         self._logs[(plog.topic, plog.partition)] = plog
+        self.changes += 1
 
     def delete(self, topic: str, partition: int, suffix: str = names.DELETE_SUFFIX) -> str | None:
         """Close the partition's log and rename its directory ``<topic>-<N>.<uuid>-delete``
@@ -436,6 +443,7 @@ class PartitionLogs:
         plog = self._logs.pop((topic, partition), None)
         if plog is None:
             return None
+        self.changes += 1
         plog.log.close()
         renamed = os.path.join(plog.log_dir, names.renamed_dir_name(topic, partition, suffix))
         os.replace(plog.directory, renamed)
@@ -468,6 +476,7 @@ class PartitionLogs:
             start = retention_start_offset(plog.log, plog.high_watermark, retention_ms, retention_bytes, now_ms)
             if start is not None:
                 deleted += plog.log.delete_below(start)
+                self.changes += 1
         return deleted
 
     def write_checkpoints(self) -> None:

@@ -12,7 +12,9 @@ simulator's clock and network instead of asyncio and sockets.
   * Leader: a follower's Fetch is answered by ``serve_replica_fetch``, which mirrors
     ``FetchHandler._read_for_replica`` (leader/epoch checks through ``BrokerState``,
     DivergingEpoch from the epoch cache, ``replication.on_follower_fetch``) without its
-    asyncio parking; Produce mirrors ``ProduceHandler`` (``local_leader``, min ISR, append
+    asyncio parking, inside the real fetch sessions (``FetchSessions``: a process's sessions
+    die with it, so followers meet FETCH_SESSION_ID_NOT_FOUND after a leader restarts, and
+    their incremental requests carry only what changed); Produce mirrors ``ProduceHandler`` (``local_leader``, min ISR, append
     with the leader epoch, acks=-1 answered when the HW and the local flush cover it,
     NOT_ENOUGH_REPLICAS_AFTER_APPEND, timeouts). ISR shrink runs every lag/2; AlterPartition
     goes out one at a time, as ``poll_alter_partition`` hands it.
@@ -25,10 +27,12 @@ simulator's clock and network instead of asyncio and sockets.
 
 from __future__ import annotations
 
+import random
 import uuid
 
 from kraft.broker import follower_log, produce_handler
 from kraft.broker.broker_state import BrokerLimits, BrokerState
+from kraft.broker.fetch_sessions import FetchSessionCache, FetchSessions
 from kraft.broker.follower_log import LocalReplicas
 from kraft.broker.leader_replication import LeaderReplication
 from kraft.broker.lifecycle import BrokerLifecycle
@@ -82,6 +86,9 @@ class SimBroker:
                                                    min_isr_of=self.state.min_insync_replicas)
         self.fetchers = ReplicaFetchers(self.id, LocalReplicas(self.logs), backoff_ms=200, max_wait_ms=0,
                                         partition_max_bytes=self.fetch_max_bytes)
+        # Session ids from the broker and incarnation: the simulator's own random stream (its
+        # faults) stays what it was before sessions were simulated.
+        self.fetch_sessions = FetchSessions(FetchSessionCache(rng=random.Random(self.id * 1_000_003 + self.incarnation)))
         self.metadata_offset = 0  # records applied
         self.metadata_hw = -1  # the controller's record count as last heard
         self.catch_up = InitialCatchUp(lambda: self.metadata_hw)
@@ -298,49 +305,56 @@ class SimBroker:
         self.send(src, ("fetch_resp", token, key, serial, resp))
 
     def serve_replica_fetch(self, req):
-        """Mirrors ``FetchHandler._read_for_replica`` (v13, one answer at once)."""
+        """Mirrors ``FetchHandler._read_for_replica`` (v13, one answer at once), in the fetch
+        session the request names (``FetchSessions``, as ``FetchHandler.handle``)."""
         state = self.state
-        replica = req.replica_id
-        topics = []
-        for t in req.topics:
-            topic = state.image.topics.by_id.get(t.topic_id)
-            name = topic.name if topic is not None else None
-            parts = []
-            for p in t.partitions:
-                out = F.Topic.Partition(partition_index=p.partition, error_code=NONE, high_watermark=-1,
-                                        last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
-                                        preferred_read_replica=-1, records=b"")
-                parts.append(out)
-                if name is None:
-                    out.error_code = int(ErrorCode.UNKNOWN_TOPIC_ID)
-                    continue
-                code, plog, reg = state.local_leader(name, p.partition, p.current_leader_epoch)
-                if code == NONE and replica not in reg.replicas:
-                    code = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-                if code != NONE:
-                    out.error_code = code
-                    continue
-                log = plog.log
-                out.log_start_offset = log.start_offset
-                if p.last_fetched_epoch >= 0:
-                    end = log.end_offset_for_epoch(p.last_fetched_epoch)
-                    if end.epoch < p.last_fetched_epoch or end.offset < p.fetch_offset:
-                        out.diverging_epoch = F.EpochEndOffset(epoch=end.epoch, end_offset=end.offset)
-                        out.high_watermark = out.last_stable_offset = plog.high_watermark
-                        continue
-                if p.fetch_offset < log.start_offset or p.fetch_offset > log.end_offset:
-                    out.error_code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
-                    continue
-                if state.replication.on_follower_fetch(plog, reg, replica, p.fetch_offset, p.log_start_offset,
-                                                       self.sim.now):
-                    self._check_waits(plog)  # BrokerHandlers.on_high_watermark
-                self._poke_alter()
-                out.high_watermark = out.last_stable_offset = state.advance_high_watermark(plog, reg)
-                self.sim.checks.leader_hw(self, plog)
-                if p.fetch_offset < log.end_offset:
-                    out.records = log.read(p.fetch_offset, p.partition_max_bytes)
-            topics.append(F.Topic(topic=name or "", topic_id=t.topic_id, partitions=parts))
-        return F(throttle_time_ms=0, error_code=NONE, session_id=0, responses=topics)
+        ctx = self.fetch_sessions.context(req, 13, state.image.topics.by_id, follower=True, now_ms=self.sim.now)
+        if ctx.error != NONE:
+            return F(throttle_time_ms=0, error_code=ctx.error, session_id=0, responses=[])
+        reads = [self._read_for_replica(name, topic_id, p, req.replica_id) for name, topic_id, p in ctx.wanted]
+        code, session_id, reads = ctx.respond(reads, self.sim.now)
+        topics: dict = {}
+        for r in reads:
+            topics.setdefault((r.topic, r.topic_id), []).append(r.out)
+        return F(throttle_time_ms=0, error_code=code, session_id=session_id,
+                 responses=[F.Topic(topic=name or "", topic_id=tid, partitions=parts)
+                            for (name, tid), parts in topics.items()])
+
+    def _read_for_replica(self, name, topic_id, p, replica: int) -> "_SimRead":
+        state = self.state
+        out = F.Topic.Partition(partition_index=p.partition, error_code=NONE, high_watermark=-1,
+                                last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
+                                preferred_read_replica=-1, records=b"")
+        r = _SimRead(name, topic_id, out)
+        if name is None:
+            out.error_code = r.code = int(ErrorCode.UNKNOWN_TOPIC_ID)
+            return r
+        code, plog, reg = state.local_leader(name, p.partition, p.current_leader_epoch)
+        if code == NONE and replica not in reg.replicas:
+            code = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if code != NONE:
+            out.error_code = r.code = code
+            return r
+        log = plog.log
+        out.log_start_offset = r.log_start = log.start_offset
+        if p.last_fetched_epoch >= 0:
+            end = log.end_offset_for_epoch(p.last_fetched_epoch)
+            if end.epoch < p.last_fetched_epoch or end.offset < p.fetch_offset:
+                out.diverging_epoch = r.diverging = F.EpochEndOffset(epoch=end.epoch, end_offset=end.offset)
+                out.high_watermark = out.last_stable_offset = r.hw = plog.high_watermark
+                return r
+        if p.fetch_offset < log.start_offset or p.fetch_offset > log.end_offset:
+            out.error_code = r.code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+            return r
+        if state.replication.on_follower_fetch(plog, reg, replica, p.fetch_offset, p.log_start_offset,
+                                               self.sim.now):
+            self._check_waits(plog)  # BrokerHandlers.on_high_watermark
+        self._poke_alter()
+        out.high_watermark = out.last_stable_offset = r.hw = state.advance_high_watermark(plog, reg)
+        self.sim.checks.leader_hw(self, plog)
+        if p.fetch_offset < log.end_offset:
+            out.records = r.records = log.read(p.fetch_offset, p.partition_max_bytes)
+        return r
 
     def _m_produce(self, src, request_id, tp, values, acks, timeout_ms) -> None:
         """Mirrors ``ProduceHandler`` for one partition of one request."""
@@ -407,3 +421,17 @@ class SimBroker:
         self.alter_in_flight = serial
         self.send(0, ("creq", self.token, serial, req))
         self.timer(CONTROLLER_TIMEOUT_MS, "controller_timeout", serial)
+
+
+class _SimRead:
+    """One partition's read, as ``FetchContext.respond`` looks at it (``fetch_handler._Read``):
+    ``out`` is the answer's partition."""
+
+    __slots__ = ("topic", "topic_id", "out", "code", "hw", "log_start", "records", "diverging", "preferred")
+
+    def __init__(self, topic, topic_id, out):
+        self.topic, self.topic_id, self.out = topic, topic_id, out
+        self.code, self.hw, self.log_start = NONE, -1, -1
+        self.records = b""
+        self.diverging = None
+        self.preferred = -1

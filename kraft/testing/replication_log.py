@@ -178,6 +178,7 @@ class SimPartitionLogs:
     def __init__(self):
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self.hw_checkpoint: dict[tuple[str, int], int] = {}
+        self.changes = 0  # as PartitionLogs.changes: a log made here
 
     def get(self, topic: str, partition: int):
         return self._logs.get((topic, partition))
@@ -193,6 +194,7 @@ class SimPartitionLogs:
         if plog is None:
             plog = self._logs[(topic, partition)] = PartitionLog(topic, partition, topic_id, SimPartitionLog(),
                                                                  "<memory>", 0)
+            self.changes += 1
         return plog
 
     def checkpoint_high_watermarks(self) -> None:

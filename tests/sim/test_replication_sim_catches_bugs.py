@@ -99,6 +99,20 @@ def test_advancing_the_hw_below_min_isr_is_caught(monkeypatch):
 
 
 #: Seeds each mutant gets: at least twice the first failing seed measured when the test was
-#: written (0, 0, 0, 0, 0, 10, 25, 25, 43 in the order below).
+#: written (0, 0, 0, 0, 0, 10, 25, 25, 43, 0 in the order below).
 SEEDS = {"proposed_isr": 20, "no_truncation": 20, "produce_leader_check": 20, "hw_above_leo": 20,
-         "ack_after_move": 40, "committed_isr": 60, "isr_of_one": 60, "below_min_isr": 100}
+         "ack_after_move": 40, "committed_isr": 60, "isr_of_one": 60, "below_min_isr": 100,
+         "forgetful_fetcher": 10}
+
+
+def test_a_fetcher_that_does_not_look_again_at_an_answered_partition_is_caught(monkeypatch):
+    """The incremental request is built from the partitions an answer touched: a fetcher that
+    forgets them keeps asking from where it was (its appends fail, the replicas never agree)."""
+    orig = ReplicaFetcher._partition
+
+    def forgetful(self, p, part, now_ms, effects):
+        orig(self, p, part, now_ms, effects)
+        self._dirty.pop(p.tp, None)
+
+    monkeypatch.setattr(ReplicaFetcher, "_partition", forgetful)
+    assert first_failure(range(SEEDS["forgetful_fetcher"])) is not None
