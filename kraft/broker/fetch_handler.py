@@ -42,7 +42,8 @@ import struct
 import time
 
 from kraft.broker.broker_state import NONE, BrokerState
-from kraft.broker.fetch_sessions import DEFAULT_CACHE_SLOTS, FetchSessionCache, FetchSessions
+from kraft.broker.fetch_sessions import DEFAULT_CACHE_SLOTS, CachedPartition, FetchSessionCache, FetchSessions
+from kraft.broker.quiet_partitions import QuietPartitions
 from kraft.errors import ErrorCode, FatalLogError, KraftError, OffsetOutOfRangeError
 from kraft.log.log_reads import read_answer
 from kraft.protocol import EncodedParts, FetchRequest, FetchResponse
@@ -98,12 +99,13 @@ class FetchHandler:
         self._wake_scheduled = False
         self._serving = False  # state.is_serving(), taken once per read of a request
         self._now_ms = 0  # the replication clock, read once per read of a request
+        self.quiet = QuietPartitions()  # follower session partitions read only when woken
 
     def handle(self, request: FetchRequest, version: int, listener: str | None = None):
         replica = request.replica_state.replica_id if version >= 15 else request.replica_id
         # The session layer, before the read: which partitions this Fetch reads.
         ctx = self.sessions.context(request, version, self.state.image.topics.by_id, follower=replica >= 0,
-                                    now_ms=self.clock_ms())
+                                    now_ms=self.clock_ms(), narrow=self._narrow if replica >= 0 else None)
         if ctx.error != NONE:
             return F(throttle_time_ms=0, error_code=ctx.error, session_id=0, responses=[])
         wanted = ctx.wanted
@@ -111,10 +113,17 @@ class FetchHandler:
             wanted = [(name, tid, p, replica) for name, tid, p in wanted]
         reads, size, errors = self._read_all(wanted, request.max_bytes, version, _isolation(request, version),
                                              _client_rack(request, version, replica), listener)
-        if request.max_wait_ms <= 0 or size >= request.min_bytes or errors or not wanted:
+        session = ctx.session if replica >= 0 else None
+        if session is not None:
+            session.read_ms = self._now_ms
+        if request.max_wait_ms <= 0 or size >= request.min_bytes or errors or not (wanted or session):
             return self._answer(ctx, reads, version, listener)
         loop = asyncio.get_running_loop()
         parked = _Parked(self, wanted, request, version, loop.create_future(), ctx, listener)
+        if session is not None:
+            # Its quiet partitions are not in ``wanted``: one that wakes joins it (``_woken``).
+            parked.session, parked.replica = session, replica
+            session.parked = parked
         parked.timer = loop.call_later(request.max_wait_ms / 1000, parked.finish)
         parked.reads, parked.size = reads, size
         for i, r in enumerate(reads):
@@ -147,12 +156,29 @@ class FetchHandler:
                 out.append(F.NodeEndpoint(node_id=leader, host=e[0], port=e[1], rack=e[2]))
         return out
 
+    def _narrow(self, session, requested):
+        """``FetchSessions.context``'s choice of what a follower's incremental request reads
+        (``quiet_partitions``); None: all of it."""
+        changes = getattr(self.state.logs, "changes", None)
+        if changes is None:
+            return None  # logs that do not count their changes: nothing may be skipped
+        state = self.state
+        generation = (state.image, state.is_serving(), state.leader_quota.bound is None, changes)
+        return self.quiet.narrow(session, requested, generation)
+
+    def _woken(self, cp) -> None:
+        """A quiet partition of ``cp.session`` woke: a request parked on the session reads it."""
+        parked = cp.session.parked
+        if parked is not None and not parked.fut.done():
+            parked.add(cp)
+
     def wake(self, plog) -> None:
         """An append to ``plog``: parked fetches on it look again — once the current loop turn
         is over, and once however many of their partitions were appended to in it. A Produce
         to 1,000 partitions used to answer a follower's parked fetch after the first append
         (one partition of data, then another full fetch for the other 999), re-reading all
         1,000 partitions on the way. Without a running loop (tests), at once."""
+        self.quiet.wake(plog, self._woken)
         waiting = self._parked.get(plog)
         if not waiting:
             return
@@ -184,11 +210,20 @@ class FetchHandler:
         in turn re-read a fetch parked on N partitions N times: a follower's fetch of 1,000
         partitions cost a million partition reads per image on the leader.)"""
         seen = set()
-        for waiting in list(self._parked.values()):
+        for waiting in list(self._parked.values()) + [{s.parked} for s in self._parked_sessions()]:
             for parked in list(waiting):
                 if parked not in seen:
                     seen.add(parked)
-                    parked.check()
+                    if parked.session is not None:
+                        # It holds only what changed: answered now, the follower's next request
+                        # reads its whole session again (the image moved the generation).
+                        parked.finish()
+                    else:
+                        parked.check()
+
+    def _parked_sessions(self):
+        """Follower sessions with a request parked that reads none of its partitions."""
+        return [s for s in self.sessions.cache.sessions.values() if s.parked is not None]
 
     def _read_all(self, wanted, max_bytes: int, version: int, isolation: int = 0, rack: str | None = None,
                   listener: str | None = None):
@@ -288,8 +323,8 @@ class FetchHandler:
         """A follower's fetch (Kafka's ``Partition.fetchRecords`` for a follower); a session
         partition found caught up last time is answered by ``_still_idle`` first (in _read_all)."""
         r = self._read_slow(name, topic_id, p, replica, remaining, first, version)
-        if hasattr(p, "idle"):
-            p.idle = self._idle_note(r, p, replica)
+        if type(p) is CachedPartition:
+            self.quiet.note(p, self._idle_note(r, p, replica), r.plog)
         return r
 
     def _still_idle(self, idle: _Idle, entry) -> _Read | None:
@@ -385,7 +420,7 @@ class FetchHandler:
 
 class _Parked:
     __slots__ = ("handler", "wanted", "request", "version", "fut", "timer", "positions", "reads", "size", "ctx",
-                 "listener")
+                 "listener", "session", "replica")
 
     def __init__(self, handler, wanted, request, version, fut, ctx, listener=None):
         self.handler, self.wanted, self.request, self.version, self.fut = handler, wanted, request, version, fut
@@ -395,6 +430,26 @@ class _Parked:
         self.positions: dict = {}  # PartitionLog -> indexes of its entries in wanted / reads
         self.reads = None  # what the last read found, entry by entry
         self.size = 0  # the bytes of records in it
+        self.session = None  # a follower's session whose quiet partitions may join (``add``)
+        self.replica = -1
+
+    def add(self, cp) -> None:
+        """A quiet partition of the session woke: read it with this request (at the end of the
+        loop turn, by the wake that follows); until then it answers nothing new."""
+        plog = self.handler.state.logs.get(cp.topic, cp.partition) if cp.topic is not None else None
+        if plog is None or plog in self.positions:
+            return  # the next request reads it (a dirty key) / this one reads it already
+        entry = (cp.topic, cp.topic_id, cp, self.replica)
+        i = len(self.wanted)
+        self.wanted.append(entry)
+        self.ctx.wanted.append(entry[:3])
+        placeholder = _Read(cp.topic, cp.topic_id, cp.partition)
+        placeholder.hw, placeholder.log_start = cp.high_watermark, cp.local_log_start
+        self.reads.append(placeholder)
+        self.positions.setdefault(plog, []).append(i)
+        self.handler._parked.setdefault(plog, set()).add(self)
+        # It stays in the session's dirty keys too (the next request reads it once more):
+        # cheaper than proving that every way this request can end has read it.
 
     def check(self, plogs=None) -> None:
         """Look again: at the entries of ``plogs`` (woken by them), or at every entry (None: a
@@ -427,6 +482,8 @@ class _Parked:
     def unpark(self) -> None:
         if self.timer is not None:
             self.timer.cancel()
+        if self.session is not None and self.session.parked is self:
+            self.session.parked = None
         parked = self.handler._parked
         self.handler._due.pop(self, None)
         for plog in self.positions:

@@ -59,15 +59,16 @@ class CachedPartition:
 
     __slots__ = ("key", "topic", "topic_id", "partition", "partition_max_bytes", "fetch_offset",
                  "log_start_offset", "current_leader_epoch", "last_fetched_epoch", "high_watermark",
-                 "local_log_start", "idle")
+                 "local_log_start", "idle", "session")
 
-    def __init__(self, key, topic, topic_id, p):
+    def __init__(self, key, topic, topic_id, p, session=None):
         self.key, self.topic, self.topic_id = key, topic, topic_id
         self.partition = p.partition
         self.high_watermark = -1
         self.local_log_start = -1
         #: the fetch handler's note of a follower found caught up here (``fetch_handler._Idle``)
         self.idle = None
+        self.session = session  # the FetchSession holding it (None until the session exists)
         self.update(p)
 
     def update(self, p) -> None:
@@ -94,15 +95,26 @@ class CachedPartition:
 
 
 class FetchSession:
-    """Invariant: ``epoch`` is the epoch the next incremental request must carry."""
+    """Invariant: ``epoch`` is the epoch the next incremental request must carry.
 
-    __slots__ = ("id", "privileged", "partitions", "uses_topic_ids", "creation_ms", "last_used_ms", "epoch")
+    ``dirty``, ``active``, ``quiet_since``, ``parked`` and ``read_ms`` are the fetch handler's
+    notes for reading only what changed (``kraft.broker.quiet_partitions``); this module
+    only carries them."""
+
+    __slots__ = ("id", "privileged", "partitions", "uses_topic_ids", "creation_ms", "last_used_ms", "epoch",
+                 "dirty", "active", "quiet_since", "parked", "read_ms", "closed")
 
     def __init__(self, session_id: int, privileged: bool, partitions: dict, uses_topic_ids: bool, now_ms: int):
         self.id, self.privileged, self.uses_topic_ids = session_id, privileged, uses_topic_ids
         self.partitions = partitions  # key -> CachedPartition, in read order (answered ones move last)
         self.creation_ms = self.last_used_ms = now_ms
         self.epoch = next_epoch(INITIAL_EPOCH)
+        self.dirty: dict = {}  # keys woken since the last request (an ordered set)
+        self.active: set = set()  # keys whose last read left no quiet note: read every time
+        self.quiet_since = None  # the handler's generation its notes hold for (None: none yet)
+        self.parked = None  # the handler's fetch parked on this session, if any
+        self.read_ms = 0  # the replication clock at the last request
+        self.closed = False  # removed from the cache (closed or evicted)
 
     def worth(self) -> tuple:
         """Kafka's ``EvictableKey`` order: consumers before followers, small before large."""
@@ -128,7 +140,10 @@ class FetchSessionCache:
         return self.sessions.get(session_id)
 
     def remove(self, session_id: int) -> FetchSession | None:
-        return self.sessions.pop(session_id, None)
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            session.closed = True
+        return session
 
     def touch(self, session: FetchSession, now_ms: int) -> None:
         session.last_used_ms = now_ms
@@ -171,6 +186,7 @@ class FetchSessionCache:
 
     def _evicted(self, session: FetchSession) -> bool:
         del self.sessions[session.id]
+        session.closed = True
         self.evictions += 1
         return True
 
@@ -188,6 +204,11 @@ class FetchContext:
         self._cache, self._session, self._privileged, self._uses_ids = cache, session, privileged, uses_ids
         self._epoch = session.epoch if session is not None else None
         self._now_ms = now_ms
+
+    @property
+    def session(self):
+        """The incremental fetch's session (None for the other kinds)."""
+        return self._session
 
     @property
     def kind(self) -> str:
@@ -212,7 +233,11 @@ class FetchContext:
             cp.high_watermark, cp.local_log_start = r.hw, r.log_start
             partitions[key] = cp
         now = self._now_ms if now_ms is None else now_ms
-        return NONE, self._cache.create(now, self._privileged, partitions, self._uses_ids), reads
+        session_id = self._cache.create(now, self._privileged, partitions, self._uses_ids)
+        session = self._cache.get(session_id)
+        for cp in partitions.values():
+            cp.session = session
+        return NONE, session_id, reads
 
     def _incremental(self, session: FetchSession, reads):
         if session.epoch != self._epoch:
@@ -234,7 +259,10 @@ class FetchSessions:
     def __init__(self, cache: FetchSessionCache | None = None):
         self.cache = cache if cache is not None else FetchSessionCache()
 
-    def context(self, request, version: int, names_by_id: dict, *, follower: bool, now_ms: int) -> FetchContext:
+    def context(self, request, version: int, names_by_id: dict, *, follower: bool, now_ms: int,
+                narrow=None) -> FetchContext:
+        """``narrow(session, requested keys)``: for an incremental fetch, the keys of the session
+        partitions to read (the request's among them), or None for every one (the default)."""
         uses_ids = version >= 13
         session_id, epoch = (request.session_id, request.session_epoch) if version >= 7 else (0, FINAL_EPOCH)
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
@@ -253,13 +281,15 @@ class FetchSessions:
             return FetchContext([], error=int(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR))
         wanted = _request_partitions(request, uses_ids, names_by_id)
         parts = session.partitions
+        requested = []
         for name, topic_id, p in wanted:
             key = (topic_id, p.partition) if uses_ids else (name, p.partition)
             cp = parts.get(key)
             if cp is None:
-                parts[key] = CachedPartition(key, name, topic_id, p)
+                parts[key] = CachedPartition(key, name, topic_id, p, session)
             else:
                 cp.update(p)
+            requested.append(key)
         for t in request.forgotten_topics_data or ():
             for partition in t.partitions:
                 parts.pop((t.topic_id, partition) if uses_ids else (t.topic, partition), None)
@@ -268,17 +298,23 @@ class FetchSessions:
             return FetchContext(wanted)  # sessionless: the closed session's id is not answered
         self.cache.touch(session, now_ms)
         session.epoch = next_epoch(session.epoch)
+        keys = narrow(session, requested) if narrow is not None else None
+        if keys is None:
+            chosen = parts.values()
+        else:
+            get_part = parts.get
+            chosen = [cp for cp in map(get_part, keys) if cp is not None]
         if uses_ids:
             # Names follow the image: a topic id unknown at first may resolve later, a deleted
             # topic's partitions answer UNKNOWN_TOPIC_ID rather than another topic's data.
             get = names_by_id.get
             cached = []
-            for cp in parts.values():
+            for cp in chosen:
                 topic = get(cp.topic_id)
                 cp.topic = topic.name if topic is not None else None
                 cached.append((cp.topic, cp.topic_id, cp))
         else:
-            cached = [(cp.topic, None, cp) for cp in parts.values()]
+            cached = [(cp.topic, None, cp) for cp in chosen]
         return FetchContext(cached, session=session, cache=self.cache)
 
 

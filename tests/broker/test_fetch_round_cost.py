@@ -146,24 +146,83 @@ def test_a_parked_fetch_keeps_what_it_found_and_adds_what_wakes_it(leader):
     assert values(got[3].records) == [b"x" * 200] and values(got[150].records) == [b"y" * 200]
 
 
-def test_an_idle_session_fetch_skips_the_full_read_and_keeps_the_follower_caught_up(leader):
+def test_an_idle_session_fetch_reads_nothing_and_keeps_the_follower_caught_up(leader):
     sid = _session(leader)
     assert leader.call(leader.fetch(session_id=sid, epoch=1)) is not None  # notes taken on a full read
     leader.now += 25_000
-    slow = leader.reads["slow"]
+    reads = leader.reads["all"]
     resp = decoded(leader.call(leader.fetch(session_id=sid, epoch=2)), version=13)
     assert resp.error_code == 0 and resp.responses == []
-    assert leader.reads["slow"] == slow, "an idle, caught-up partition was read in full"
-    st = leader.state.replication.states[("many", 42)]
-    assert st.followers[3].last_caught_up_ms == leader.now  # still caught up: no ISR shrink
+    assert leader.reads["all"] == reads, "a quiet partition of an idle session was read"
     leader.now += 20_000  # 45 s after the first fetch, 20 s after the last: within the lag
     assert leader.state.replication.tick(leader.logs) == 0
-    # An append ends the shortcut for that partition only.
+    # An append wakes that partition only; the follower's last request (20 s ago) counts as
+    # caught up at the log end of then, so the new log end does not make it lag at once.
     leader.call(produce(build_batch([b"new"]), topic="many", partition=42), 9)
-    slow = leader.reads["slow"]
+    st = leader.state.replication.states[("many", 42)]
+    assert st.followers[3].last_caught_up_ms == leader.now - 20_000
+    assert leader.state.replication.tick(leader.logs) == 0, "a quiet follower was dropped from the ISR"
+    reads = leader.reads["all"]
     got = answered(leader.call(leader.fetch(session_id=sid, epoch=3)))
     assert list(got) == [42] and values(got[42].records) == [b"new"]
-    assert leader.reads["slow"] - slow == 1
+    assert leader.reads["all"] - reads == 1
+
+
+def test_a_woken_quiet_partition_joins_a_parked_fetch_that_did_not_read_it(leader):
+    """The parked request read nothing (every partition quiet): an append to one answers it
+    with that partition's records, having read only that one."""
+    sid = _session(leader)
+    leader.call(leader.fetch(session_id=sid, epoch=1))  # the full read that takes the notes
+
+    async def go():
+        parked = leader.call(leader.fetch(session_id=sid, epoch=2, max_wait_ms=10_000, min_bytes=1))
+        assert asyncio.isfuture(parked) and not parked.done()
+        before = leader.reads["all"]
+        leader.call(produce(build_batch([b"hot"]), topic="many", partition=77), 9)
+        got = answered(await parked)
+        return got, leader.reads["all"] - before
+    got, reads = run(go())
+    assert list(got) == [77] and values(got[77].records) == [b"hot"]
+    assert reads == 1
+
+
+def test_a_partition_woken_between_two_requests_is_read_by_the_next_one(leader):
+    """The first append answers the parked fetch; the second wakes a quiet partition while no
+    request is parked: the next request must bring its records."""
+    sid = _session(leader)
+    leader.call(leader.fetch(session_id=sid, epoch=1))
+
+    async def go():
+        parked = leader.call(leader.fetch({5: 0}, session_id=sid, epoch=2, max_wait_ms=10_000, min_bytes=1))
+        leader.call(produce(build_batch([b"a"]), topic="many", partition=5), 9)
+        first = answered(await parked)
+        leader.call(produce(build_batch([b"b"]), topic="many", partition=6), 9)  # woken, nobody parked
+        second = answered(leader.call(leader.fetch({5: 1}, session_id=sid, epoch=3)))
+        return first, second
+    first, second = run(go())
+    assert list(first) == [5]
+    assert 6 in second and values(second[6].records) == [b"b"]
+
+
+def test_retention_or_a_new_log_moves_the_generation_and_every_partition_is_looked_at(leader):
+    """Retention moves a log start without waking anyone: PartitionLogs.changes tells the
+    handler its quiet notes are not to be trusted, and each partition is checked again."""
+    sid = _session(leader)
+    leader.call(leader.fetch(session_id=sid, epoch=1))
+    fh = leader.handlers.fetch
+    looked, still_idle = [0], fh._still_idle
+
+    def counted(*a):
+        looked[0] += 1
+        return still_idle(*a)
+    fh._still_idle = counted
+    leader.call(leader.fetch(session_id=sid, epoch=2))
+    assert looked[0] == 0
+    leader.logs.changes += 1  # what PartitionLogs does when retention cuts a log
+    leader.call(leader.fetch(session_id=sid, epoch=3))
+    assert looked[0] == N
+    leader.call(leader.fetch(session_id=sid, epoch=4))
+    assert looked[0] == N  # quiet again
 
 
 def test_a_new_image_ends_the_shortcut_so_a_stale_leader_epoch_is_fenced(leader):
