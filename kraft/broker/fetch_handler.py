@@ -43,7 +43,7 @@ import time
 
 from kraft.broker.broker_state import NONE, BrokerState
 from kraft.broker.fetch_sessions import DEFAULT_CACHE_SLOTS, CachedPartition, FetchSessionCache, FetchSessions
-from kraft.broker.quiet_partitions import QuietPartitions
+from kraft.broker.quiet_partitions import QuietPartitions, idle_note, still_idle
 from kraft.errors import ErrorCode, FatalLogError, KraftError, OffsetOutOfRangeError
 from kraft.log.log_reads import read_answer
 from kraft.protocol import EncodedParts, FetchRequest, FetchResponse
@@ -73,18 +73,6 @@ class _Read:
         self.diverging = None  # (epoch, end offset) for a follower whose log diverged
         self.throttled = False  # a follower's read of a partition under the leader replication quota
         self.preferred = -1  # KIP-392: the replica this consumer should fetch from instead (no records)
-
-
-class _Idle:
-    """A follower found caught up on a session partition: what must be unchanged for its next
-    fetch there to skip the full read (``FetchHandler._still_idle``)."""
-
-    __slots__ = ("image", "plog", "state", "follower", "fetch_offset", "leader_epoch", "last_fetched_epoch", "read")
-
-    def __init__(self, image, plog, state, follower, fetch_offset, leader_epoch, last_fetched_epoch, read):
-        self.image, self.plog, self.state, self.follower = image, plog, state, follower
-        self.fetch_offset, self.leader_epoch, self.last_fetched_epoch = fetch_offset, leader_epoch, last_fetched_epoch
-        self.read = read  # an empty read with no error: reused, its hw and log start refreshed
 
 
 class FetchHandler:
@@ -327,45 +315,25 @@ class FetchHandler:
             self.quiet.note(p, self._idle_note(r, p, replica), r.plog)
         return r
 
-    def _still_idle(self, idle: _Idle, entry) -> _Read | None:
+    def _still_idle(self, idle, entry) -> _Read | None:
         """The answer for a session partition whose follower was caught up at its last fetch,
-        if nothing that the full read checks has changed since: the same image (leadership,
-        epochs, replicas, ISR), the same log and leader state, the same fetch position, and no
-        append. Then that read would find what it found before, and its one effect is the
-        follower's progress (caught up now). A follower session holds every partition a leader
-        shares with it; the full read of each idle one on every fetch made a replication
+        if nothing that the full read checks has changed since (``quiet_partitions.still_idle``):
+        its one effect is the follower's progress. A follower session holds every partition a
+        leader shares with it; the full read of each idle one on every fetch made a replication
         round's CPU grow with the partitions of the session, not with the data."""
-        state = self.state
-        p = entry[2]
-        plog = idle.plog
-        log = plog.log
-        if (log.end_offset != idle.fetch_offset or p.fetch_offset != idle.fetch_offset or state.image is not idle.image
-                or p.current_leader_epoch != idle.leader_epoch or p.last_fetched_epoch != idle.last_fetched_epoch
-                or idle.state.pending is not None or not self._serving or state.leader_quota.bound is not None
-                or state.logs.get(entry[0], p.partition) is not plog
-                or state.replication.states.get((entry[0], p.partition)) is not idle.state):
+        if not still_idle(self.state, idle, entry[0], entry[2], self._serving, self._now_ms):
             return None
-        idle.follower.update(p.fetch_offset, p.log_start_offset, idle.fetch_offset, self._now_ms)
         r = idle.read  # what this partition's full read found, kept current
-        r.log_start = log.start_offset
-        r.hw = plog.high_watermark
+        r.log_start = idle.plog.log.start_offset
+        r.hw = idle.plog.high_watermark
         return r
 
-    def _idle_note(self, r: _Read, p, replica: int) -> _Idle | None:
+    def _idle_note(self, r: _Read, p, replica: int):
         """What ``_still_idle`` needs, when this read found the follower caught up and in sync
         with nothing to do (else None: the next fetch reads in full)."""
-        plog = r.plog
-        if plog is None or r.code != NONE or len(r.records) or r.diverging is not None or r.throttled:
+        if r.code != NONE or len(r.records) or r.diverging is not None or r.throttled:
             return None
-        if p.fetch_offset != plog.log.end_offset:
-            return None
-        st = self.state.replication.states.get((plog.topic, plog.partition))
-        if st is None or st.pending is not None or replica not in st.isr:
-            return None
-        f = st.followers.get(replica)
-        if f is None:
-            return None
-        return _Idle(self.state.image, plog, st, f, p.fetch_offset, p.current_leader_epoch, p.last_fetched_epoch, r)
+        return idle_note(self.state, r.plog, p, replica, r)
 
     def _read_slow(self, name, topic_id, p, replica: int, remaining: int, first: bool, version: int) -> _Read:
         r = _Read(name, topic_id, p.partition)

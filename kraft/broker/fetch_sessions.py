@@ -66,7 +66,7 @@ class CachedPartition:
         self.partition = p.partition
         self.high_watermark = -1
         self.local_log_start = -1
-        #: the fetch handler's note of a follower found caught up here (``fetch_handler._Idle``)
+        #: the note of a follower found caught up here (``quiet_partitions.IdleNote``)
         self.idle = None
         self.session = session  # the FetchSession holding it (None until the session exists)
         self.update(p)

@@ -4,8 +4,8 @@ replication round cost in proportion to the partitions a leader shares with each
 broker holding 1,000 idle partitions beside one written one: ~1,600 µs of leader CPU per write
 for the idle ones).
 
-A session partition whose follower was found caught up and in sync (the fetch handler's
-``_Idle`` note on the ``CachedPartition``) is *quiet*: registered here under its partition log
+A session partition whose follower was found caught up and in sync (an ``IdleNote`` on the
+``CachedPartition``, ``idle_note``) is *quiet*: registered here under its partition log
 until something happens to that log. Everything that can change what a read of it would find
 either wakes the log (``FetchHandler.wake``: an append, a high-watermark move, DeleteRecords,
 a follower's append) or moves the *generation* the notes were taken in (a new metadata image,
@@ -30,9 +30,52 @@ whose request is parked joins that parked request at once (``on_woken``).
 from __future__ import annotations
 
 
+class IdleNote:
+    """A follower found caught up on a session partition: what must be unchanged for its next
+    fetch there to skip the full read (``still_idle``)."""
+
+    __slots__ = ("image", "plog", "state", "follower", "fetch_offset", "leader_epoch", "last_fetched_epoch", "read")
+
+    def __init__(self, image, plog, state, follower, fetch_offset, leader_epoch, last_fetched_epoch, read):
+        self.image, self.plog, self.state, self.follower = image, plog, state, follower
+        self.fetch_offset, self.leader_epoch, self.last_fetched_epoch = fetch_offset, leader_epoch, last_fetched_epoch
+        self.read = read  # an empty read with no error: reused, its hw and log start refreshed
+
+
+def idle_note(state, plog, cp, replica: int, read) -> IdleNote | None:
+    """The note for session partition ``cp`` after a full read (``read``) for follower
+    ``replica`` that found nothing to send and no error: taken when the follower is caught up
+    at the log end, in the committed ISR and no ISR change is pending; else None."""
+    if plog is None or cp.fetch_offset != plog.log.end_offset:
+        return None
+    st = state.replication.states.get((plog.topic, plog.partition))
+    if st is None or st.pending is not None or replica not in st.isr:
+        return None
+    f = st.followers.get(replica)
+    if f is None:
+        return None
+    return IdleNote(state.image, plog, st, f, cp.fetch_offset, cp.current_leader_epoch, cp.last_fetched_epoch, read)
+
+
+def still_idle(state, note: IdleNote, name, cp, serving: bool, now_ms: int) -> bool:
+    """Would a full read of ``cp`` find what it found when ``note`` was taken? (The same image,
+    log end, fetch position, leader epochs, log and leader state, no ISR change pending, the
+    broker serving, no leader quota.) If so the follower's fetch is recorded, as the full read
+    would have."""
+    plog = note.plog
+    if (plog.log.end_offset != note.fetch_offset or cp.fetch_offset != note.fetch_offset
+            or state.image is not note.image or cp.current_leader_epoch != note.leader_epoch
+            or cp.last_fetched_epoch != note.last_fetched_epoch or note.state.pending is not None or not serving
+            or state.leader_quota.bound is not None or state.logs.get(name, cp.partition) is not plog
+            or state.replication.states.get((name, cp.partition)) is not note.state):
+        return False
+    note.follower.update(cp.fetch_offset, cp.log_start_offset, note.fetch_offset, now_ms)
+    return True
+
+
 class QuietPartitions:
     def __init__(self):
-        self._by_log: dict = {}  # PartitionLog -> {CachedPartition: its _Idle note}
+        self._by_log: dict = {}  # PartitionLog -> {CachedPartition: its IdleNote}
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_log.values())
@@ -88,7 +131,7 @@ class QuietPartitions:
             if session is None or session.closed or session.partitions.get(cp.key) is not cp:
                 continue  # the follower has left that session or partition: nothing to record
             # The follower's last request found it caught up at the log end of then: record it
-            # (its ``_still_idle`` update, skipped), before the log end moved on makes it lag.
+            # (its ``still_idle`` update, skipped), before the log end moved on makes it lag.
             note.follower.update(cp.fetch_offset, cp.log_start_offset, note.fetch_offset, session.read_ms)
             session.dirty[cp.key] = None
             on_woken(cp)

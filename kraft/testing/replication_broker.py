@@ -14,7 +14,8 @@ simulator's clock and network instead of asyncio and sockets.
     DivergingEpoch from the epoch cache, ``replication.on_follower_fetch``) without its
     asyncio parking, inside the real fetch sessions (``FetchSessions``: a process's sessions
     die with it, so followers meet FETCH_SESSION_ID_NOT_FOUND after a leader restarts, and
-    their incremental requests carry only what changed); Produce mirrors ``ProduceHandler`` (``local_leader``, min ISR, append
+    their incremental requests carry only what changed), reading only what changed as the
+    handler does (``QuietPartitions``, woken by appends and HW moves as ``FetchHandler.wake``); Produce mirrors ``ProduceHandler`` (``local_leader``, min ISR, append
     with the leader epoch, acks=-1 answered when the HW and the local flush cover it,
     NOT_ENOUGH_REPLICAS_AFTER_APPEND, timeouts). ISR shrink runs every lag/2; AlterPartition
     goes out one at a time, as ``poll_alter_partition`` hands it.
@@ -32,7 +33,8 @@ import uuid
 
 from kraft.broker import follower_log, produce_handler
 from kraft.broker.broker_state import BrokerLimits, BrokerState
-from kraft.broker.fetch_sessions import FetchSessionCache, FetchSessions
+from kraft.broker.fetch_sessions import CachedPartition, FetchSessionCache, FetchSessions
+from kraft.broker.quiet_partitions import QuietPartitions, idle_note, still_idle
 from kraft.broker.follower_log import LocalReplicas
 from kraft.broker.leader_replication import LeaderReplication
 from kraft.broker.lifecycle import BrokerLifecycle
@@ -89,6 +91,7 @@ class SimBroker:
         # Session ids from the broker and incarnation: the simulator's own random stream (its
         # faults) stays what it was before sessions were simulated.
         self.fetch_sessions = FetchSessions(FetchSessionCache(rng=random.Random(self.id * 1_000_003 + self.incarnation)))
+        self.quiet = QuietPartitions()
         self.metadata_offset = 0  # records applied
         self.metadata_hw = -1  # the controller's record count as last heard
         self.catch_up = InitialCatchUp(lambda: self.metadata_hw)
@@ -251,6 +254,7 @@ class SimBroker:
         self.fetchers.on_image(image)
         for plog in self.state.replication.on_image(image, self.logs, self.sim.now):
             self._check_waits(plog)
+            self._wake(plog)  # BrokerHandlers.on_high_watermark
         self.sim.checks.after_image(self)
         for key, f in self.fetchers.fetchers.items():
             if key not in self.fetch_serial:
@@ -305,13 +309,31 @@ class SimBroker:
         self.send(src, ("fetch_resp", token, key, serial, resp))
 
     def serve_replica_fetch(self, req):
-        """Mirrors ``FetchHandler._read_for_replica`` (v13, one answer at once), in the fetch
-        session the request names (``FetchSessions``, as ``FetchHandler.handle``)."""
+        """Mirrors ``FetchHandler.handle`` for a follower (v13, one answer at once): the fetch
+        session the request names (``FetchSessions``), its quiet partitions skipped
+        (``QuietPartitions``), each read as ``_read_for_replica``."""
         state = self.state
-        ctx = self.fetch_sessions.context(req, 13, state.image.topics.by_id, follower=True, now_ms=self.sim.now)
+        replica = req.replica_id
+        ctx = self.fetch_sessions.context(req, 13, state.image.topics.by_id, follower=True, now_ms=self.sim.now,
+                                          narrow=self._narrow)
         if ctx.error != NONE:
             return F(throttle_time_ms=0, error_code=ctx.error, session_id=0, responses=[])
-        reads = [self._read_for_replica(name, topic_id, p, req.replica_id) for name, topic_id, p in ctx.wanted]
+        serving = state.is_serving()
+        reads = []
+        for name, topic_id, p in ctx.wanted:
+            note = p.idle if type(p) is CachedPartition else None
+            if note is not None and still_idle(state, note, name, p, serving, self.sim.now):
+                r = _SimRead(name, topic_id, self._partition_out(p.partition))
+                r.hw = r.out.high_watermark = r.out.last_stable_offset = note.plog.high_watermark
+                r.log_start = r.out.log_start_offset = note.plog.log.start_offset
+            else:
+                r = self._read_for_replica(name, topic_id, p, replica)
+                if type(p) is CachedPartition:
+                    quiet = r.code == NONE and not r.records and r.diverging is None
+                    self.quiet.note(p, idle_note(state, r.plog, p, replica, None) if quiet else None, r.plog)
+            reads.append(r)
+        if ctx.session is not None:
+            ctx.session.read_ms = self.sim.now
         code, session_id, reads = ctx.respond(reads, self.sim.now)
         topics: dict = {}
         for r in reads:
@@ -320,11 +342,26 @@ class SimBroker:
                  responses=[F.Topic(topic=name or "", topic_id=tid, partitions=parts)
                             for (name, tid), parts in topics.items()])
 
+    def _narrow(self, session, requested):
+        """``FetchHandler._narrow``."""
+        state = self.state
+        generation = (state.image, state.is_serving(), state.leader_quota.bound is None, self.logs.changes)
+        return self.quiet.narrow(session, requested, generation)
+
+    def _wake(self, plog) -> None:
+        """``FetchHandler.wake``: nothing parks here (every answer goes at once), so a woken
+        quiet partition is read by its session's next request."""
+        self.quiet.wake(plog, lambda cp: None)
+
+    @staticmethod
+    def _partition_out(partition: int):
+        return F.Topic.Partition(partition_index=partition, error_code=NONE, high_watermark=-1,
+                                 last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
+                                 preferred_read_replica=-1, records=b"")
+
     def _read_for_replica(self, name, topic_id, p, replica: int) -> "_SimRead":
         state = self.state
-        out = F.Topic.Partition(partition_index=p.partition, error_code=NONE, high_watermark=-1,
-                                last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
-                                preferred_read_replica=-1, records=b"")
+        out = self._partition_out(p.partition)
         r = _SimRead(name, topic_id, out)
         if name is None:
             out.error_code = r.code = int(ErrorCode.UNKNOWN_TOPIC_ID)
@@ -335,6 +372,7 @@ class SimBroker:
         if code != NONE:
             out.error_code = r.code = code
             return r
+        r.plog = plog
         log = plog.log
         out.log_start_offset = r.log_start = log.start_offset
         if p.last_fetched_epoch >= 0:
@@ -349,6 +387,7 @@ class SimBroker:
         if state.replication.on_follower_fetch(plog, reg, replica, p.fetch_offset, p.log_start_offset,
                                                self.sim.now):
             self._check_waits(plog)  # BrokerHandlers.on_high_watermark
+            self._wake(plog)
         self._poke_alter()
         out.high_watermark = out.last_stable_offset = r.hw = state.advance_high_watermark(plog, reg)
         self.sim.checks.leader_hw(self, plog)
@@ -373,6 +412,7 @@ class SimBroker:
             return
         self.sim.checks.leader_append(self, tp, reg.leader_epoch, info.first_offset, info.last_offset)
         state.advance_high_watermark(plog, reg)
+        self._wake(plog)  # ProduceHandler's on_append
         self.sim.checks.leader_hw(self, plog)
         if acks != -1:
             self.send(src, ("produce_resp", request_id, NONE, info.first_offset))
@@ -427,10 +467,11 @@ class _SimRead:
     """One partition's read, as ``FetchContext.respond`` looks at it (``fetch_handler._Read``):
     ``out`` is the answer's partition."""
 
-    __slots__ = ("topic", "topic_id", "out", "code", "hw", "log_start", "records", "diverging", "preferred")
+    __slots__ = ("topic", "topic_id", "out", "code", "hw", "log_start", "records", "diverging", "preferred", "plog")
 
     def __init__(self, topic, topic_id, out):
         self.topic, self.topic_id, self.out = topic, topic_id, out
+        self.plog = None
         self.code, self.hw, self.log_start = NONE, -1, -1
         self.records = b""
         self.diverging = None

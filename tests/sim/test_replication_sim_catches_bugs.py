@@ -4,6 +4,7 @@ checker). Three of the mutants put back bugs the simulator found in the cores.""
 
 from kraft.broker import broker_state, follower_log, produce_handler
 from kraft.broker.leader_partition import PartitionLeaderState
+from kraft.broker.quiet_partitions import QuietPartitions
 from kraft.broker.replica_fetcher import ReplicaFetcher, UpdateHighWatermark
 from kraft.errors import ErrorCode
 from kraft.testing.chaos import ChaosFailure, run_replication
@@ -99,10 +100,10 @@ def test_advancing_the_hw_below_min_isr_is_caught(monkeypatch):
 
 
 #: Seeds each mutant gets: at least twice the first failing seed measured when the test was
-#: written (0, 0, 0, 0, 0, 10, 25, 25, 43, 0 in the order below).
+#: written (0, 0, 0, 0, 0, 10, 25, 25, 43, 0, 4, 28 in the order below).
 SEEDS = {"proposed_isr": 20, "no_truncation": 20, "produce_leader_check": 20, "hw_above_leo": 20,
          "ack_after_move": 40, "committed_isr": 60, "isr_of_one": 60, "below_min_isr": 100,
-         "forgetful_fetcher": 10}
+         "forgetful_fetcher": 10, "no_wake": 10, "stale_generation": 60}
 
 
 def test_a_fetcher_that_does_not_look_again_at_an_answered_partition_is_caught(monkeypatch):
@@ -116,3 +117,24 @@ def test_a_fetcher_that_does_not_look_again_at_an_answered_partition_is_caught(m
 
     monkeypatch.setattr(ReplicaFetcher, "_partition", forgetful)
     assert first_failure(range(SEEDS["forgetful_fetcher"])) is not None
+
+
+def test_a_leader_that_never_wakes_its_quiet_partitions_is_caught(monkeypatch):
+    """A follower's incremental fetch reads a quiet partition only once it is woken: a leader
+    that loses the wake leaves its followers behind for good."""
+    monkeypatch.setattr(QuietPartitions, "wake", lambda self, plog, on_woken: None)
+    assert first_failure(range(SEEDS["no_wake"])) is not None
+
+
+def test_quiet_notes_trusted_across_a_new_image_are_caught(monkeypatch):
+    """The notes hold for the image (and lease, quota, logs) they were taken in: a leader that
+    keeps skipping after leadership and epochs moved misses what the followers must hear."""
+    narrow = QuietPartitions.narrow
+
+    def never_again(self, session, requested, generation):
+        if session.quiet_since is not None:
+            session.quiet_since = generation
+        return narrow(self, session, requested, generation)
+
+    monkeypatch.setattr(QuietPartitions, "narrow", never_again)
+    assert first_failure(range(SEEDS["stale_generation"])) is not None
