@@ -4,11 +4,14 @@ per node and per thread the user and system CPU per write (from /proc), context 
 write, and the client's p50/p99.
 
     PYTHONPATH=$PWD python tools/write_cpu_profile.py [--profile low-latency] [--seconds 8]
-        [--perf record|trace] [--py-spy] [--node N]
+        [--perf record|trace] [--py-spy] [--node N] [--split]
 
 ``--perf record`` samples the leader (or ``--node``) with ``perf record -g`` into
 ``write_cpu.perf.data``; ``--perf trace`` writes a syscall summary (``perf trace -s``) to
 ``write_cpu.trace.txt``; ``--py-spy`` writes py-spy raw stacks to ``write_cpu.pyspy.txt``.
+``--split`` samples every node with ``perf record`` and splits each node's CPU per write by the
+code it ran (``tools/cpu_split.py``): kernel, Python interpreter, kraft's compiled hot path,
+event loop, CPython C modules, other libraries.
 A profiler, not a benchmark: the figures are for finding costs, compare them only within one
 run (bench/bench_peers.py is the benchmark).
 """
@@ -26,6 +29,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.peers.kraft import Writer  # noqa: E402
+from tools.cpu_split import CLASSES, split  # noqa: E402
 from tools.server_hooks import running_cluster  # noqa: E402
 
 
@@ -94,16 +98,27 @@ def main() -> int:
     ap.add_argument("--perf", choices=["record", "trace"])
     ap.add_argument("--py-spy", action="store_true")
     ap.add_argument("--node", type=int, help="the node to sample (default: the leader)")
+    ap.add_argument("--split", action="store_true", help="CPU per write by the code it ran, every node (perf)")
     args = ap.parse_args()
+    if args.split and (args.perf or args.py_spy):
+        ap.error("--split samples every node with perf itself: not with --perf or --py-spy")
+    if args.split and subprocess.run(["perf", "--version"], capture_output=True).returncode != 0:
+        ap.error("--split needs perf (apt-get install linux-perf)")
 
     with running_cluster(args.profile) as (cluster, leader, pids):
         spec = cluster.spec()
         asyncio.run(write_loop(spec, 0.5))  # first connections and elections settle
         before = {i: thread_cpu(p) for i, p in pids.items()}
         sampler = profiler(args, pids[args.node or leader])
+        splitters = {i: subprocess.Popen(["perf", "record", "-F", "2000", "-p", str(p), "-o", f"write_cpu.split-{i}.data",
+                                          "--", "sleep", str(int(args.seconds))],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                     for i, p in pids.items()} if args.split else {}
         latencies = asyncio.run(write_loop(spec, args.seconds))
         if sampler is not None:
             sampler.wait()
+        for p in splitters.values():
+            p.wait()
         after = {i: thread_cpu(p) for i, p in pids.items()}
     n = len(latencies)
     latencies.sort()
@@ -123,6 +138,12 @@ def main() -> int:
         print(f"  node {i}{' (leader)' if i == leader else ''}: {user * 1e6 / n:.0f} µs user + "
               f"{system * 1e6 / n:.0f} µs system per write, {vol / n:.1f} voluntary + {invol / n:.1f} "
               f"involuntary switches, {faults / n:.2f} minor page faults per write; threads: {', '.join(threads)}")
+        if i in splitters:
+            # The samples' shares of the node's measured CPU (perf samples at 2 kHz, /proc in ticks).
+            got = split(f"write_cpu.split-{i}.data")
+            per_write = (user + system) * 1e6 / n
+            print("    by code: " + ", ".join(f"{k} {got[k] * per_write:.0f} µs ({got[k] * 100:.0f}%)"
+                                             for k in CLASSES))
     return 0
 
 
