@@ -20,7 +20,8 @@ fetch offset (``BrokerState.preferred_read_replica``); the consumer fetches ther
 
 Fetch sessions (KIP-227) are a layer around that read, in ``fetch_sessions``: before it, the
 request's session fields pick the partitions to read (the request's own, or for an incremental
-fetch every partition of its session); after it, the session decides which results go into
+fetch every partition of its session; for a follower's, only the ones that may have changed:
+``quiet_partitions``); after it, the session decides which results go into
 the answer and which session id it names. Every pre-KIP-227 client sends session epoch -1 and
 gets today's sessionless full answer.
 
@@ -210,7 +211,7 @@ class FetchHandler:
                         parked.check()
 
     def _parked_sessions(self):
-        """Follower sessions with a request parked that reads none of its partitions."""
+        """Follower sessions with a request parked (it may hold none of their partitions)."""
         return [s for s in self.sessions.cache.sessions.values() if s.parked is not None]
 
     def _read_all(self, wanted, max_bytes: int, version: int, isolation: int = 0, rack: str | None = None,

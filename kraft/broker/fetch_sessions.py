@@ -88,8 +88,13 @@ class CachedPartition:
         if self.local_log_start != read.log_start:
             self.local_log_start = read.log_start
             must = True
-        if read.code != NONE:
-            self.high_watermark = -1  # so the partition is sent again once the error is gone
+        if read.code != NONE or read.diverging is not None:
+            # So the partition is sent again once the error is gone, or the follower has
+            # truncated: a follower acts on a diverging epoch alone and ignores the high
+            # watermark beside it (as Kafka's does), so it was not told. (Kafka records it as
+            # told, and the follower's HW then lags until the next write; the replication
+            # simulator's convergence check found ours doing the same, seed 200754.)
+            self.high_watermark = -1
             must = True
         return must
 
@@ -230,7 +235,7 @@ class FetchContext:
         for (name, topic_id, p), r in zip(self.wanted, reads):
             key = (topic_id, p.partition) if self._uses_ids else (name, p.partition)
             cp = CachedPartition(key, name, topic_id, p)
-            cp.high_watermark, cp.local_log_start = r.hw, r.log_start
+            cp.must_respond(r)  # what this full answer tells the fetcher (-1: nothing usable)
             partitions[key] = cp
         now = self._now_ms if now_ms is None else now_ms
         session_id = self._cache.create(now, self._privileged, partitions, self._uses_ids)

@@ -124,6 +124,21 @@ class FetchPartition:
         self.params: PartitionParams | None = None  # what the last request asked with
 
 
+def _params(p: FetchPartition, position, max_bytes: int) -> PartitionParams:
+    """What a request asks for ``p``, from the local log's ``position``. Unchanged (most
+    partitions of a session, most of the time): the same tuple again, which the session
+    compares by identity first. (The topic id by identity first: UUID's == is Python code, a
+    seventh of a poll.)"""
+    end, start, latest = position(p.tp)
+    latest = -1 if latest is None else latest
+    params = p.params
+    if (params is None or params[1] != end or params[2] != start or params[5] != latest
+            or params[4] != p.leader_epoch or params[3] != max_bytes
+            or (params[0] is not p.topic_id and params[0] != p.topic_id)):
+        params = p.params = PartitionParams(p.topic_id, end, start, max_bytes, p.leader_epoch, latest)
+    return params
+
+
 class ReplicaFetcher:
     def __init__(self, broker_id: int, leader_id: int, fetcher_index: int, local, *,
                  version: int = FETCH_VERSION, backoff_ms: int = DEFAULT_BACKOFF_MS,
@@ -209,17 +224,7 @@ class ReplicaFetcher:
         max_bytes = self.partition_max_bytes
         wanted = {}
         for p in ready:
-            end, start, latest = position(p.tp)
-            latest = -1 if latest is None else latest
-            params = p.params
-            # Unchanged (most partitions of a session, most of the time): the same tuple again,
-            # which the session compares by identity first.
-            # (The topic id by identity first: UUID's == is Python code, a seventh of a poll.)
-            if (params is None or params[1] != end or params[2] != start or params[5] != latest
-                    or params[4] != p.leader_epoch or params[3] != max_bytes
-                    or (params[0] is not p.topic_id and params[0] != p.topic_id)):
-                params = p.params = PartitionParams(p.topic_id, end, start, max_bytes, p.leader_epoch, latest)
-            wanted[p.tp] = params
+            wanted[p.tp] = _params(p, position, max_bytes)
         # Every session partition may be answered, so every one is "asked" (stale answers are
         # recognised by leader epoch).
         self.in_flight = {p.tp: p.leader_epoch for p in ready}
@@ -251,15 +256,8 @@ class ReplicaFetcher:
         changed = {}
         for tp in self._dirty:
             p = partitions.get(tp)
-            if p is None:
-                continue
-            end, start, latest = position(tp)
-            latest = -1 if latest is None else latest
-            params = p.params
-            if (params is None or params[1] != end or params[2] != start or params[5] != latest
-                    or params[4] != p.leader_epoch or params[3] != max_bytes):
-                params = p.params = PartitionParams(p.topic_id, end, start, max_bytes, p.leader_epoch, latest)
-            changed[tp] = params
+            if p is not None:
+                changed[tp] = _params(p, position, max_bytes)
         self._dirty.clear()
         self.in_flight = self._epochs
         return self._request(self.session.build_changed(changed))

@@ -195,8 +195,24 @@ def test_an_incremental_answer_carries_only_partitions_with_news():
     assert answer(bar_0=Read(log_start=4)) == [("bar", 0)]  # the error is gone: the HW again
     assert answer(bar_0=Read(log_start=4)) == []
     assert answer(foo_0=Read(diverging=(3, 40))) == [("foo", 0)]
+    # The follower truncates on a diverging epoch and ignores the HW beside it: sent again after.
+    assert answer(foo_0=Read()) == [("foo", 0)]
+    assert answer(foo_0=Read()) == []
     assert answer(foo_1=Read(hw=11, preferred=2)) == [("foo", 1)]  # a KIP-392 redirect, every time
     assert answer(foo_1=Read(hw=11, preferred=2)) == [("foo", 1)]
+
+
+def test_a_partition_that_diverged_in_the_full_answer_brings_its_hw_in_the_next_one():
+    """A follower acts on the diverging epoch of the full answer and ignores the HW beside it:
+    the first incremental answer after must carry that partition's HW (found by the replication
+    simulator's convergence check, seed 200754: the follower's HW stayed one write behind)."""
+    s = sessions()
+    ctx = s.context(request((("foo", 0, 9), ("foo", 1, 7)), epoch=INITIAL_EPOCH), 13, NAMES, follower=True, now_ms=0)
+    code, sid, _ = ctx.respond(reads_for(ctx, foo_0=Read(diverging=(2, 5)), foo_1=Read(code=E.NOT_LEADER_OR_FOLLOWER)))
+    assert code == 0
+    ctx = incremental(s, sid, 1, (("foo", 0, 5),))
+    _, _, out = ctx.respond(reads_for(ctx))
+    assert len(out) == 2  # foo-0 (its HW) and foo-1 (the error is gone)
 
 
 def test_answered_partitions_move_to_the_end_of_the_read_order():
