@@ -58,8 +58,11 @@ class BrokerLifecycle:
 
     def __init__(self, broker_id: int, cluster_id: str, *, listeners, rack: str | None = None,
                  log_dir_ids=(), incarnation_id: uuid.UUID | None = None, session_timeout_ms: int = 9000,
-                 heartbeat_interval_ms: int = 2000, features: dict | None = None):
+                 heartbeat_interval_ms: int = 2000, features: dict | None = None, previous_broker_epoch: int = -1):
         self.broker_id = broker_id
+        #: the broker epoch this broker shut down cleanly in (its log dirs' clean-shutdown files),
+        #: -1 after an unclean stop: KIP-966 keeps a cleanly restarted broker eligible to lead
+        self.previous_broker_epoch = previous_broker_epoch
         self.cluster_id = cluster_id
         self.listeners = list(listeners)  # (name, host, port, security protocol)
         self.rack = rack
@@ -97,7 +100,8 @@ class BrokerLifecycle:
                  listeners=[R.Listener(name=n, host=h, port=p, security_protocol=s) for n, h, p, s in self.listeners],
                  features=[R.Feature(name=name, min_supported_version=lo, max_supported_version=hi)
                            for name, (lo, hi) in sorted(self.features.items())],
-                 rack=self.rack, is_migrating_zk_broker=False, log_dirs=self.log_dir_ids)
+                 rack=self.rack, is_migrating_zk_broker=False, log_dirs=self.log_dir_ids,
+                 previous_broker_epoch=self.previous_broker_epoch)
 
     def on_registration(self, resp, sent_ms: int) -> int:
         """Apply a BrokerRegistration answer to a request sent at ``sent_ms``; returns its error

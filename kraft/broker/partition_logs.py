@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import json
 import logging
 import os
 import shutil
@@ -42,7 +43,22 @@ log = logging.getLogger("kraft.broker.logs")
 #: threads making the files of new partition logs at once (``create_many``)
 CREATE_WORKERS = 32
 #: Kafka's CleanShutdownFileHandler content (the broker epoch is not known here).
-CLEAN_SHUTDOWN_TEXT = b'{"version":0,"brokerEpoch":-1}\n'
+
+
+def clean_shutdown_text(broker_epoch: int) -> bytes:
+    """Kafka's ``.kafka_cleanshutdown`` content: the broker epoch the broker shut down in."""
+    return b'{"version":0,"brokerEpoch":%d}\n' % broker_epoch
+
+
+def read_clean_shutdown_epoch(path: str) -> int:
+    """The broker epoch in a clean-shutdown file; -1 when it names none or cannot be read
+    (a marker written before the epoch was kept, or damaged: the restart counts as unclean)."""
+    try:
+        with open(path, "rb") as f:
+            value = json.loads(f.read(4096)).get("brokerEpoch", -1)
+    except (OSError, ValueError, AttributeError):
+        return -1
+    return value if type(value) is int and value >= 0 else -1
 
 
 class PartitionLog:
@@ -96,6 +112,11 @@ class PartitionLogs:
         #: moves whenever a log is made, replaced or deleted, or retention moves a log's start
         #: (replica fetchers ask their local logs only about what their own answers touched)
         self.changes = 0
+        #: KIP-966: the broker epoch every log dir's clean-shutdown file named at open (-1: some
+        #: dir was not shut down cleanly, or named none); and the one ``close`` writes
+        self.previous_broker_epoch = -1
+        self.shutdown_broker_epoch = -1
+        self._clean_epochs: dict = {}  # log dir -> the epoch its clean-shutdown file named (-1: none)
         self.flusher_threads = flusher_threads
         #: (dir name, threads) -> the flusher of a log dir; None: a ``SharedFlusher`` (Python
         #: threads). A server sets it to a ``SharedLoopFlusher`` on its event loop.
@@ -138,6 +159,8 @@ class PartitionLogs:
                     self.changes += 1
                     self.dirs.offline_partitions[(plog.topic, plog.partition)] = log_dir
                     _close_quietly(plog)
+        epochs = set(self._clean_epochs.get(d, -1) for d in self.log_dirs)
+        self.previous_broker_epoch = epochs.pop() if len(epochs) == 1 else -1
         return opened
 
     def _open_dir(self, log_dir: str, threads: int) -> list[PartitionLog]:
@@ -145,6 +168,7 @@ class PartitionLogs:
         os.makedirs(log_dir, exist_ok=True)
         marker = os.path.join(log_dir, names.CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(marker)
+        self._clean_epochs[log_dir] = read_clean_shutdown_epoch(marker) if clean else -1
         todo = self._partition_dirs(log_dir)
         recovery = self._read_checkpoint(log_dir, names.RECOVERY_POINT_CHECKPOINT)
         starts = self._read_checkpoint(log_dir, names.LOG_START_CHECKPOINT)
@@ -518,7 +542,8 @@ class PartitionLogs:
             self._write_dir_checkpoints(log_dir)
         self._deleter.shutdown(wait=True)
         for log_dir in self._loaded:  # last: only a shutdown that got this far was clean
-            files.atomic_write(os.path.join(log_dir, names.CLEAN_SHUTDOWN_FILE), CLEAN_SHUTDOWN_TEXT)
+            files.atomic_write(os.path.join(log_dir, names.CLEAN_SHUTDOWN_FILE),
+                               clean_shutdown_text(self.shutdown_broker_epoch))
 
 
 def place(online: list, counts: dict, assigned: str | None) -> str:

@@ -5,7 +5,7 @@ Registration: a broker id held by a different, unfenced incarnation whose lease 
 gets DUPLICATE_BROKER_REGISTRATION; the same incarnation again is answered with its epoch and writes
 nothing (a retry); otherwise a RegisterBrokerRecord (fenced) with a new, larger epoch. A
 re-registration after an unclean restart first takes the old incarnation out of every ISR
-(and ELR).
+(and ELR); after a clean one (its PreviousBrokerEpoch is the registered epoch) it stays eligible.
 
 Heartbeat, per the broker's state in the image: fenced -> unfenced once its reported metadata
 offset reached its registration record (``BrokerLeases.caught_up``), which also gives leaderless
@@ -149,11 +149,15 @@ def handle_broker_registration(ctx, req: BrokerRegistrationRequest) -> Controlle
         features=[F(name=f.name, min_supported_version=f.min_supported_version,
                     max_supported_version=f.max_supported_version) for f in req.features],
         rack=req.rack, fenced=True, in_controlled_shutdown=False, log_dirs=list(req.log_dirs))]
-    # A new incarnation: the old one is gone (an unclean restart) and may have lost unflushed
-    # data, so it must not stay in any ISR or ELR (Kafka's handleBrokerUncleanShutdown).
-    gone = {req.broker_id}
-    records += elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(image, ctx.settings),
-                          min_isr=elr_min_isr(image, ctx.settings), unclean_shutdown=True)
+    # A new incarnation after an unclean restart may have lost unflushed data, so it must not
+    # stay in any ISR or ELR (Kafka's handleBrokerUncleanShutdown). One that shut down cleanly
+    # names the broker epoch it shut down in (KIP-966's PreviousBrokerEpoch, from its log dirs'
+    # clean-shutdown files): it lost nothing and stays eligible, so the last ELR member of a
+    # partition can lead it again when it comes back.
+    if existing is None or req.previous_broker_epoch < 0 or req.previous_broker_epoch != existing.epoch:
+        gone = {req.broker_id}
+        records += elect_away(image, gone, _without(image, gone), unclean=unclean_enabled(image, ctx.settings),
+                              min_isr=elr_min_isr(image, ctx.settings), unclean_shutdown=True)
     return ControllerResult(records, R(error_code=0, broker_epoch=epoch), atomic=True)
 
 

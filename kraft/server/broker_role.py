@@ -115,7 +115,8 @@ class BrokerRole:
         self.lifecycle = lc = BrokerLifecycle(
             cfg.node_id, self.cluster_id, listeners=eps, rack=rack, log_dir_ids=self._online_dir_ids(),
             session_timeout_ms=cfg.int("broker.session.timeout.ms"),
-            heartbeat_interval_ms=cfg.int("broker.heartbeat.interval.ms"))
+            heartbeat_interval_ms=cfg.int("broker.heartbeat.interval.ms"),
+            previous_broker_epoch=self.node.logs.previous_broker_epoch)
         self.node.state.is_serving = lambda: lc.serving(wall_ms())
         lc.offline_log_dirs = self.node.logs.dirs.offline_ids
         self.node.on_dir_offline = lambda d: self.driver.wake() if self.driver is not None else None
@@ -218,5 +219,8 @@ class BrokerRole:
                 await self.assigner.close()
             await self.driver.controlled_shutdown(self.cfg.int("broker.session.timeout.ms") / 1000)
             await self.driver.close()
+        if self.lifecycle is not None and self.node.logs is not None:
+            # Written into the clean-shutdown files: the next start names it (KIP-966).
+            self.node.logs.shutdown_broker_epoch = self.lifecycle.broker_epoch
         await self.node.shutdown()
         await self.forwarding_client.close()

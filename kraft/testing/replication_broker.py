@@ -68,6 +68,7 @@ class SimBroker:
         self.flush_interval_ms = flush_interval_ms
         self.fetch_max_bytes = fetch_max_bytes  # replica.fetch.max.bytes: small ones make followers lag
         self.logs = SimPartitionLogs()  # the disk: survives crashes
+        self.clean_epoch = -1  # the broker epoch of a clean shutdown, as its clean-shutdown files keep it
         self.incarnation = 0
         self.alive = False
         self.paused_until = 0
@@ -81,7 +82,9 @@ class SimBroker:
         self.token = (self.id, self.incarnation)
         self.lifecycle = BrokerLifecycle(self.id, CLUSTER_ID, listeners=[("PLAINTEXT", f"b{self.id}", 9092, 0)],
                                          incarnation_id=uuid.UUID(int=sim.rng.getrandbits(128)),
-                                         session_timeout_ms=self.session_timeout_ms, heartbeat_interval_ms=500)
+                                         session_timeout_ms=self.session_timeout_ms, heartbeat_interval_ms=500,
+                                         previous_broker_epoch=self.clean_epoch)
+        self.clean_epoch = -1  # read at start (PartitionLogs removes the files): a kill now is unclean
         self.state = BrokerState(self.id, self.logs, limits=BrokerLimits(min_insync_replicas=self.min_isr))
         self.state.is_serving = lambda: self.lifecycle.serving(sim.now)
         self.state.replication = LeaderReplication(self.id, lag_max_ms=self.lag_max_ms, clock_ms=lambda: sim.now,
@@ -118,7 +121,9 @@ class SimBroker:
         for plog in self.logs:
             plog.log.flush()
         self.logs.checkpoint_high_watermarks()
+        epoch = self.lifecycle.broker_epoch
         self.crash(False)
+        self.clean_epoch = epoch  # broker_role.shutdown hands it to PartitionLogs.close
         self.sim.stopped(self)
 
     def timer(self, delay_ms: int, kind: str, *args) -> None:

@@ -342,6 +342,11 @@ class ReplicationWorkload(Workload):
         if topic is None or self.producer.in_flight:
             return False
         for pid, reg in topic.partitions.items():
+            if self.elr and reg.leader < 0 and not reg.isr and not reg.elr:
+                # Offline since the liveness check, by ``_online``'s rule: the last ISR member
+                # was a killed broker whose lease outlived it, and its restart was unclean
+                # (seed 207393, min ISR 1: the others left the ISR without becoming eligible).
+                self.offline.add(pid)
             if pid in self.offline:
                 continue
             if reg.leader < 0 or sorted(reg.isr) != sorted(reg.replicas):

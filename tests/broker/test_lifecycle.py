@@ -48,6 +48,12 @@ def test_registration_request_carries_identity_listeners_rack_features_and_log_d
     assert req.log_dirs == [uuid.UUID(int=7)]
 
 
+def test_registration_names_the_epoch_of_a_clean_shutdown():
+    assert lifecycle().registration_request().previous_broker_epoch == -1
+    lc = BrokerLifecycle(4, "cluster-x", listeners=[("PLAINTEXT", "127.0.0.1", 9094, 0)], previous_broker_epoch=12)
+    assert lc.registration_request().previous_broker_epoch == 12
+
+
 def test_each_process_start_gets_a_new_incarnation_id():
     assert lifecycle().incarnation_id != lifecycle().incarnation_id
 

@@ -187,3 +187,39 @@ def test_a_compacted_log_is_recovered_after_a_crash(tmp_path):
     opened = again.open_all()
     assert [p.log.end_offset for p in opened] == [300]
     again.close()
+
+
+def test_the_clean_shutdown_files_carry_the_broker_epoch_to_the_next_registration(tmp_path):
+    """KIP-966: the broker epoch the broker shut down in is written into every log dir's
+    clean-shutdown file (Kafka's ``{"version":0,"brokerEpoch":N}``) and read back at the next
+    open as ``previous_broker_epoch``; any dir without it, with another epoch or unreadable
+    makes the restart unclean (-1)."""
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    logs = PartitionLogs([a, b], _cfg())
+    logs.open_all()
+    assert logs.previous_broker_epoch == -1  # a first start
+    logs.shutdown_broker_epoch = 47
+    logs.close()
+    with open(os.path.join(a, names.CLEAN_SHUTDOWN_FILE), "rb") as f:
+        assert f.read() == b'{"version":0,"brokerEpoch":47}\n'
+    logs = PartitionLogs([a, b], _cfg())
+    logs.open_all()
+    assert logs.previous_broker_epoch == 47
+    logs.close()  # no epoch handed over: the files say -1
+    logs = PartitionLogs([a, b], _cfg())
+    logs.open_all()
+    assert logs.previous_broker_epoch == -1
+    logs.shutdown_broker_epoch = 48
+    logs.close()
+    os.remove(os.path.join(b, names.CLEAN_SHUTDOWN_FILE))  # one dir was not shut down cleanly
+    logs = PartitionLogs([a, b], _cfg())
+    logs.open_all()
+    assert logs.previous_broker_epoch == -1
+    logs.shutdown_broker_epoch = 49
+    logs.close()
+    with open(os.path.join(b, names.CLEAN_SHUTDOWN_FILE), "wb") as f:
+        f.write(b'{"version":0,"brokerEpoch":"x"}')  # damaged
+    logs = PartitionLogs([a, b], _cfg())
+    logs.open_all()
+    assert logs.previous_broker_epoch == -1
+    logs.close()

@@ -171,6 +171,28 @@ def test_registering_a_new_incarnation_drops_it_from_the_elr():
     assert registered_part(after).elr == ()
 
 
+def test_a_clean_restart_keeps_the_broker_in_the_elr_and_a_wrong_previous_epoch_does_not():
+    """KIP-966: a broker that shut down cleanly names the epoch it shut down in
+    (PreviousBrokerEpoch); it lost nothing, so it stays eligible. Found by the replication
+    simulator (seed 203747): the last ELR member came back from a controlled shutdown and its
+    partition stayed offline."""
+    import uuid
+    from admin_fixtures import context
+    from controller_fakes import registration
+    from partition_fixtures import image_with, part as registered_part, run
+    img = image_with(replicas=(1, 2, 3), isr=(1, 3), leader=1, eligible_leader_replicas=[2])
+    settings = {"eligible.leader.replicas.enable": "true", "min.insync.replicas": "3"}
+    epoch = img.cluster.brokers[2].epoch
+    for previous, kept in ((epoch, (2,)), (epoch - 1, ()), (-1, ())):
+        req = registration(2, incarnation=uuid.UUID(int=0xBEEF))
+        req.cluster_id = context(img, 0).cluster_id
+        req.features = [type(req).Feature(name="metadata.version", min_supported_version=1, max_supported_version=25)]
+        req.previous_broker_epoch = previous
+        result, after = run(62, img, req, 0, settings)
+        assert result.response.error_code == 0
+        assert registered_part(after).elr == kept, previous
+
+
 def test_a_topic_config_allowing_unclean_election_wins_over_the_cluster_setting_when_fencing():
     from admin_fixtures import apply
     from kraft.controller.broker_handlers import fence_records
