@@ -112,17 +112,22 @@ def _session(leader) -> int:
     return resp.session_id
 
 
-def test_a_parked_follower_fetch_woken_by_one_partition_reads_that_one_again(leader):
-    sid = _session(leader)
-
+def _woken_by_one_append(leader, sid: int, epoch: int, partition: int):
+    """A follower fetch parked on session ``sid``, then one append to ``partition``: what the
+    fetch answered, and the partition reads that cost from the append on."""
     async def go():
-        parked = leader.call(leader.fetch(session_id=sid, epoch=1, max_wait_ms=10_000, min_bytes=1))
+        parked = leader.call(leader.fetch(session_id=sid, epoch=epoch, max_wait_ms=10_000, min_bytes=1))
         assert asyncio.isfuture(parked) and not parked.done()
         before = leader.reads["all"]
-        leader.call(produce(build_batch([b"hot"]), topic="many", partition=7), 9)
+        leader.call(produce(build_batch([b"hot"]), topic="many", partition=partition), 9)
         got = answered(await parked)
         return got, leader.reads["all"] - before
-    got, reads = run(go())
+    return run(go())
+
+
+def test_a_parked_follower_fetch_woken_by_one_partition_reads_that_one_again(leader):
+    sid = _session(leader)
+    got, reads = _woken_by_one_append(leader, sid, 1, 7)
     assert list(got) == [7] and values(got[7].records) == [b"hot"]
     assert reads <= 2, f"the wake re-read {reads} partitions of {N} (only partition 7 changed)"
 
@@ -173,15 +178,7 @@ def test_a_woken_quiet_partition_joins_a_parked_fetch_that_did_not_read_it(leade
     with that partition's records, having read only that one."""
     sid = _session(leader)
     leader.call(leader.fetch(session_id=sid, epoch=1))  # the full read that takes the notes
-
-    async def go():
-        parked = leader.call(leader.fetch(session_id=sid, epoch=2, max_wait_ms=10_000, min_bytes=1))
-        assert asyncio.isfuture(parked) and not parked.done()
-        before = leader.reads["all"]
-        leader.call(produce(build_batch([b"hot"]), topic="many", partition=77), 9)
-        got = answered(await parked)
-        return got, leader.reads["all"] - before
-    got, reads = run(go())
+    got, reads = _woken_by_one_append(leader, sid, 2, 77)
     assert list(got) == [77] and values(got[77].records) == [b"hot"]
     assert reads == 1
 
