@@ -77,9 +77,6 @@ class QuietPartitions:
     def __init__(self):
         self._by_log: dict = {}  # PartitionLog -> {CachedPartition: its IdleNote}
 
-    def __len__(self) -> int:
-        return sum(len(v) for v in self._by_log.values())
-
     def narrow(self, session, requested, generation):
         """The keys an incremental follower request on ``session`` reads (an ordered list), or
         None: every partition of the session (its notes were taken in another generation; the
@@ -135,6 +132,3 @@ class QuietPartitions:
             note.follower.update(cp.fetch_offset, cp.log_start_offset, note.fetch_offset, session.read_ms)
             session.dirty[cp.key] = None
             on_woken(cp)
-
-    def forget_all(self) -> None:
-        self._by_log.clear()
